@@ -1,0 +1,176 @@
+"""One validated settings object, built at entry points (never at import time).
+
+Sources, highest first: keyword arguments, environment (``RAGPG_*``, ``DATABASE_URL``,
+nested groups with ``__`` as in ``RAGPG_CHUNKING__SOFT_BYTES``), the config file
+(TOML; ``RAGPG_CONFIG`` or ``<user config dir>/ragpg/config.toml``), defaults.
+Unknown keys in the config file are rejected.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from rag.errors import ConfigError
+
+APP_NAME = "ragpg"
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ChunkingSettings(_Group):
+    soft_bytes: int = Field(4096, gt=0)
+    hard_bytes: int = Field(8192, gt=0)
+    overlap_bytes: int = Field(0, ge=0)
+    max_chunks_per_document: int = Field(2000, gt=0)
+
+
+class IngestSettings(_Group):
+    max_document_bytes: int = Field(10 * 1024 * 1024, gt=0)
+    skip_hidden_folders: tuple[str, ...] = (".obsidian", ".git", ".trash")
+    upsert_batch_documents: int = Field(32, gt=0)
+    watch_debounce_ms: int = Field(500, ge=0)
+
+
+class EmbeddingSettings(_Group):
+    # "local", "hash" (optionally "hash:<dims>"), or a litellm model such as "openai/text-embedding-3-small".
+    model: str = "local"
+    batch_size: int = Field(64, gt=0)
+    hash_dims: int = Field(384, gt=0)
+    max_retries: int = Field(3, ge=0)
+    retry_backoff_s: float = Field(0.5, ge=0)
+    timeout_s: float = Field(30.0, gt=0)
+    query_cache_size: int = Field(1024, ge=0)
+
+
+class RetrievalSettings(_Group):
+    bm25_k1: float = Field(0.9, gt=0)
+    bm25_b: float = Field(0.4, ge=0, le=1)
+    rrf_k: int = Field(60, gt=0)
+    exact_scan_max_rows: int = Field(10000, ge=0)
+    hnsw_ef_search: int = Field(100, gt=0)
+    max_match_count: int = Field(1000, gt=0)
+    max_query_chars: int = Field(20000, gt=0)
+
+
+class LLMSettings(_Group):
+    model: str | None = None
+    api_base: str | None = None
+    api_key: str | None = None
+    timeout_s: float = Field(20.0, gt=0)
+    max_retries: int = Field(0, ge=0)
+    temperature: float = Field(0.0, ge=0, le=2)
+
+
+class ServerSettings(_Group):
+    host: str = "127.0.0.1"
+    port: int = Field(8000, gt=0, lt=65536)
+    concurrency: int = Field(8, gt=0)
+    queue_size: int = Field(64, ge=0)
+    retry_after_s: int = Field(1, ge=0)
+    max_body_bytes: int = Field(1024 * 1024, gt=0)
+
+
+class TracingSettings(_Group):
+    langfuse_public_key: str | None = None
+    langfuse_secret_key: str | None = None
+    langfuse_host: str | None = None
+
+
+class _TomlFileSource(PydanticBaseSettingsSource):
+    """Reads the optional TOML config file; the model's extra='forbid' rejects unknown keys."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls)
+        self._data = _read_config_file(path) if path else {}
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+
+
+def default_config_path() -> Path:
+    explicit = os.environ.get("RAGPG_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="RAGPG_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    database_url: str | None = Field(
+        None, validation_alias=AliasChoices("DATABASE_URL", "RAGPG_DATABASE_URL", "database_url")
+    )
+    data_dir: Path = Field(default_factory=default_data_dir)
+    log_level: str = "WARNING"
+    chunking: ChunkingSettings = ChunkingSettings()
+    ingest: IngestSettings = IngestSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
+    llm: LLMSettings = LLMSettings()
+    server: ServerSettings = ServerSettings()
+    tracing: TracingSettings = TracingSettings()
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    _config_path: Path | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlFileSource(settings_cls, cls._config_path))
+
+    @property
+    def pgdata_dir(self) -> Path:
+        return self.data_dir / "pgdata"
+
+
+def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings:
+    """Build the settings object; every problem becomes a one-line ConfigError."""
+    path = config_path if config_path is not None else default_config_path()
+    Settings._config_path = path
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ())) or "settings"
+        source = f" (config file {path})" if path.exists() else ""
+        if err.get("type") == "extra_forbidden":
+            raise ConfigError(f"unknown setting '{where}'{source}") from None
+        raise ConfigError(f"invalid setting '{where}': {err.get('msg')}{source}") from None
+    finally:
+        Settings._config_path = None
