@@ -119,6 +119,10 @@ def default_config_path() -> Path:
 
 
 def default_data_dir() -> Path:
+    # As root the embedded server runs as a system user that must traverse the data dir's parents;
+    # /var/lib keeps that from opening up /root.
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/lib") / APP_NAME
     return Path(platformdirs.user_data_dir(APP_NAME))
 
 

@@ -1,0 +1,41 @@
+"""Shared CLI state: the settings object (built once, at the entry point) and output helpers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from rag.config import Settings, load_settings
+
+
+@dataclass
+class CliState:
+    config_path: Path | None = None
+    _settings: Settings | None = field(default=None, repr=False)
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.config_path)
+        return self._settings
+
+
+def state(ctx: typer.Context) -> CliState:
+    root = ctx.find_root()
+    if not isinstance(root.obj, CliState):
+        root.obj = CliState()
+    return root.obj
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def info(message: str) -> None:
+    """Human status lines go to stderr so stdout stays clean for data."""
+    typer.echo(message, err=True)

@@ -1,0 +1,111 @@
+"""`ragpg db`: the database lifecycle (embedded server or DATABASE_URL)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from rag.cli.app import print_json, state
+from rag.store import migrate
+from rag.store.database import embedded_server, mask_url, open_connection, resolve_database_url
+
+app = typer.Typer(help="Start, stop and upgrade the database (embedded PostgreSQL unless DATABASE_URL is set).",
+                  no_args_is_help=True)
+
+JSON_HELP = "Print machine-readable JSON."
+
+
+@app.command()
+def start(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Start (or adopt) the embedded server and bring the schema up to date."""
+    settings = state(ctx).settings
+    adopted = False
+    pid = None
+    if settings.database_url:
+        url = settings.database_url
+    else:
+        status = embedded_server(settings).start()
+        url, adopted, pid = status.url or "", status.adopted, status.pid
+    revision = migrate.upgrade(url)
+    result = {"running": True, "embedded": not settings.database_url, "pid": pid, "adopted": adopted,
+              "url": mask_url(url), "revision": revision}
+    if json_out:
+        print_json(result)
+    elif settings.database_url:
+        typer.echo(f"Using the database at {mask_url(url)}; schema at revision {revision}.")
+    else:
+        verb = "already running" if adopted else "started"
+        typer.echo(f"Embedded PostgreSQL {verb} (pid {pid}, data in {settings.pgdata_dir}); "
+                   f"schema at revision {revision}.")
+
+
+@app.command()
+def stop(ctx: typer.Context) -> None:
+    """Stop the embedded server (does nothing for DATABASE_URL)."""
+    settings = state(ctx).settings
+    if settings.database_url:
+        typer.echo("DATABASE_URL is set: ragpg does not manage that server.")
+        return
+    stopped = embedded_server(settings).stop()
+    typer.echo("Embedded PostgreSQL stopped." if stopped else "Embedded PostgreSQL was not running.")
+
+
+@app.command()
+def status(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Show whether the database is reachable and its schema current. Exit 1 when not running."""
+    settings = state(ctx).settings
+    result: dict[str, object] = {"embedded": not settings.database_url}
+    if settings.database_url:
+        url = settings.database_url
+    else:
+        st = embedded_server(settings).status()
+        result.update({"data_dir": str(settings.pgdata_dir), "pid": st.pid})
+        if not st.running or st.url is None:
+            result["running"] = False
+            _emit_status(result, json_out)
+            raise typer.Exit(1)
+        url = st.url
+    with open_connection(url, register_vector=False) as conn:
+        row = conn.execute(
+            "select current_setting('server_version') as server_version,"
+            " (select extversion from pg_extension where extname = 'vector') as pgvector"
+        ).fetchone()
+        revision = migrate.current_revision(conn)
+    head = migrate.head_revision()
+    result.update({"running": True, "url": mask_url(url), "server_version": row["server_version"],
+                   "pgvector": row["pgvector"], "revision": revision, "head": head,
+                   "schema_current": revision == head})
+    _emit_status(result, json_out)
+
+
+def _emit_status(result: dict[str, object], json_out: bool) -> None:
+    if json_out:
+        print_json(result)
+        return
+    if not result.get("running"):
+        typer.echo("Embedded PostgreSQL is not running (start it with `ragpg db start`).")
+        return
+    schema = "current" if result["schema_current"] else f"at {result['revision']} (head {result['head']}): run `ragpg db upgrade`"
+    typer.echo(f"Database: {result['url']}")
+    typer.echo(f"PostgreSQL {result['server_version']}, pgvector {result['pgvector'] or 'not installed'}")
+    typer.echo(f"Schema: {schema}")
+
+
+@app.command()
+def url(ctx: typer.Context, masked: bool = typer.Option(False, "--masked", help="Hide any password.")) -> None:
+    """Print the connection URL, for psql or another process (starts the embedded server if needed)."""
+    value = resolve_database_url(state(ctx).settings)
+    typer.echo(mask_url(value) if masked or (sys.stdout.isatty() and ":" in value.split("@")[0][11:]) else value)
+
+
+@app.command()
+def upgrade(ctx: typer.Context, revision: str = typer.Argument("head", help="Target alembic revision."),
+            json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Create the pgvector extension if allowed, migrate the schema and re-apply SQL functions."""
+    target = resolve_database_url(state(ctx).settings)
+    done = migrate.upgrade(target, revision)
+    if json_out:
+        print_json({"revision": done})
+    else:
+        typer.echo(f"Schema at revision {done}.")

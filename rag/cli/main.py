@@ -1,0 +1,67 @@
+"""The `ragpg` command: one place maps the error hierarchy to exit codes and stderr lines."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import click
+import typer
+
+from rag.cli import db
+from rag.cli.app import CliState
+from rag.errors import RagError
+
+app = typer.Typer(
+    name="ragpg",
+    help="Postgres-native retrieval for RAG: index markdown vaults, search and ask with cited sources.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(db.app, name="db")
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    config: Path | None = typer.Option(None, "--config", envvar="RAGPG_CONFIG",
+                                       help="Config file (TOML). Default: the user config dir."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log diagnostics to stderr."),
+) -> None:
+    """Postgres-native retrieval for RAG."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = CliState(config_path=config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        app(args=argv, prog_name="ragpg", standalone_mode=False)
+    except RagError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        typer.echo("aborted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        return 130
+    return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

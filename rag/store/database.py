@@ -1,0 +1,78 @@
+"""Where the database is and how to connect: DATABASE_URL, or the embedded server."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg.rows import dict_row
+
+from rag.config import Settings
+from rag.errors import DatabaseError
+from rag.store.embedded import EmbeddedServer
+
+CONNECT_TIMEOUT_S = 10
+
+
+def mask_url(url: str) -> str:
+    """Hide the password in a connection URL or conninfo string."""
+    url = re.sub(r"(://[^:/@]+:)([^@]*)(@)", r"\1***\3", url)
+    return re.sub(r"(password\s*=\s*)(\S+)", r"\1***", url)
+
+
+def embedded_server(settings: Settings) -> EmbeddedServer:
+    return EmbeddedServer(settings.data_dir)
+
+
+def resolve_database_url(settings: Settings, *, start: bool = True) -> str:
+    """DATABASE_URL when set; otherwise the embedded server's URL, starting it when asked."""
+    if settings.database_url:
+        return settings.database_url
+    server = embedded_server(settings)
+    status = server.status()
+    if status.running and status.url:
+        return status.url
+    if not start:
+        raise DatabaseError("the embedded server is not running; run `ragpg db start`")
+    started = server.start()
+    assert started.url is not None
+    return started.url
+
+
+def sqlalchemy_url(url: str) -> str:
+    """The same URL for SQLAlchemy's psycopg 3 dialect."""
+    return re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql+psycopg://", url)
+
+
+def open_connection(url: str, *, autocommit: bool = False, register_vector: bool = True) -> psycopg.Connection:
+    try:
+        conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S,
+                               row_factory=dict_row)
+    except psycopg.OperationalError as exc:
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else "connection failed"
+        raise DatabaseError(f"cannot connect to the database at {mask_url(url)}: {reason}") from None
+    if register_vector:
+        _register_vector(conn)
+    return conn
+
+
+def _register_vector(conn: psycopg.Connection) -> None:
+    from pgvector.psycopg import register_vector
+
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError:
+        # The extension is not created yet (before `ragpg db upgrade`); plain SQL still works.
+        if not conn.autocommit:
+            conn.rollback()
+
+
+@contextmanager
+def connect(settings: Settings, *, autocommit: bool = False) -> Iterator[psycopg.Connection]:
+    conn = open_connection(resolve_database_url(settings), autocommit=autocommit)
+    try:
+        yield conn
+    finally:
+        conn.close()

