@@ -109,3 +109,15 @@ def upgrade(ctx: typer.Context, revision: str = typer.Argument("head", help="Tar
         print_json({"revision": done})
     else:
         typer.echo(f"Schema at revision {done}.")
+
+
+@app.command("dump-schema")
+def dump_schema(ctx: typer.Context,
+                output: str = typer.Option("-", "--output", "-o", help="File to write, or - for stdout.")) -> None:
+    """Print the schema (pg_dump, deterministic) as db/schema/schema.latest.sql holds it."""
+    text = migrate.dump_schema(resolve_database_url(state(ctx).settings))
+    if output == "-":
+        sys.stdout.write(text)
+    else:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)

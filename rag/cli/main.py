@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 import click
+import psycopg
 import typer
 
 from rag.cli import db
 from rag.cli.app import CliState
-from rag.errors import RagError
+from rag.errors import DatabaseError, RagError
 
 app = typer.Typer(
     name="ragpg",
@@ -40,10 +41,16 @@ def root(
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        app(args=argv, prog_name="ragpg", standalone_mode=False)
+        # Outside standalone mode click returns a typer.Exit's code instead of raising it.
+        result = app(args=argv, prog_name="ragpg", standalone_mode=False)
     except RagError as exc:
         typer.echo(f"error: {exc}", err=True)
         return exc.exit_code
+    except psycopg.Error as exc:
+        # A database error no layer anticipated: still one line, never a traceback.
+        first = str(exc).strip().splitlines()
+        typer.echo(f"error: database error: {first[0] if first else type(exc).__name__}", err=True)
+        return DatabaseError.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
@@ -55,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
-    return 0
+    return result if isinstance(result, int) else 0
 
 
 def run() -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from rag.store.database import mask_url, open_connection, sqlalchemy_url
 
 MIN_SERVER_VERSION_NUM = 150000
 MIN_PGVECTOR = (0, 7, 0)
+# pg_advisory_lock key for schema changes; an arbitrary constant reserved for ragpg.
+MIGRATION_LOCK_KEY = 0x2D1C6A7E41B3F905
 
 
 def migrations_dir() -> Path:
@@ -110,18 +114,31 @@ def _run_alembic(url: str, fn, revision: str) -> None:
         engine.dispose()
 
 
+@contextmanager
+def _migration_lock(url: str) -> Iterator[None]:
+    """Serialise schema changes across processes (two `ragpg db start` at once)."""
+    with open_connection(url, autocommit=True, register_vector=False) as lock_conn:
+        lock_conn.execute("select pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
+        try:
+            yield
+        finally:
+            lock_conn.execute("select pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
+
+
 def upgrade(url: str, revision: str = "head") -> str:
     """Bring the schema to `revision` (default head) and re-apply db/sql. Returns the revision."""
-    with open_connection(url, register_vector=False) as conn:
-        ensure_pgvector(conn)
-    _run_alembic(url, command.upgrade, revision)
-    with open_connection(url, register_vector=False) as conn:
-        apply_sql_files(conn)
-        return current_revision(conn) or ""
+    with _migration_lock(url):
+        with open_connection(url, register_vector=False) as conn:
+            ensure_pgvector(conn)
+        _run_alembic(url, command.upgrade, revision)
+        with open_connection(url, register_vector=False) as conn:
+            apply_sql_files(conn)
+            return current_revision(conn) or ""
 
 
 def downgrade(url: str, revision: str = "base") -> None:
-    _run_alembic(url, command.downgrade, revision)
+    with _migration_lock(url):
+        _run_alembic(url, command.downgrade, revision)
 
 
 def is_current(conn: psycopg.Connection) -> bool:

