@@ -1,0 +1,57 @@
+"""Result types shared by retrieval, ranking, context assembly and answering.
+
+Score names say their direction: `similarity` (cosine, higher is better), `bm25_score`
+(higher is better), `rrf_score` (higher is better), `final` (higher is better).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One chunk found by some retrieval pass, before ranking."""
+
+    chunk_id: int
+    vault: str
+    source_path: str
+    ordinal: int
+    heading_path: str
+    content: str
+    metadata: Mapping[str, Any]
+    similarity: float | None = None
+    bm25_score: float | None = None
+    rrf_score: float | None = None
+    vector_rank: int | None = None
+    lexical_rank: int | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    start_byte: int | None = None
+    end_byte: int | None = None
+    risk_score: float = 0.0
+    risk_flags: tuple[str, ...] = ()
+
+    @property
+    def ref(self) -> str:
+        """The stable address of a chunk: vault/source_path#ordinal."""
+        return f"{self.vault}/{self.source_path}#{self.ordinal}"
+
+
+@dataclass(frozen=True)
+class ScoreBreakdown:
+    vector: float | None
+    lexical: float | None
+    fused: float
+    weights_applied: Mapping[str, float] = field(default_factory=dict)
+    penalty: float = 0.0
+    final: float = 0.0
+
+
+@dataclass(frozen=True)
+class RankedChunk:
+    candidate: Candidate
+    scores: ScoreBreakdown
+    rank: int
