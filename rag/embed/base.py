@@ -7,6 +7,7 @@ cosine similarity is a dot product. Providers implement :meth:`Embedder.embed_ba
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from abc import ABC, abstractmethod
@@ -20,12 +21,22 @@ from rag.config import EmbeddingSettings
 
 DEFAULT_BATCH_SIZE: Final[int] = EmbeddingSettings.model_fields["batch_size"].default
 
+#: Longest ``sql_name``: PostgreSQL identifiers have 63 bytes and ``match_native_chunks_`` takes 20.
+SQL_NAME_MAX_LENGTH: Final = 63 - len("match_native_chunks_")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
 def sql_identifier(*parts: str) -> str:
-    """``("local", "all-MiniLM-L6-v2")`` -> ``"local_all_minilm_l6_v2"``: lower-cased, non-alphanumeric runs -> ``_``."""
-    return _NON_ALNUM.sub("_", "_".join(parts).lower()).strip("_")
+    """``("local", "all-MiniLM-L6-v2")`` -> ``"local_all_minilm_l6_v2"``: lower-cased, non-alphanumeric runs -> ``_``.
+
+    Names longer than :data:`SQL_NAME_MAX_LENGTH` keep their start plus ``_`` and 8 hex digits of a
+    hash of the full name, so distinct models never collide in PostgreSQL's truncated identifiers.
+    """
+    name = _NON_ALNUM.sub("_", "_".join(parts).lower()).strip("_")
+    if len(name) <= SQL_NAME_MAX_LENGTH:
+        return name
+    digest = hashlib.blake2b(name.encode("ascii"), digest_size=4).hexdigest()
+    return f"{name[: SQL_NAME_MAX_LENGTH - 9].rstrip('_')}_{digest}"
 
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
@@ -38,10 +49,14 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
 def embed_in_batches(
     embed_batch: Callable[[Sequence[str]], np.ndarray],
     texts: Sequence[str],
-    dims: int,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    *,
+    dims: int = 0,
 ) -> np.ndarray:
-    """Call ``embed_batch`` on consecutive slices of at most ``batch_size`` texts; stack the rows."""
+    """Call ``embed_batch`` on consecutive slices of at most ``batch_size`` texts; stack the rows.
+
+    ``dims`` only shapes the result for no texts: ``(0, dims)``.
+    """
     if batch_size <= 0:
         raise ValueError("batch_size must be positive")
     parts = [embed_batch(texts[start : start + batch_size]) for start in range(0, len(texts), batch_size)]
@@ -91,22 +106,29 @@ class Embedder(ABC):
         return sql_identifier(self.provider, self.model)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return embed_in_batches(self.embed_batch, list(texts), self.dims, self.batch_size)
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        return embed_in_batches(self.embed_batch, texts, self.batch_size)
 
     def embed_query(self, text: str) -> np.ndarray:
         """One vector of shape ``(dims,)``; the last ``query_cache_size`` queries are cached."""
         if self._query_cache_size <= 0:
-            return self.embed_documents([text])[0]
+            return self._embed_one(text)
         with self._query_lock:
             cached = self._query_cache.get(text)
             if cached is not None:
                 self._query_cache.move_to_end(text)
                 return cached.copy()
-        vector = self.embed_documents([text])[0]
+        vector = self._embed_one(text)
         with self._query_lock:
             self._query_cache[text] = vector.copy()
             while len(self._query_cache) > self._query_cache_size:
                 self._query_cache.popitem(last=False)
+        return vector
+
+    def _embed_one(self, text: str) -> np.ndarray:
+        vector: np.ndarray = self.embed_documents([text])[0]
         return vector
 
     def __repr__(self) -> str:

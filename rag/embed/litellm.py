@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 PROBE_TEXT = "dimension probe"
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
+_LITELLM_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)+")
 _KEY_LIKE = re.compile(r"\b(sk|pk|key|api)[-_][A-Za-z0-9_\-]{6,}", re.IGNORECASE)
 
 _litellm: ModuleType | None = None
@@ -58,6 +59,20 @@ def mask_secret(text: str, secret: str | None) -> str:
 
 def _masked(secret: str) -> str:
     return f"{secret[:3]}...{secret[-2:]}" if len(secret) > 12 else "***"
+
+
+class _NoRetries(int):
+    """A 0 that is truthy: litellm's OpenAI embedding path does ``max_retries or DEFAULT_MAX_RETRIES``
+    (llms/openai/openai.py), which turns a plain 0 into 2 hidden client retries per attempt."""
+
+    def __new__(cls) -> _NoRetries:
+        return super().__new__(cls, 0)
+
+    def __bool__(self) -> bool:
+        return True
+
+
+_NO_RETRIES = _NoRetries()
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -137,7 +152,7 @@ class LiteLLMEmbedder(Embedder):
             try:
                 return litellm.embedding(
                     model=self.spec, input=texts, api_base=self.api_base, api_key=self._api_key,
-                    timeout=self.timeout_s, max_retries=0,
+                    timeout=self.timeout_s, max_retries=_NO_RETRIES,
                 )
             except Exception as exc:
                 if attempt + 1 >= attempts or not _is_retryable(exc):
@@ -162,7 +177,7 @@ class LiteLLMEmbedder(Embedder):
         return vectors
 
     def _error(self, exc: BaseException, attempts: int) -> EmbeddingError:
-        detail = " ".join(str(exc).split()) or type(exc).__name__
+        detail = _LITELLM_PREFIX.sub("", " ".join(str(exc).split())).removeprefix(f"{type(exc).__name__}: ")
         status = _status_of(exc)
         where = f" (HTTP {status})" if status is not None else ""
         tries = f" after {attempts} attempts" if attempts > 1 else ""

@@ -64,9 +64,10 @@ class LLMStub:
     def start(self) -> LLMStub:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         server.daemon_threads = True
-        server.block_on_close = False  # type: ignore[attr-defined]
+        server.block_on_close = False
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="llm-stub", daemon=True)
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="llm-stub", daemon=True)
         self._thread.start()
         return self
 
@@ -91,8 +92,7 @@ class LLMStub:
         """``http://127.0.0.1:<port>`` (append ``/v1`` for an OpenAI ``api_base``)."""
         if self._server is None:
             raise RuntimeError("LLMStub is not running")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"
 
     # -- scripting and inspection ----------------------------------------------------------
     def queue(self, *responses: str | dict[str, Any]) -> None:

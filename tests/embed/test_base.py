@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from rag.embed.base import SQL_NAME_MAX_LENGTH, Embedder, embed_in_batches, l2_normalize, sql_identifier
+
+
+class CountingEmbedder(Embedder):
+    """A fake that implements the real interface: vector = (len, word count, 1), normalised."""
+
+    def __init__(self, batch_size: int = 64, query_cache_size: int = 0) -> None:
+        super().__init__(provider="fake", model="Counting-Model.v1", batch_size=batch_size,
+                         query_cache_size=query_cache_size)
+        self.batches: list[list[str]] = []
+
+    @property
+    def dims(self) -> int:
+        return 3
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        return l2_normalize(np.array([[len(t), len(t.split()), 1.0] for t in texts]))
+
+
+def test_names() -> None:
+    e = CountingEmbedder()
+    assert e.model_key == "fake/Counting-Model.v1"
+    assert e.sql_name == "fake_counting_model_v1"
+    assert sql_identifier("local", "all-MiniLM-L6-v2") == "local_all_minilm_l6_v2"
+    assert sql_identifier("openai", "text-embedding-3-small") == "openai_text_embedding_3_small"
+    assert sql_identifier("ollama", "nomic-embed-text:latest") == "ollama_nomic_embed_text_latest"
+
+
+def test_long_sql_names_stay_distinct_and_fit_postgres() -> None:
+    a = sql_identifier("huggingface", "sentence-transformers/paraphrase-multilingual-mpnet-base-v2")
+    b = sql_identifier("huggingface", "sentence-transformers/paraphrase-multilingual-mpnet-base-v3")
+    assert a != b
+    assert len(a) <= SQL_NAME_MAX_LENGTH and len(f"match_native_chunks_{a}") <= 63
+    assert a.startswith("huggingface_sentence_transformers_")
+
+
+def test_150_texts_make_3_calls_of_at_most_64() -> None:
+    e = CountingEmbedder()
+    texts = [f"text number {i}" for i in range(150)]
+    vectors = e.embed_documents(texts)
+    assert [len(b) for b in e.batches] == [64, 64, 22]
+    assert [t for b in e.batches for t in b] == texts
+    assert vectors.shape == (150, 3) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-6)
+
+
+def test_embed_in_batches_helper() -> None:
+    calls: list[int] = []
+
+    def batch(texts: Sequence[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return np.ones((len(texts), 2), dtype=np.float32)
+
+    assert embed_in_batches(batch, ["x"] * 10, batch_size=4).shape == (10, 2)
+    assert calls == [4, 4, 2]
+    assert embed_in_batches(batch, ["x"] * 64).shape == (64, 2)
+    assert calls[-1] == 64
+    empty = embed_in_batches(batch, [], dims=2)
+    assert empty.shape == (0, 2) and empty.dtype == np.float32
+    with pytest.raises(ValueError):
+        embed_in_batches(batch, ["x"], batch_size=0)
+
+
+def test_l2_normalize_keeps_zero_rows_finite() -> None:
+    out = l2_normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]])
+
+
+def test_embed_query_and_its_cache() -> None:
+    e = CountingEmbedder(query_cache_size=2)
+    first = e.embed_query("hello world")
+    assert first.shape == (3,)
+    first[:] = 0  # callers may mutate what they get; the cache keeps its own copy
+    again = e.embed_query("hello world")
+    assert len(e.batches) == 1 and np.linalg.norm(again) == pytest.approx(1.0)
+    e.embed_query("a")
+    e.embed_query("b")  # evicts "hello world"
+    e.embed_query("hello world")
+    assert len(e.batches) == 4
+    uncached = CountingEmbedder()
+    uncached.embed_query("x")
+    uncached.embed_query("x")
+    assert len(uncached.batches) == 2

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rag.config import EmbeddingSettings
+from rag.embed import local
+from rag.embed.local import LocalEmbedder
+from rag.errors import EmbeddingError
+
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "minilm_reference.json"
+
+# int8 weights vs the fp32 sentence-transformers model: multi-word sentences reach >= 0.9995,
+# a one-word input ("hello") 0.9983 (tests/data/minilm_reference.json records how it was made).
+MIN_COSINE = 0.998
+MIN_MEAN_COSINE = 0.999
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder.from_spec("", EmbeddingSettings(batch_size=3))
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    return data
+
+
+def test_matches_sentence_transformers(embedder: LocalEmbedder, reference: dict[str, Any]) -> None:
+    assert max(reference["n_tokens_untruncated"]) > 256  # one input exercises truncation
+    expected = np.asarray(reference["vectors"], dtype=np.float64)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    vectors = embedder.embed_documents(reference["sentences"])
+    assert vectors.shape == (len(reference["sentences"]), 384) and vectors.dtype == np.float32
+    cosines = (vectors * expected).sum(axis=1)
+    assert cosines.min() >= MIN_COSINE, dict(zip(reference["sentences"], cosines.round(5), strict=True))
+    assert cosines.mean() >= MIN_MEAN_COSINE
+    assert cosines[1:].min() >= 0.999  # everything longer than one word
+
+
+def test_unit_norm_order_and_batch_invariance(embedder: LocalEmbedder, reference: dict[str, Any]) -> None:
+    texts = reference["sentences"]
+    together = embedder.embed_documents(texts)
+    np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, rtol=1e-5)
+    one_by_one = np.stack([embedder.embed_query(t) for t in texts])
+    np.testing.assert_allclose(together, one_by_one, atol=2e-5)  # padding does not leak into the mean
+    shuffled = embedder.embed_documents(texts[::-1])
+    np.testing.assert_allclose(shuffled[::-1], together, atol=2e-5)
+
+
+def test_truncates_to_256_word_pieces(embedder: LocalEmbedder) -> None:
+    tokenizer = local.runtime(embedder.num_threads).tokenizer
+    long_text = " ".join(f"word{i}" for i in range(2000))
+    ids = tokenizer.encode(long_text).ids
+    assert len(ids) == local.MAX_SEQ_LENGTH
+    head = tokenizer.decode(ids, skip_special_tokens=True)
+    np.testing.assert_allclose(embedder.embed_query(long_text), embedder.embed_query(head), atol=1e-4)
+
+
+def test_edge_inputs(embedder: LocalEmbedder) -> None:
+    vectors = embedder.embed_documents(["", "   ", "🙂", "x" * 5000])
+    assert np.isfinite(vectors).all()
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+    assert embedder.embed_documents([]).shape == (0, 384)
+
+
+def test_similarity_is_meaningful(embedder: LocalEmbedder) -> None:
+    q, near, far = embedder.embed_documents([
+        "How do I speed up vector search in Postgres?",
+        "Create an HNSW index with pgvector to make nearest-neighbour queries fast.",
+        "My grandmother's apple pie needs cinnamon and butter.",
+    ])
+    assert q @ near > q @ far + 0.2
+
+
+def test_threads_default_to_cpu_count() -> None:
+    import os
+
+    assert LocalEmbedder().num_threads == (os.cpu_count() or 1)
+    assert LocalEmbedder(num_threads=1).num_threads == 1
+
+
+def test_checksum_mismatch_is_an_embedding_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "model.onnx"
+    fake.write_bytes(b"not the model")
+    monkeypatch.setattr(local, "_runtime", None)
+    monkeypatch.setattr(local, "model_path", lambda: fake)
+    with pytest.raises(EmbeddingError, match="sha256"):
+        LocalEmbedder().load()
+    with pytest.raises(EmbeddingError, match="sha256"):
+        LocalEmbedder().embed_query("x")
+    assert local._runtime is None
+
+
+def test_loads_once_and_is_thread_safe(monkeypatch: pytest.MonkeyPatch) -> None:
+    loads: list[int] = []
+    real_load = local._load_runtime
+
+    def counting_load(num_threads: int) -> local._Runtime:
+        loads.append(num_threads)
+        return real_load(num_threads)
+
+    monkeypatch.setattr(local, "_runtime", None)
+    monkeypatch.setattr(local, "_load_runtime", counting_load)
+    texts = [f"thread-safe embedding number {i} " * (i % 5 + 1) for i in range(12)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda _: LocalEmbedder(batch_size=4).embed_documents(texts), range(4)))
+    assert len(loads) == 1
+    for other in results[1:]:
+        np.testing.assert_allclose(other, results[0], atol=1e-6)
