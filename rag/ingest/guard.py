@@ -1,0 +1,166 @@
+"""Content guards for indexed text: prompt-injection signals and secret masking.
+
+`assess_injection` only *flags*; retrieval decides what to do with a risky chunk. The patterns
+target phrasing addressed to a model ("ignore all previous instructions", "as an AI", tool-call
+JSON), not ordinary prose about ignoring things or running commands.
+
+`mask_secrets` replaces the secret part of credentials with `[REDACTED:<kind>]`, keeping the key
+name so the text stays readable. It is idempotent: masked text passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# --- prompt injection -------------------------------------------------------------------------
+
+_I = re.IGNORECASE | re.MULTILINE
+_PRIOR = r"(?:previous|prior|above|earlier|preceding|foregoing|original|initial)"
+_RULES = r"(?:instructions?|prompts?|directions?|directives?|rules|messages?|context|guidelines|guardrails)"
+_POSSESSIVE = r"(?:your|the\s+system(?:'s)?|its|the\s+assistant's|any|all\s+(?:of\s+)?(?:your|the))"
+
+_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "policy_override_attempt": tuple(re.compile(p, _I) for p in (
+        rf"\b(?:ignore|disregard|forget|skip|bypass|override)\s+(?:(?:all|any|the|your|my|these|those|of)\s+)*{_PRIOR}\s+{_RULES}",
+        rf"\b(?:ignore|disregard|forget|bypass|override)\s+{_POSSESSIVE}\s+(?:{_RULES}|programming|training|safety\s+\w+|restrictions)",
+        r"\b(?:ignore|disregard|forget|reveal|print|show)\s+(?:(?:the|your)\s+)?system\s+(?:prompt|message|instructions)",
+        r"\byou\s+are\s+now\s+(?:a|an|the|my|no\s+longer|in\s+\w+\s+mode|dan|free|unrestricted|jailbroken|unfiltered)\b",
+        r"\bfrom\s+now\s+on,?\s+you\s+(?:will|must|are|should|shall)\b",
+        r"\bnew\s+(?:system\s+)?instructions\s*:",
+        r"\b(?:developer|god|jailbreak|dan)\s+mode\s+(?:enabled|activated|on)\b",
+    )),
+    "tool_call_attempt": tuple(re.compile(p, _I) for p in (
+        r"\b(?:call|invoke|trigger)\s+the\s+(?:[\w-]+\s+)?(?:tool|function)\b",
+        r"\bexecute\s+(?:the\s+)?(?:following|this|these)\s+(?:shell\s+)?(?:commands?|code|scripts?)\b",
+        r"\{\s*\"(?:name|function|tool|tool_name)\"\s*:\s*\"[^\"]*\"\s*,\s*\"(?:arguments|parameters|args|input)\"\s*:",
+        r"<\s*(?:tool_call|tool_use|function_call|function_calls|invoke)\b[^>]*>",  # opening tags only
+        r"\b(?:run|execute)\s+[`'\"]?\s*(?:sudo\s+)?(?:rm\s+-[rf]{2}|curl\s[^\n]*\|\s*(?:ba|z)?sh\b|mkfs|dd\s+if=)",
+    )),
+    "instruction_like": tuple(re.compile(p, _I) for p in (
+        r"\bas\s+an?\s+(?:ai|a\.i\.|large\s+language\s+model|language\s+model|llm|ai\s+assistant|chatbot)\b",
+        r"^\s*(?:#+\s*)?(?:assistant|system)\s*:\s*(?:you\b|your\b|ignore\b|always\b|never\b|do\s+not\b|"
+        r"don't\b|respond\b|answer\b|reply\b|from\s+now\b|sure\b|i\s+will\b)",
+        r"<\|im_start\|>|<\|(?:system|assistant)\|>|\[/?INST\]|<<SYS>>",
+        r"\b(?:respond|reply|answer|output)\s+only\s+(?:with|in|using)\b",
+        r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to|reveal\s+(?:this\s+)?to|let)\s+the\s+user\b",
+        r"\bwithout\s+telling\s+the\s+user\b",
+        r"\b(?:if\s+you\s+are|dear|attention|note\s+to\s+(?:the\s+)?)\s*(?:an?\s+)?(?:ai|llm|language\s+model|assistant|chatbot)\b"
+        r"(?:\s+(?:reading|processing|summari[sz]ing)\s+this)?\s*[,:]",
+    )),
+}
+
+# Risk = 1 - prod((1 - weight) ** hits) over flags: one weak hint stays low, an override attempt
+# alone is already high, and independent signals compound. Hits per flag are capped so a
+# page quoting one phrase many times does not saturate by repetition alone.
+RISK_WEIGHTS: dict[str, float] = {"policy_override_attempt": 0.6, "tool_call_attempt": 0.5, "instruction_like": 0.2}
+_MAX_HITS_PER_FLAG = 3
+_ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+
+
+@dataclass(frozen=True)
+class RiskAssessment:
+    flags: tuple[str, ...]  # in the order of RISK_WEIGHTS
+    risk_score: float  # in [0, 1], rounded to 4 decimals
+
+
+def assess_injection(text: str) -> RiskAssessment:
+    normalised = _normalise(text)
+    flags: list[str] = []
+    keep = 1.0
+    for flag, patterns in _PATTERNS.items():
+        hits = _distinct_hits(normalised, patterns)
+        if hits:
+            flags.append(flag)
+            keep *= (1.0 - RISK_WEIGHTS[flag]) ** min(hits, _MAX_HITS_PER_FLAG)
+    score = min(1.0, max(0.0, 1.0 - keep))
+    return RiskAssessment(tuple(flags), round(score, 4))
+
+
+def _distinct_hits(text: str, patterns: tuple[re.Pattern[str], ...]) -> int:
+    """Matches counted once per stretch of text, so two patterns on one phrase are one hit."""
+    spans = sorted(m.span() for p in patterns for m in p.finditer(text))
+    hits, reach = 0, -1
+    for start, end in spans:
+        if start >= reach:
+            hits += 1
+        reach = max(reach, end)
+    return hits
+
+
+def _normalise(text: str) -> str:
+    # Fullwidth letters, zero-width joiners and markdown emphasis are cheap ways to dodge a regex.
+    text = unicodedata.normalize("NFKC", text).translate(_ZERO_WIDTH)
+    return text.replace("*", "").replace("\u2019", "'")
+
+
+# --- secrets ----------------------------------------------------------------------------------
+
+_REDACTED = "[REDACTED:{}]"
+# A quoted value runs to its closing quote; a bare one to the end of its words on that line
+# (a YAML value may hold spaces, so stopping at the first space would leak the rest).
+_QUOTED_OR_BARE = (r"(?P<q>[\"'])?(?P<value>(?(q)(?:(?!(?P=q))[^\n])+|"
+                   r"[^\s\"'`,;&}\]]+(?:[ \t]+[^\s\"'`,;&}\]#]+)*))")
+_SEPARATOR = r"(?P<sep>[\"']?[ \t]*[:=][ \t]*)"
+
+
+def _token(kind: str, pattern: str, flags: int = 0) -> tuple[re.Pattern[str], Callable[[re.Match[str]], str]]:
+    return re.compile(pattern, flags), lambda m: _REDACTED.format(kind)
+
+
+def _assignment(kind: str, key: str) -> tuple[re.Pattern[str], Callable[[re.Match[str]], str]]:
+    def replace(m: re.Match[str]) -> str:
+        if m["value"].startswith("[REDACTED:"):
+            return m[0]
+        return f"{m['key']}{m['sep']}{m['q'] or ''}{_REDACTED.format(kind)}"
+
+    return re.compile(f"(?P<key>{key})" + _SEPARATOR + _QUOTED_OR_BARE, re.IGNORECASE), replace
+
+
+def _pem(m: re.Match[str]) -> str:
+    return f"{m['begin']}\n{_REDACTED.format('private_key')}\n{m['end'] or ''}".rstrip("\n")
+
+
+_PEM_LABEL = r"(?:RSA |DSA |EC |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?"
+_B64_LINES = r"(?:[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+"
+
+# Order matters: whole blocks first, then specific token shapes (they name a precise kind),
+# then key=value forms, whose callbacks leave already-redacted values alone.
+_SECRET_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(rf"(?P<begin>-----BEGIN {_PEM_LABEL}-----)[\s\S]*?(?:(?P<end>-----END {_PEM_LABEL}-----)|\Z)"), _pem),
+    # A chunk can start inside a key block whose BEGIN line went to the previous chunk.
+    (re.compile(rf"\A(?P<begin>){_B64_LINES}(?P<end>-----END {_PEM_LABEL}-----)"),
+     lambda m: f"{_REDACTED.format('private_key')}\n{m['end']}"),
+    _token("jwt", r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
+    _token("jwt", r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
+    _token("api_key", r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-|live-|test-|svcacct-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
+    _token("api_key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+    _token("api_key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    _token("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+    _token("slack_token", r"\bxox[baprs]-[A-Za-z0-9-]{10,}"),
+    _token("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    _assignment("aws_secret_access_key", r"\baws_secret_access_key"),
+    _assignment("password", r"\b[\w.-]*?(?:password|passwd|passphrase|pwd)"),
+    _assignment("api_key", r"\b[\w.-]*?api[_-]?key"),
+    _assignment("secret", r"\b[\w.-]*?(?:client[_-]?secret|secret[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token)"),
+    (re.compile(r"(?P<head>\bAuthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:Bearer|Basic|Token)[ \t]+)(?!\[REDACTED:)"
+                r"[^\s\"']+", re.IGNORECASE),
+     lambda m: f"{m['head']}{_REDACTED.format('bearer_token')}"),
+    (re.compile(r"(?P<head>\bBearer[ \t]+)(?!\[REDACTED:)(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{8,}=*"),
+     lambda m: f"{m['head']}{_REDACTED.format('bearer_token')}"),
+    # Credentials inside URLs: postgres://user:secret@host
+    (re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)(?!\[REDACTED:)[^\s@/]+(?=@)", re.IGNORECASE),
+     lambda m: f"{m['head']}{_REDACTED.format('password')}"),
+)
+
+
+def mask_secrets(text: str) -> str:
+    for pattern, replace in _SECRET_RULES:
+        text = pattern.sub(replace, text)
+    return text
+
+
+def contains_secret(text: str) -> bool:
+    return mask_secrets(text) != text

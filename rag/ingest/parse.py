@@ -1,0 +1,248 @@
+"""Frontmatter and document metadata: YAML between `---` fences, plus title fallbacks.
+
+A broken frontmatter block never loses the document: it is reported in `warnings` and the body
+is still indexed. Invalid YAML between the fences: the body starts after the closing fence. YAML
+that is not a mapping (e.g. a `---` rule, a line of prose, `---`): the whole file is body. No
+closing fence: the whole file is body.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+from rag.access import CONFIDENTIALITY_LEVELS
+
+DEFAULT_CONFIDENTIALITY = "public"
+# Fail closed: a level nobody recognises is treated as the most restrictive one.
+UNKNOWN_CONFIDENTIALITY = CONFIDENTIALITY_LEVELS[-1]
+
+_OPEN_FENCE = "---"
+_CLOSE_FENCES = ("---", "...")
+# YAML anchors let a few hundred bytes describe billions of nodes ("billion laughs");
+# converting them to JSON would expand every alias, so the conversion has a node budget.
+_MAX_FRONTMATTER_NODES = 100_000
+
+_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_DATE = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:$|[T ])")
+_TAG_SPLIT = re.compile(r"[,\s]+")
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    title: str
+    date: str | None
+    project: str | None
+    tags: list[str]
+    confidentiality: str
+    doc_type: str | None
+    persona: str | None
+    url: str | None
+    aliases: list[str]
+    frontmatter: dict[str, Any]
+    body_start_line: int  # 0-based index of the first body line ("\n"-separated lines)
+    body_start_byte: int  # offset of that line in the UTF-8 encoding of the text
+    warnings: list[str] = field(default_factory=list)
+
+    def body(self, text: str) -> str:
+        """The part of `text` after the frontmatter (what the chunker takes)."""
+        return text.encode("utf-8")[self.body_start_byte :].decode("utf-8")
+
+
+class _FrontmatterError(Exception):
+    """A short reason why the frontmatter block could not be used."""
+
+
+class _NotAMapping(_FrontmatterError):
+    pass
+
+
+def parse_document(text: str, rel_path: str) -> ParsedDocument:
+    warnings: list[str] = []
+    lines = text.split("\n")
+    raw, body_line, problem = _split_frontmatter(lines)
+    frontmatter: dict[str, Any] = {}
+    if problem is None and raw is not None:
+        try:
+            frontmatter = _load_mapping(raw)
+        except _NotAMapping as exc:
+            # Likely a thematic break and ordinary text rather than metadata: index all of it.
+            problem, body_line = str(exc), 0
+        except _FrontmatterError as exc:
+            problem = str(exc)
+    if problem is not None:
+        warnings.append(f"broken frontmatter in {rel_path}: {problem}")
+
+    fm = {str(k).lower(): v for k, v in frontmatter.items()}
+    date, date_problem = _date(fm)
+    if date_problem:
+        warnings.append(f"unparseable date in {rel_path}: {date_problem}")
+    confidentiality, conf_problem = _confidentiality(fm.get("confidentiality"))
+    if conf_problem:
+        warnings.append(f"unknown confidentiality in {rel_path}: {conf_problem} (treated as {confidentiality})")
+    return ParsedDocument(
+        title=_scalar(fm.get("title")) or _first_h1(lines[body_line:]) or PurePosixPath(rel_path).stem,
+        date=date,
+        project=_scalar(fm.get("project")),
+        tags=_tags(fm.get("tags", fm.get("tag"))),
+        confidentiality=confidentiality,
+        doc_type=_scalar(fm.get("doc_type", fm.get("type"))),
+        persona=_scalar(fm.get("persona")),
+        url=_scalar(fm.get("url")),
+        aliases=_aliases(fm.get("aliases", fm.get("alias"))),
+        frontmatter=frontmatter,
+        body_start_line=body_line,
+        body_start_byte=_byte_offset(text, lines, body_line),
+        warnings=warnings,
+    )
+
+
+def _byte_offset(text: str, lines: list[str], line_index: int) -> int:
+    # min(): a closing fence on the last line without "\n" leaves an empty body at end of file.
+    offset = sum(len(line.encode("utf-8")) + 1 for line in lines[:line_index])
+    return min(offset, len(text.encode("utf-8")))
+
+
+def _split_frontmatter(lines: list[str]) -> tuple[str | None, int, str | None]:
+    """(yaml text or None, body start line, problem or None)."""
+    if not lines or lines[0].lstrip("\ufeff").rstrip() != _OPEN_FENCE:
+        return None, 0, None
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in _CLOSE_FENCES:
+            return "\n".join(lines[1:i]), i + 1, None
+    # Without a closing fence there is no telling where metadata ends; keep everything as body.
+    return None, 0, "no closing '---' fence"
+
+
+def _load_mapping(raw: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.MarkedYAMLError as exc:
+        where = f" (line {exc.problem_mark.line + 2})" if exc.problem_mark else ""
+        raise _FrontmatterError(f"{exc.problem or exc.context or 'invalid YAML'}{where}") from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise _FrontmatterError(f"invalid YAML: {type(exc).__name__}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise _NotAMapping(f"expected a mapping, got {type(data).__name__}")
+    budget = [_MAX_FRONTMATTER_NODES]
+    try:
+        return _jsonable(data, budget)
+    except RecursionError:
+        raise _FrontmatterError("nested too deeply") from None
+
+
+def _jsonable(value: Any, budget: list[int]) -> Any:
+    """A copy that json.dumps (and Postgres jsonb) accepts: dates as ISO strings, string keys."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _FrontmatterError("too many values (YAML alias expansion?)")
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, budget) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v, budget) for v in value]
+    if isinstance(value, dt.date | dt.time):  # datetime is a date subclass
+        return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # jsonb has no NaN or Infinity
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def _scalar(value: Any) -> str | None:
+    if value is None or isinstance(value, dict | list):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _first_h1(body_lines: list[str]) -> str | None:
+    fence: str | None = None
+    for line in body_lines:
+        opened = _FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opened:
+            fence = opened.group(1)
+            continue
+        if m := _H1.match(line.rstrip("\r")):
+            return m.group(1).strip()
+    return None
+
+
+def _date(fm: dict[str, Any]) -> tuple[str | None, str | None]:
+    for key in ("date", "created"):
+        value = fm.get(key)
+        if value is None or value == "":
+            continue
+        if isinstance(value, dt.datetime):
+            return value.date().isoformat(), None
+        if isinstance(value, dt.date):
+            return value.isoformat(), None
+        if isinstance(value, str) and (m := _DATE.match(value.strip())):
+            try:
+                return dt.date(int(m[1]), int(m[2]), int(m[3])).isoformat(), None
+            except ValueError:
+                pass
+        return None, f"{key}: {str(value)[:40]!r}"
+    return None, None
+
+
+def _confidentiality(value: Any) -> tuple[str, str | None]:
+    text = _scalar(value)
+    if text is None:
+        return DEFAULT_CONFIDENTIALITY, None
+    level = text.lower()
+    if level in CONFIDENTIALITY_LEVELS:
+        return level, None
+    return UNKNOWN_CONFIDENTIALITY, repr(text[:40])
+
+
+def _tags(value: Any) -> list[str]:
+    items = _TAG_SPLIT.split(value) if isinstance(value, str) else _flat_strings(value)
+    return _dedupe(item.strip().lstrip("#").strip() for item in items)
+
+
+def _aliases(value: Any) -> list[str]:
+    # Aliases may contain spaces, so a string splits on commas only.
+    items = value.split(",") if isinstance(value, str) else _flat_strings(value)
+    return _dedupe(item.strip() for item in items)
+
+
+def _flat_strings(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value if v is not None and not isinstance(v, dict | list)]
+    if isinstance(value, dict):
+        return []
+    return [str(value)]
+
+
+def _dedupe(items: Any) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for item in items:
+        if item and item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def confidentiality_rank(level: str) -> int:
+    """Position in CONFIDENTIALITY_LEVELS (public = 0); unknown levels rank as the most restrictive."""
+    return CONFIDENTIALITY_LEVELS.index(level) if level in CONFIDENTIALITY_LEVELS else len(CONFIDENTIALITY_LEVELS) - 1

@@ -1,0 +1,285 @@
+"""Find the indexable files of a vault, and read one safely.
+
+`walk_vault` decides *which* files are candidates from directory entries and `stat` alone
+(extension, hidden folders, denylist, size, symlink containment); `read_document` opens a
+candidate and rejects what cannot be indexed (vanished, unreadable, too large, binary, not UTF-8).
+Nothing here logs: every rejection is returned as a `SkippedFile` that names the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from rag.config import IngestSettings
+from rag.errors import InputError, NotFoundError
+
+_INGEST = IngestSettings()
+
+Kind = Literal["markdown", "text"]
+SkipReason = Literal[
+    "denylisted", "too_large", "symlink_outside_vault", "symlink_loop",
+    "unreadable", "not_utf8", "binary", "vanished",
+]
+
+_KINDS: dict[str, Kind] = {".md": "markdown", ".markdown": "markdown", ".txt": "text"}
+_BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True)
+class VaultFile:
+    rel_path: str  # posix, relative to the vault root, through symlink names (not their targets)
+    abs_path: Path
+    kind: Kind
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    rel_path: str
+    reason: SkipReason
+    detail: str = ""
+
+    @property
+    def message(self) -> str:
+        """One line for the log, naming the file."""
+        extra = f" ({self.detail})" if self.detail else ""
+        return f"skipped {self.rel_path}: {self.reason}{extra}"
+
+
+@dataclass(frozen=True)
+class WalkResult:
+    files: list[VaultFile]
+    skipped: list[SkippedFile]
+
+
+def file_kind(name: str) -> Kind | None:
+    """The kind of an indexable file name, or None when it is not a candidate."""
+    return _KINDS.get(os.path.splitext(name)[1].lower())
+
+
+def walk_vault(
+    root: Path,
+    *,
+    denylist: Sequence[str] = (),
+    skip_hidden: Sequence[str] = _INGEST.skip_hidden_folders,
+    max_document_bytes: int = _INGEST.max_document_bytes,
+) -> WalkResult:
+    """All candidate files below `root`, sorted by rel_path, plus the candidates skipped and why.
+
+    Folders named in `skip_hidden` or starting with "." are not descended (and not reported).
+    Symlinks are followed only when they resolve inside the vault. Directory cycles are cut by
+    tracking the real paths of the folders on the current path (`symlink_loop`); a symlink that
+    aliases a non-ancestor folder is followed, so its files appear under the alias too.
+    """
+    root = Path(root).absolute()
+    if not root.exists():
+        raise NotFoundError(f"vault folder not found: {root}")
+    if not root.is_dir():
+        raise InputError(f"vault path is not a folder: {root}")
+    walker = _Walker(os.path.realpath(root), tuple(denylist), frozenset(skip_hidden), max_document_bytes)
+    walker.walk_dir(root, "", (os.path.realpath(root),))
+    return WalkResult(
+        files=sorted(walker.files, key=lambda f: f.rel_path),
+        skipped=sorted(walker.skipped, key=lambda s: (s.rel_path, s.reason)),
+    )
+
+
+class _Walker:
+    def __init__(self, root_real: str, denylist: tuple[str, ...], hidden: frozenset[str], max_bytes: int):
+        self.root_real = root_real
+        self.denylist = denylist
+        self.hidden = hidden
+        self.max_bytes = max_bytes
+        self.files: list[VaultFile] = []
+        self.skipped: list[SkippedFile] = []
+
+    def skip(self, rel: str, reason: SkipReason, detail: str = "") -> None:
+        self.skipped.append(SkippedFile(rel, reason, detail))
+
+    def walk_dir(self, path: Path, rel: str, ancestors: tuple[str, ...], via_link: bool = False) -> None:
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except FileNotFoundError:
+            self.skip(rel or ".", "vanished", "folder disappeared during the walk")
+            return
+        except OSError as exc:
+            self.skip(rel or ".", "unreadable", exc.strerror or type(exc).__name__)
+            return
+        for entry in entries:
+            self.visit(entry, f"{rel}/{entry.name}" if rel else entry.name, ancestors, via_link)
+
+    def visit(self, entry: os.DirEntry[str], rel: str, ancestors: tuple[str, ...], via_link: bool) -> None:
+        try:
+            is_link = entry.is_symlink()
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            return  # vanished between scandir and here; nothing to report for a non-candidate
+        if is_dir and not is_link:
+            if not self._hidden(entry.name):
+                self.walk_dir(Path(entry.path), rel, (*ancestors, os.path.realpath(entry.path)), via_link)
+            return
+        if is_link:
+            self.visit_link(entry, rel, ancestors)
+        elif entry.is_file(follow_symlinks=False):
+            self.visit_file(entry.path, rel, via_link)
+
+    def visit_link(self, entry: os.DirEntry[str], rel: str, ancestors: tuple[str, ...]) -> None:
+        candidate = file_kind(entry.name) is not None
+        try:
+            target = os.path.realpath(entry.path, strict=True)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                self.skip(rel, "symlink_loop", "symlink chain loops")
+            elif candidate:
+                self.skip(rel, "vanished", "broken symlink")
+            return
+        is_dir = os.path.isdir(target)
+        if is_dir and self._hidden(entry.name):
+            return
+        if target != self.root_real and not target.startswith(self.root_real + os.sep):
+            if candidate or is_dir:
+                self.skip(rel, "symlink_outside_vault", "points outside the vault")
+            return
+        if is_dir:
+            if target in ancestors:
+                self.skip(rel, "symlink_loop", "folder symlink points to one of its parents")
+                return
+            self.walk_dir(Path(entry.path), rel, (*ancestors, target), via_link=True)
+        elif candidate and os.path.isfile(target):
+            self.visit_file(entry.path, rel, via_link=True)
+
+    def visit_file(self, path: str, rel: str, via_link: bool) -> None:
+        kind = file_kind(rel)
+        if kind is None:
+            return
+        if is_denied(rel, self.denylist) or (via_link and is_denied(self._real_rel(path), self.denylist)):
+            self.skip(rel, "denylisted")
+            return
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            self.skip(rel, "vanished")
+            return
+        except OSError as exc:
+            self.skip(rel, "unreadable", exc.strerror or type(exc).__name__)
+            return
+        if st.st_size > self.max_bytes:
+            self.skip(rel, "too_large", f"{st.st_size} bytes > limit {self.max_bytes}")
+            return
+        self.files.append(VaultFile(rel, Path(path), kind, st.st_size))
+
+    def _real_rel(self, path: str) -> str:
+        # A symlink must not smuggle a denylisted file in under an innocent name.
+        return os.path.relpath(os.path.realpath(path), self.root_real).replace(os.sep, "/")
+
+    def _hidden(self, name: str) -> bool:
+        return name.startswith(".") or name in self.hidden
+
+
+# --- denylist globs ---------------------------------------------------------------------------
+
+def is_denied(rel_path: str, patterns: Sequence[str]) -> bool:
+    """Gitignore-like matching of a posix rel_path against denylist globs.
+
+    `*` and `?` stay inside one path segment, `**` spans any number of segments. A pattern with a
+    "/" is anchored at the vault root; one without matches any single segment (`*.secret.md`,
+    `drafts`). A pattern matching a folder also denies everything below it, so `private`,
+    `private/` and `private/**` are equivalent.
+    """
+    parts = rel_path.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    for pattern in patterns:
+        regex, anchored = _compile_glob(pattern)
+        if regex is None:
+            continue
+        candidates = prefixes if anchored else parts
+        if any(regex.fullmatch(c) for c in candidates):
+            return True
+    return False
+
+
+@lru_cache(maxsize=256)
+def _compile_glob(pattern: str) -> tuple[re.Pattern[str] | None, bool]:
+    pat = pattern.strip().strip("/")
+    if not pat:
+        return None, False
+    anchored = "/" in pat
+    out: list[str] = []
+    i = 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pat[i] == "[" and (end := pat.find("]", i + 2)) != -1:
+            body = pat[i + 1 : end]
+            body = "^" + body[1:] if body.startswith("!") else body
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    return re.compile("".join(out), re.DOTALL), anchored
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+def read_document(f: VaultFile, max_document_bytes: int = _INGEST.max_document_bytes) -> bytes | SkippedFile:
+    """The file's bytes, guaranteed valid UTF-8 without NUL bytes, or why not.
+
+    The size is checked on the open descriptor before reading, and at most limit+1 bytes are read,
+    so a huge (or growing) file never lands in memory.
+    """
+    try:
+        # O_NONBLOCK: a path swapped for a FIFO since the walk must not hang the indexer.
+        fd = os.open(f.abs_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return SkippedFile(f.rel_path, "vanished", "deleted before it could be read")
+    except PermissionError as exc:
+        return SkippedFile(f.rel_path, "unreadable", exc.strerror or "permission denied")
+    except OSError as exc:
+        return SkippedFile(f.rel_path, "unreadable", exc.strerror or type(exc).__name__)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return SkippedFile(f.rel_path, "unreadable", "not a regular file")
+        if st.st_size > max_document_bytes:
+            return SkippedFile(f.rel_path, "too_large", f"{st.st_size} bytes > limit {max_document_bytes}")
+        try:
+            data = fh.read(max_document_bytes + 1)
+        except OSError as exc:
+            return SkippedFile(f.rel_path, "unreadable", exc.strerror or type(exc).__name__)
+    return classify_bytes(f.rel_path, data, max_document_bytes)
+
+
+def classify_bytes(rel_path: str, data: bytes, max_document_bytes: int) -> bytes | SkippedFile:
+    if len(data) > max_document_bytes:
+        return SkippedFile(rel_path, "too_large", f"grew past limit {max_document_bytes} while reading")
+    nul = data.find(b"\x00")
+    if nul != -1:
+        # Git's heuristic calls a file binary when a NUL shows up in the first 8 KB; a later NUL is
+        # rejected too, since Postgres text cannot store one and the insert would fail.
+        where = "in the first 8 KB" if nul < _BINARY_SNIFF_BYTES else f"at byte {nul}"
+        return SkippedFile(rel_path, "binary", f"NUL byte {where}")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return SkippedFile(rel_path, "not_utf8", f"invalid UTF-8 at byte {exc.start}")
+    return data
