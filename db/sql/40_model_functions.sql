@@ -1,10 +1,277 @@
--- Per-model match functions, generated for each registered embedding model.
--- (Placeholder until the retrieval functions land; see issue #4.)
+-- Vector retrieval for registered embedding models.
+--
+-- Generic implementations (ragpg_match_*_impl) take the model's table, dims and label; for each
+-- model ragpg_create_model_functions() generates thin, named wrappers (format/%I/%L) that pin
+-- search_path and the HNSW settings:
+--   match_native_chunks_<name>(query_embedding, similarity_threshold, match_count, filter, ...)
+--   match_langchain_chunks_<name>(query_embedding, similarity_threshold, match_count, filter)
+--   match_hybrid_chunks_<name>(...), match_hybrid_multi_chunks_<name>(...)   (60_hybrid.sql)
+--   match_folders_<name>(query_embedding, vault_ids, match_count)            (70_folders.sql)
+-- `similarity` is 1 - cosine distance (higher is better).
+--
+-- The impl functions set hnsw.ef_search with set_config(..., true); the wrappers carry
+-- `set hnsw.ef_search` (and, with pgvector >= 0.8, `set hnsw.iterative_scan = relaxed_order`)
+-- clauses, so every such change is undone when the wrapper returns. Call the wrappers.
+-- (create or replace: when a signature changes, add `drop function if exists <old signature>;` first.)
+
+-- 0.8.1 -> 801; null without the extension.
+create or replace function ragpg_pgvector_version_num() returns integer
+language sql stable parallel safe
+set search_path = pg_catalog
+return (
+    select split_part(extversion, '.', 1)::integer * 10000
+           + coalesce(nullif(substring(split_part(extversion, '.', 2) from '^\d+'), ''), '0')::integer * 100
+           + coalesce(nullif(substring(split_part(extversion, '.', 3) from '^\d+'), ''), '0')::integer
+    from pg_extension where extname = 'vector'
+);
+
+create or replace function ragpg_check_match_count(p_match_count integer, p_name text default 'match_count')
+returns void
+language plpgsql immutable parallel safe
+set search_path = pg_catalog
+as $$
+begin
+    if p_match_count is null or p_match_count < 1 or p_match_count > 1000 then
+        raise exception using errcode = '22023',
+            message = format('%s must be between 1 and 1000, got %s', p_name, coalesce(p_match_count::text, 'null'));
+    end if;
+end
+$$;
+
+-- Validates a vector query: dimensions, a usable vector, threshold and count.
+-- (pgvector itself refuses NaN and infinite elements when a vector value is built.)
+create or replace function ragpg_check_vector_query(p_query vector, p_dims integer, p_model text,
+                                         p_threshold float8, p_match_count integer)
+returns void
+language plpgsql immutable parallel safe
+set search_path = public, pg_catalog
+as $$
+begin
+    if p_query is null then
+        raise exception using errcode = '22023', message = 'query embedding is null';
+    end if;
+    if vector_dims(p_query) <> p_dims then
+        raise exception using errcode = '22023',
+            message = format('query embedding has %s dimensions, model %s expects %s', vector_dims(p_query), p_model, p_dims);
+    end if;
+    if vector_norm(p_query) = 0 then
+        raise exception using errcode = '22023', message = 'query embedding is all zeros (cosine similarity is undefined)';
+    end if;
+    if p_threshold is null or p_threshold < -1 or p_threshold > 1 or p_threshold = 'NaN'::float8 then
+        raise exception using errcode = '22023',
+            message = format('similarity_threshold must be between -1 and 1, got %s', coalesce(p_threshold::text, 'null'));
+    end if;
+    perform ragpg_check_match_count(p_match_count);
+end
+$$;
+
+-- Nearest chunks of one model's embedding table, with filter-aware planning:
+--   * no filter: HNSW index scan (ef_search raised to match_count), re-sorted;
+--   * a filter matching at most exact_scan_max_rows chunks: exact scan over just those chunks;
+--   * a broader filter: HNSW with iterative scans (pgvector >= 0.8, set by the wrapper), re-sorted.
+-- Ties: source_path, chunk_ordinal, chunk_id.
+create or replace function ragpg_match_native_impl(p_table text, p_dims integer, p_model text,
+                                        query_embedding vector, similarity_threshold float8, match_count integer,
+                                        filter jsonb, exact_scan_max_rows integer, ef_search integer)
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb, similarity float8)
+language plpgsql stable
+set search_path = public, pg_catalog
+as $$
+declare
+    f record;
+    v_where text;
+    v_filtered boolean;
+    v_rows bigint;
+begin
+    perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
+    if exact_scan_max_rows is null or exact_scan_max_rows < 0 then
+        raise exception using errcode = '22023',
+            message = format('exact_scan_max_rows must be >= 0, got %s', coalesce(exact_scan_max_rows::text, 'null'));
+    end if;
+    if ef_search is null or ef_search < 1 or ef_search > 1000 then
+        raise exception using errcode = '22023',
+            message = format('ef_search must be between 1 and 1000, got %s', coalesce(ef_search::text, 'null'));
+    end if;
+    select * into f from ragpg_compile_filter(filter);
+    v_filtered := f.containment <> '{}'::jsonb or f.predicate is not null or f.vaults is not null;
+    -- Parameters of every query below: $1 query, $2 match_count, $3 threshold, $4 row limit,
+    -- $5 containment, $6 predicate, $7 vars, $8 vault names. v_where holds only fixed text.
+    v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
+               || case when f.vaults is not null
+                       then ' and c.vault_id in (select vv.id from vaults vv where vv.name = any($8))' else '' end;
+    perform set_config('hnsw.ef_search', greatest(ef_search, match_count)::text, true);
+
+    if v_filtered then
+        execute 'select count(*) from (select 1 from chunks c where true' || v_where || ' limit $4) s'
+            into v_rows
+            using query_embedding, match_count, similarity_threshold, exact_scan_max_rows::bigint + 1,
+                  f.containment, f.predicate, f.vars, f.vaults;
+        if v_rows <= exact_scan_max_rows then
+            -- cosine_distance() rather than <=>: the exact scan must not be turned into an index scan.
+            return query execute format(
+                'select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+                        1 - cosine_distance(e.embedding, $1)
+                 from chunks c
+                 join %I e on e.chunk_id = c.id
+                 join documents d on d.id = c.document_id
+                 join vaults v on v.id = c.vault_id
+                 where 1 - cosine_distance(e.embedding, $1) >= $3 %s
+                 order by cosine_distance(e.embedding, $1), d.source_path, c.ordinal, c.id
+                 limit $2', p_table, v_where)
+                using query_embedding, match_count, similarity_threshold, null::bigint,
+                      f.containment, f.predicate, f.vars, f.vaults;
+            return;
+        end if;
+    end if;
+
+    return query execute format(
+        'with nn as materialized (
+             select e.chunk_id, e.embedding <=> $1 as distance
+             from %I e %s
+             order by e.embedding <=> $1
+             limit $2)
+         select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, 1 - nn.distance
+         from nn
+         join chunks c on c.id = nn.chunk_id
+         join documents d on d.id = c.document_id
+         join vaults v on v.id = c.vault_id
+         where 1 - nn.distance >= $3
+         order by nn.distance, d.source_path, c.ordinal, c.id',
+        p_table,
+        case when v_filtered then 'join chunks c on c.id = e.chunk_id where true' || v_where else '' end)
+        using query_embedding, match_count, similarity_threshold, null::bigint,
+              f.containment, f.predicate, f.vars, f.vaults;
+end
+$$;
+
+-- A stable bigint for a LangChain row id (LangChain ids are strings).
+create or replace function ragpg_langchain_chunk_id(p_id text) returns bigint
+language sql immutable parallel safe strict
+set search_path = pg_catalog
+return ('x' || left(md5(p_id), 16))::bit(64)::bigint;
+
+-- The same contract over the tables LangChain's PGVector store writes
+-- (langchain_pg_collection(uuid, name, cmetadata), langchain_pg_embedding(id, collection_id,
+-- embedding, document, cmetadata)): vault = collection name, source_path = cmetadata.source (or the
+-- row id), chunk_ordinal = cmetadata.chunk_ordinal (or 0), heading_path = cmetadata.heading_path
+-- (or ''), content = document, chunk_id = ragpg_langchain_chunk_id(id). The filter applies to
+-- cmetadata; its top-level "vault" to the collection name. Only rows of the model's dimension are
+-- searched. Without LangChain's tables the result is empty.
+create or replace function ragpg_match_langchain_impl(p_dims integer, p_model text, query_embedding vector,
+                                           similarity_threshold float8, match_count integer, filter jsonb)
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb, similarity float8)
+language plpgsql stable
+set search_path = public, pg_catalog
+as $$
+declare
+    f record;
+    v_where text;
+begin
+    perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
+    select * into f from ragpg_compile_filter(filter);
+    if to_regclass('langchain_pg_embedding') is null or to_regclass('langchain_pg_collection') is null then
+        return;
+    end if;
+    v_where := ragpg_filter_sql('e', 'cmetadata', f.containment, f.predicate, 5)
+               || case when f.vaults is not null then ' and col.name = any($8)' else '' end;
+    return query execute
+        'select ragpg_langchain_chunk_id(e.id::text), col.name::text,
+                coalesce(e.cmetadata ->> ''source'', e.id::text),
+                case when e.cmetadata ->> ''chunk_ordinal'' ~ ''^[0-9]{1,9}$''
+                     then (e.cmetadata ->> ''chunk_ordinal'')::integer else 0 end,
+                coalesce(e.cmetadata ->> ''heading_path'', ''''),
+                coalesce(e.document::text, ''''),
+                coalesce(e.cmetadata::jsonb, ''{}''::jsonb),
+                1 - (e.embedding <=> $1)
+         from langchain_pg_embedding e
+         join langchain_pg_collection col on col.uuid = e.collection_id
+         where e.embedding is not null and vector_dims(e.embedding) = $4
+           and 1 - (e.embedding <=> $1) >= $3' || v_where || '
+         order by e.embedding <=> $1, 3, 4, e.id
+         limit $2'
+        using query_embedding, match_count, similarity_threshold, p_dims,
+              f.containment, f.predicate, f.vars, f.vaults;
+end
+$$;
+
+-- Creates or replaces one generated function (p_definition: everything after `create function`).
+-- Versions with other argument types are dropped, so no ambiguous overload is left behind; a
+-- version whose result columns or parameter names changed is dropped and recreated.
+create or replace function ragpg_define_function(p_name text, p_arg_types text, p_definition text)
+returns void
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+declare
+    r record;
+    v_target regprocedure := to_regprocedure(format('%I(%s)', p_name, p_arg_types));
+begin
+    for r in
+        select p.oid::regprocedure as fn
+        from pg_proc p
+        where p.pronamespace = 'public'::regnamespace and p.proname = p_name
+          and p.oid is distinct from v_target::oid
+    loop
+        execute format('drop function %s', r.fn);
+    end loop;
+    begin
+        execute 'create or replace function ' || p_definition;
+    exception when invalid_function_definition then
+        execute format('drop function %I(%s)', p_name, p_arg_types);
+        execute 'create function ' || p_definition;
+    end;
+end
+$$;
+
+-- Generates the per-model functions (re-run by ragpg_refresh_model_functions() after every upgrade).
 create or replace function ragpg_create_model_functions(m embedding_models) returns void
 language plpgsql volatile
 set search_path = public, pg_catalog
 as $$
+declare
+    v_label text := m.provider || '/' || m.model;
+    v_set text := 'set hnsw.ef_search = 100';
+    v_chunk_cols text := 'chunk_id bigint, vault text, source_path text, chunk_ordinal integer, '
+                         'heading_path text, content text, metadata jsonb';
 begin
-    return;
+    if coalesce(ragpg_pgvector_version_num(), 0) >= 800 then
+        v_set := v_set || ' set hnsw.iterative_scan = relaxed_order';
+    end if;
+
+    perform ragpg_define_function(m.match_function, 'vector, float8, integer, jsonb, integer, integer', format(
+        '%I(query_embedding vector, similarity_threshold float8 default 0,
+            match_count integer default 10, filter jsonb default %L,
+            exact_scan_max_rows integer default 10000, ef_search integer default 100)
+         returns table (%s, similarity float8)
+         language sql stable
+         set search_path = public, pg_catalog %s
+         as %L',
+        m.match_function, '{}', v_chunk_cols, v_set,
+        format('select * from ragpg_match_native_impl(%L, %s, %L, query_embedding, similarity_threshold,
+                                                      match_count, filter, exact_scan_max_rows, ef_search)',
+               m.embedding_table, m.dims, v_label)));
+    execute format('comment on function %I(vector, float8, integer, jsonb, integer, integer) is %L',
+                   m.match_function,
+                   format('Nearest chunks for model %s (%s dims); similarity = 1 - cosine distance.', v_label, m.dims));
+
+    perform ragpg_define_function(m.langchain_function, 'vector, float8, integer, jsonb', format(
+        '%I(query_embedding vector, similarity_threshold float8 default 0,
+            match_count integer default 10, filter jsonb default %L)
+         returns table (%s, similarity float8)
+         language sql stable
+         set search_path = public, pg_catalog
+         as %L',
+        m.langchain_function, '{}', v_chunk_cols,
+        format('select * from ragpg_match_langchain_impl(%s, %L, query_embedding, similarity_threshold,
+                                                         match_count, filter)',
+               m.dims, v_label)));
+    execute format('comment on function %I(vector, float8, integer, jsonb) is %L',
+                   m.langchain_function,
+                   format('Nearest rows of LangChain''s PGVector tables for model %s (%s dims).', v_label, m.dims));
+
+    perform ragpg_create_hybrid_functions(m, v_set, v_chunk_cols);
+    perform ragpg_create_folder_functions(m, v_set);
 end
 $$;

@@ -1,0 +1,233 @@
+-- Hybrid retrieval: reciprocal rank fusion (RRF) of the vector ranking and the BM25 ranking in one
+-- statement.
+--
+--   rrf_score = weights.vector / (rrf_k + vector_rank) + weights.lexical / (rrf_k + lexical_rank)
+--
+-- A rank is the 1-based position in that list (candidate_count long, ties broken by source_path,
+-- chunk_ordinal, chunk_id); a chunk missing from a list has a null rank there and gets nothing from
+-- it. The vector list is exactly match_native_chunks_<model>'s output, the lexical list exactly
+-- match_lexical_chunks' output; similarity_threshold applies to the vector list. Empty or
+-- stopword-only query text leaves the lexical list empty (the result is the vector ranking).
+-- The multi-query variant fuses the 2*n lists of n (text, embedding) pairs and reports per chunk its
+-- best ranks, best similarity, best bm25_score, and in how many lists it appeared; a null embedding
+-- (or empty text) leaves that query's vector (or lexical) list out.
+-- (create or replace: when a signature changes, add `drop function if exists <old signature>;` first.)
+
+-- Validates the fusion arguments; returns the two weights (a missing weight is 1).
+create or replace function ragpg_check_hybrid_args(match_count integer, rrf_k integer, weights jsonb, candidate_count integer,
+                                        out vector_weight float8, out lexical_weight float8)
+language plpgsql immutable parallel safe
+set search_path = public, pg_catalog
+as $$
+declare
+    v_key text;
+    v_value jsonb;
+begin
+    perform ragpg_check_match_count(match_count);
+    perform ragpg_check_match_count(candidate_count, 'candidate_count');
+    if rrf_k is null or rrf_k < 1 then
+        raise exception using errcode = '22023',
+            message = format('rrf_k must be >= 1, got %s', coalesce(rrf_k::text, 'null'));
+    end if;
+    vector_weight := 1;
+    lexical_weight := 1;
+    if weights is null then
+        return;
+    end if;
+    if jsonb_typeof(weights) <> 'object' then
+        raise exception using errcode = '22023',
+            message = 'weights must be an object like {"vector": 1, "lexical": 1}, got ' || jsonb_typeof(weights);
+    end if;
+    for v_key, v_value in select key, value from jsonb_each(weights) loop
+        if v_key not in ('vector', 'lexical') then
+            raise exception using errcode = '22023',
+                message = 'unknown weight ' || ragpg_filter_label(v_key) || ' (known: vector, lexical)';
+        end if;
+        if jsonb_typeof(v_value) <> 'number' or v_value::text::float8 < 0 or v_value::text::float8 > 1e6 then
+            raise exception using errcode = '22023',
+                message = format('weight %s must be a number between 0 and 1000000', v_key);
+        end if;
+        if v_key = 'vector' then
+            vector_weight := v_value::text::float8;
+        else
+            lexical_weight := v_value::text::float8;
+        end if;
+    end loop;
+    if vector_weight = 0 and lexical_weight = 0 then
+        raise exception using errcode = '22023', message = 'weights must not all be zero';
+    end if;
+end
+$$;
+
+create or replace function ragpg_match_hybrid_impl(p_table text, p_dims integer, p_model text,
+                                        query_text text, query_embedding vector, match_count integer, filter jsonb,
+                                        similarity_threshold float8, rrf_k integer, weights jsonb,
+                                        candidate_count integer, k1 float8, b float8,
+                                        exact_scan_max_rows integer, ef_search integer)
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb, vector_rank integer, similarity float8, lexical_rank integer,
+               bm25_score float8, rrf_score float8)
+language plpgsql stable
+set search_path = public, pg_catalog
+as $$
+#variable_conflict use_column
+declare
+    w record;
+begin
+    select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
+    return query
+    with vec as (
+        select m.chunk_id as id, m.similarity as sim,
+               (row_number() over (order by m.similarity desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
+        from ragpg_match_native_impl(p_table, p_dims, p_model, query_embedding, similarity_threshold,
+                                     candidate_count, filter, exact_scan_max_rows, ef_search) m
+    ),
+    lex as (
+        select m.chunk_id as id, m.bm25_score as bm,
+               (row_number() over (order by m.bm25_score desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
+        from match_lexical_chunks(query_text, candidate_count, filter, k1, b) m
+    ),
+    fused as (
+        select coalesce(vec.id, lex.id) as id, vec.r as vr, vec.sim, lex.r as lr, lex.bm,
+               coalesce(w.vector_weight / (rrf_k + vec.r), 0) + coalesce(w.lexical_weight / (rrf_k + lex.r), 0) as score
+        from vec full join lex on lex.id = vec.id
+    )
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+           fu.vr, fu.sim, fu.lr, fu.bm, fu.score
+    from fused fu
+    join chunks c on c.id = fu.id
+    join documents d on d.id = c.document_id
+    join vaults v on v.id = c.vault_id
+    order by fu.score desc, least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647)),
+             d.source_path, c.ordinal, c.id
+    limit match_count;
+end
+$$;
+
+create or replace function ragpg_match_hybrid_multi_impl(p_table text, p_dims integer, p_model text,
+                                              query_texts text[], query_embeddings vector[], match_count integer,
+                                              filter jsonb, similarity_threshold float8, rrf_k integer,
+                                              weights jsonb, candidate_count integer, k1 float8, b float8,
+                                              exact_scan_max_rows integer, ef_search integer)
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb, vector_rank integer, similarity float8, lexical_rank integer,
+               bm25_score float8, rrf_score float8, vector_hits integer, lexical_hits integer)
+language plpgsql stable
+set search_path = public, pg_catalog
+as $$
+#variable_conflict use_column
+declare
+    w record;
+    n integer := coalesce(cardinality(query_embeddings), 0);
+begin
+    select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
+    if n < 1 or n > 32 then
+        raise exception using errcode = '22023',
+            message = format('query_embeddings must hold between 1 and 32 embeddings, got %s', n);
+    end if;
+    if coalesce(cardinality(query_texts), 0) <> n then
+        raise exception using errcode = '22023',
+            message = format('query_texts and query_embeddings must have the same length, got %s and %s',
+                             coalesce(cardinality(query_texts), 0), n);
+    end if;
+    return query
+    with q as (
+        select u.t, u.e, u.ord
+        from unnest(query_texts, query_embeddings) with ordinality as u(t, e, ord)
+    ),
+    vec as (
+        select q.ord, m.chunk_id as id, m.similarity as sim,
+               (row_number() over (partition by q.ord
+                                   order by m.similarity desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
+        from (select * from q where q.e is not null) q  -- a null embedding has no vector list
+        cross join lateral ragpg_match_native_impl(p_table, p_dims, p_model, q.e, similarity_threshold,
+                                                   candidate_count, filter, exact_scan_max_rows, ef_search) m
+    ),
+    lex as (
+        select q.ord, m.chunk_id as id, m.bm25_score as bm,
+               (row_number() over (partition by q.ord
+                                   order by m.bm25_score desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
+        from q
+        cross join lateral match_lexical_chunks(q.t, candidate_count, filter, k1, b) m
+    ),
+    hits as (
+        select vec.id, vec.r as vr, vec.sim, null::integer as lr, null::float8 as bm,
+               w.vector_weight / (rrf_k + vec.r) as contribution
+        from vec
+        union all
+        select lex.id, null, null, lex.r, lex.bm, w.lexical_weight / (rrf_k + lex.r)
+        from lex
+    ),
+    fused as (
+        select h.id, min(h.vr) as vr, max(h.sim) as sim, min(h.lr) as lr, max(h.bm) as bm,
+               sum(h.contribution) as score, count(h.vr)::integer as vh, count(h.lr)::integer as lh
+        from hits h
+        group by h.id
+    )
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+           fu.vr, fu.sim, fu.lr, fu.bm, fu.score, fu.vh, fu.lh
+    from fused fu
+    join chunks c on c.id = fu.id
+    join documents d on d.id = c.document_id
+    join vaults v on v.id = c.vault_id
+    order by fu.score desc, least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647)),
+             d.source_path, c.ordinal, c.id
+    limit match_count;
+end
+$$;
+
+-- Called by ragpg_create_model_functions (40_model_functions.sql) with the wrapper settings.
+create or replace function ragpg_create_hybrid_functions(m embedding_models, p_set text, p_chunk_cols text) returns void
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+declare
+    v_label text := m.provider || '/' || m.model;
+    v_multi text := 'match_hybrid_multi_chunks_' || m.sql_name;
+    v_fusion_cols text := 'vector_rank integer, similarity float8, lexical_rank integer, bm25_score float8, '
+                          'rrf_score float8';
+begin
+    perform ragpg_define_function(m.hybrid_function,
+        'text, vector, integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer', format(
+        '%I(query_text text, query_embedding vector, match_count integer default 10,
+                            filter jsonb default %L, similarity_threshold float8 default 0,
+                            rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
+                            k1 float8 default 0.9, b float8 default 0.4,
+                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
+         returns table (%s, %s)
+         language sql stable
+         set search_path = public, pg_catalog %s
+         as %L',
+        m.hybrid_function, '{}', '{"vector": 1, "lexical": 1}', p_chunk_cols, v_fusion_cols, p_set,
+        format('select * from ragpg_match_hybrid_impl(%L, %s, %L, query_text, query_embedding, match_count,
+                                                      filter, similarity_threshold, rrf_k, weights,
+                                                      candidate_count, k1, b, exact_scan_max_rows, ef_search)',
+               m.embedding_table, m.dims, v_label)));
+    execute format(
+        'comment on function %I(text, vector, integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer) is %L',
+        m.hybrid_function,
+        format('Reciprocal rank fusion of vector (model %s) and BM25 rankings.', v_label));
+
+    perform ragpg_define_function(v_multi,
+        'text[], vector[], integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer', format(
+        '%I(query_texts text[], query_embeddings vector[], match_count integer default 10,
+                            filter jsonb default %L, similarity_threshold float8 default 0,
+                            rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
+                            k1 float8 default 0.9, b float8 default 0.4,
+                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
+         returns table (%s, %s, vector_hits integer, lexical_hits integer)
+         language sql stable
+         set search_path = public, pg_catalog %s
+         as %L',
+        v_multi, '{}', '{"vector": 1, "lexical": 1}', p_chunk_cols, v_fusion_cols, p_set,
+        format('select * from ragpg_match_hybrid_multi_impl(%L, %s, %L, query_texts, query_embeddings,
+                                                            match_count, filter, similarity_threshold, rrf_k,
+                                                            weights, candidate_count, k1, b,
+                                                            exact_scan_max_rows, ef_search)',
+               m.embedding_table, m.dims, v_label)));
+    execute format(
+        'comment on function %I(text[], vector[], integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer) is %L',
+        v_multi,
+        format('Reciprocal rank fusion of the vector (model %s) and BM25 rankings of several queries.', v_label));
+end
+$$;

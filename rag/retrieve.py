@@ -1,0 +1,500 @@
+"""Typed calls to the SQL retrieval functions (db/sql/30_filters.sql .. 70_folders.sql).
+
+Every function takes an open psycopg connection and returns frozen dataclass rows. Per-model
+function names come from the model's ``embedding_models`` row and are composed with
+:class:`psycopg.sql.Identifier`; every value travels as a query parameter. Tunables default to
+:class:`rag.config.RetrievalSettings`.
+
+Errors: bad input (a filter, a vector of the wrong size, a count out of range) raises
+:class:`rag.errors.InputError` with a one-line message, an unknown vault named in a filter raises
+:class:`rag.errors.NotFoundError`, anything else from the database :class:`rag.errors.DatabaseError`.
+No psycopg exception escapes. Each call runs in its own transaction, or in a savepoint when the
+connection is already inside one, so a failed call leaves the caller's transaction usable.
+
+Scores: ``similarity`` (1 - cosine distance), ``bm25_score`` and ``rrf_score`` are all
+higher-is-better.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.rows import class_row
+
+from rag.config import RetrievalSettings
+from rag.errors import DatabaseError, InputError, NotFoundError
+from rag.filters import filter_json, vault_names
+
+#: Hard ceiling of the SQL functions (also HNSW's largest ef_search).
+SQL_MAX_MATCH_COUNT = 1000
+#: Most queries one multi-query hybrid call fuses.
+MAX_MULTI_QUERIES = 32
+
+T = TypeVar("T")
+
+
+# -- rows ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EmbeddingModelRef:
+    """A registered embedding model and the names of its storage and match functions."""
+
+    id: int
+    provider: str
+    model: str
+    dims: int
+    sql_name: str
+    embedding_table: str
+    match_function: str
+    hybrid_function: str
+    langchain_function: str
+
+    @property
+    def hybrid_multi_function(self) -> str:
+        return f"match_hybrid_multi_chunks_{self.sql_name}"
+
+    @property
+    def folders_function(self) -> str:
+        return f"match_folders_{self.sql_name}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+
+@dataclass(frozen=True)
+class VectorMatch:
+    chunk_id: int
+    vault: str
+    source_path: str
+    chunk_ordinal: int
+    heading_path: str
+    content: str
+    metadata: dict[str, Any]
+    similarity: float
+
+
+@dataclass(frozen=True)
+class LexicalMatch:
+    chunk_id: int
+    vault: str
+    source_path: str
+    chunk_ordinal: int
+    heading_path: str
+    content: str
+    metadata: dict[str, Any]
+    bm25_score: float
+
+
+@dataclass(frozen=True)
+class HybridMatch:
+    """A fused result; a rank (and its score) is None when the chunk was not in that list."""
+
+    chunk_id: int
+    vault: str
+    source_path: str
+    chunk_ordinal: int
+    heading_path: str
+    content: str
+    metadata: dict[str, Any]
+    vector_rank: int | None
+    similarity: float | None
+    lexical_rank: int | None
+    bm25_score: float | None
+    rrf_score: float
+
+
+@dataclass(frozen=True)
+class HybridMultiMatch(HybridMatch):
+    """Multi-query fusion: best ranks and scores over all lists, and how many lists had the chunk."""
+
+    vector_hits: int = 0
+    lexical_hits: int = 0
+
+
+@dataclass(frozen=True)
+class FolderMatch:
+    vault_id: int
+    vault: str
+    folder: str
+    chunk_count: int
+    similarity: float
+
+
+@dataclass(frozen=True)
+class CompiledFilter:
+    """What ``ragpg_compile_filter`` makes of a filter (for debugging and the console docs)."""
+
+    containment: dict[str, Any]
+    predicate: str | None
+    vars: dict[str, Any]
+    vaults: list[str] | None
+
+
+_CHUNK_COLUMNS = "chunk_id, vault, source_path, chunk_ordinal, heading_path, content, metadata"
+_MODEL_COLUMNS = ("id, provider, model, dims, sql_name, embedding_table, match_function, hybrid_function,"
+                  " langchain_function")
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def map_database_error(exc: BaseException) -> Exception:
+    """The one place a database-side failure becomes a ragpg error."""
+    if isinstance(exc, UnicodeError):
+        return InputError("text is not valid Unicode")
+    if not isinstance(exc, psycopg.Error):
+        return DatabaseError(_one_line(str(exc)) or type(exc).__name__)
+    diag = getattr(exc, "diag", None)
+    message = _one_line((diag.message_primary if diag is not None else None) or str(exc)) or type(exc).__name__
+    state = exc.sqlstate or ""
+    if isinstance(exc, psycopg.DataError) or state.startswith("22"):
+        return InputError(message)
+    if state.startswith("54"):  # program limit exceeded: stack depth, statement too complex
+        return InputError(f"input too complex: {message}")
+    if state == "42883":
+        return DatabaseError(f"{message}: the retrieval functions are missing; run `ragpg db upgrade`")
+    if state == "57014":
+        return DatabaseError(f"query canceled: {message}")
+    return DatabaseError(message)
+
+
+@contextmanager
+def _database_call(conn: psycopg.Connection) -> Iterator[None]:
+    try:
+        with conn.transaction():
+            yield
+    except (psycopg.Error, UnicodeError) as exc:
+        raise map_database_error(exc) from None
+
+
+def _fetch(conn: psycopg.Connection, row_type: type[T], query: sql.Composable, params: Mapping[str, Any]) -> list[T]:
+    with _database_call(conn), conn.cursor(row_factory=class_row(row_type)) as cur:
+        cur.execute(query, params)
+        return cur.fetchall()
+
+
+# -- input checks -------------------------------------------------------------------------------
+
+def _settings(settings: RetrievalSettings | None) -> RetrievalSettings:
+    return settings if settings is not None else RetrievalSettings()
+
+
+def _check_count(value: int, name: str, s: RetrievalSettings) -> int:
+    limit = min(s.max_match_count, SQL_MAX_MATCH_COUNT)
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 1 <= value <= limit:
+        raise InputError(f"{name} must be between 1 and {limit}, got {value!r}")
+    return int(value)
+
+
+def _check_threshold(value: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"similarity_threshold must be a number between -1 and 1, got {value!r}") from None
+    if not -1.0 <= number <= 1.0:  # also rejects NaN
+        raise InputError(f"similarity_threshold must be between -1 and 1, got {value!r}")
+    return number
+
+
+def _vector_text(model: EmbeddingModelRef, embedding: Any) -> str:
+    """A checked query embedding as pgvector text ('[...]'), exact for float32 values."""
+    if embedding is None:
+        raise InputError("query embedding is missing")
+    try:
+        array = np.asarray(embedding, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise InputError("query embedding must be a sequence of numbers") from None
+    if array.ndim != 1:
+        raise InputError(f"query embedding must be one vector, got an array of shape {array.shape}")
+    if array.shape[0] != model.dims:
+        raise InputError(f"query embedding has {array.shape[0]} dimensions, model {model.label} expects {model.dims}")
+    if not np.isfinite(array).all():
+        raise InputError("query embedding contains NaN or infinite values")
+    if not array.any():
+        raise InputError("query embedding is all zeros (cosine similarity is undefined)")
+    return "[" + ",".join(repr(x) for x in array.astype(np.float64).tolist()) + "]"
+
+
+def _query_text(text: Any, s: RetrievalSettings, name: str = "query text") -> str:
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise InputError(f"{name} must be a string, got {type(text).__name__}")
+    if len(text) > s.max_query_chars:
+        raise InputError(f"{name} is {len(text)} characters long; the limit is {s.max_query_chars}")
+    return text
+
+
+def _weights(weights: Mapping[str, float] | None) -> str:
+    import json
+
+    if weights is None:
+        return '{"vector": 1, "lexical": 1}'
+    if not isinstance(weights, Mapping):
+        raise InputError('weights must be a mapping like {"vector": 1, "lexical": 1}')
+    out: dict[str, float] = {}
+    for key, value in weights.items():
+        if key not in ("vector", "lexical"):
+            raise InputError(f"unknown weight {key!r} (known: vector, lexical)")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise InputError(f"weight {key} must be a number, got {value!r}") from None
+        if not math.isfinite(number) or number < 0:
+            raise InputError(f"weight {key} must be a finite number >= 0, got {value!r}")
+        out[key] = number
+    return json.dumps(out)
+
+
+def known_vaults(conn: psycopg.Connection) -> list[str]:
+    """Vault names, sorted."""
+    with _database_call(conn), conn.cursor() as cur:
+        cur.execute("select name from vaults order by name")
+        return [_first(r) for r in cur.fetchall()]
+
+
+def _first(row: Any) -> Any:
+    if isinstance(row, Mapping):
+        return next(iter(row.values()))
+    return row[0]
+
+
+def _check_vaults(conn: psycopg.Connection, names: Sequence[str]) -> None:
+    if not names:
+        return
+    known = known_vaults(conn)
+    for name in names:
+        if name not in known:
+            raise NotFoundError(f"unknown vault {name!r} (known: {', '.join(known) or 'none'})")
+
+
+def _filter(conn: psycopg.Connection, filter: Mapping[str, Any] | None) -> str:
+    text = filter_json(filter)
+    _check_vaults(conn, vault_names(filter))
+    return text
+
+
+# -- models -------------------------------------------------------------------------------------
+
+def register_model(conn: psycopg.Connection, provider: str, model: str, dims: int) -> EmbeddingModelRef:
+    """Register (or find, when already registered with the same dims) an embedding model.
+
+    Creates its embedding table, HNSW index and match functions.
+    """
+    query = sql.SQL("select {} from ragpg_register_embedding_model(%(p)s, %(m)s, %(d)s::integer)").format(
+        sql.SQL(_MODEL_COLUMNS))
+    if isinstance(dims, bool) or not isinstance(dims, int | np.integer):
+        raise InputError(f"embedding dims must be an integer, got {dims!r}")
+    rows = _fetch(conn, EmbeddingModelRef, query, {"p": provider, "m": model, "d": int(dims)})
+    return rows[0]
+
+
+def get_model(conn: psycopg.Connection, provider: str, model: str) -> EmbeddingModelRef | None:
+    """The registered model, or None."""
+    query = sql.SQL("select {} from embedding_models where provider = %(p)s and model = %(m)s").format(
+        sql.SQL(_MODEL_COLUMNS))
+    rows = _fetch(conn, EmbeddingModelRef, query, {"p": provider, "m": model})
+    return rows[0] if rows else None
+
+
+def list_models(conn: psycopg.Connection) -> list[EmbeddingModelRef]:
+    query = sql.SQL("select {} from embedding_models order by id").format(sql.SQL(_MODEL_COLUMNS))
+    return _fetch(conn, EmbeddingModelRef, query, {})
+
+
+# -- filters ------------------------------------------------------------------------------------
+
+def compile_filter(conn: psycopg.Connection, filter: Mapping[str, Any] | None) -> CompiledFilter:
+    """How the database reads a filter; raises InputError for an invalid one."""
+    query = sql.SQL("select containment, predicate::text as predicate, vars, vaults"
+                    " from ragpg_compile_filter(%(f)s::jsonb)")
+    return _fetch(conn, CompiledFilter, query, {"f": filter_json(filter)})[0]
+
+
+# -- match functions ----------------------------------------------------------------------------
+
+def match_vector(conn: psycopg.Connection, model: EmbeddingModelRef, query_embedding: Any, *,
+                 match_count: int = 10, similarity_threshold: float = 0.0,
+                 filter: Mapping[str, Any] | None = None, settings: RetrievalSettings | None = None,
+                 exact_scan_max_rows: int | None = None, ef_search: int | None = None) -> list[VectorMatch]:
+    """``match_native_chunks_<model>``: nearest chunks by cosine similarity, best first."""
+    s = _settings(settings)
+    params = {
+        "q": _vector_text(model, query_embedding),
+        "t": _check_threshold(similarity_threshold),
+        "n": _check_count(match_count, "match_count", s),
+        "f": _filter(conn, filter),
+        "x": s.exact_scan_max_rows if exact_scan_max_rows is None else exact_scan_max_rows,
+        "ef": s.hnsw_ef_search if ef_search is None else ef_search,
+    }
+    query = sql.SQL(
+        "select {cols}, similarity from {fn}(query_embedding => %(q)s::vector,"
+        " similarity_threshold => %(t)s::float8, match_count => %(n)s::integer, filter => %(f)s::jsonb,"
+        " exact_scan_max_rows => %(x)s::integer, ef_search => %(ef)s::integer)"
+    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fn=sql.Identifier(model.match_function))
+    return _fetch(conn, VectorMatch, query, params)
+
+
+def match_langchain(conn: psycopg.Connection, model: EmbeddingModelRef, query_embedding: Any, *,
+                    match_count: int = 10, similarity_threshold: float = 0.0,
+                    filter: Mapping[str, Any] | None = None,
+                    settings: RetrievalSettings | None = None) -> list[VectorMatch]:
+    """``match_langchain_chunks_<model>``: the same search over LangChain PGVector tables.
+
+    ``vault`` is the collection name; a ``vault`` filter is not checked against ragpg's vaults.
+    """
+    s = _settings(settings)
+    params = {
+        "q": _vector_text(model, query_embedding),
+        "t": _check_threshold(similarity_threshold),
+        "n": _check_count(match_count, "match_count", s),
+        "f": filter_json(filter),
+    }
+    query = sql.SQL(
+        "select {cols}, similarity from {fn}(query_embedding => %(q)s::vector,"
+        " similarity_threshold => %(t)s::float8, match_count => %(n)s::integer, filter => %(f)s::jsonb)"
+    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fn=sql.Identifier(model.langchain_function))
+    return _fetch(conn, VectorMatch, query, params)
+
+
+def match_lexical(conn: psycopg.Connection, query_text: str, *, match_count: int = 10,
+                  filter: Mapping[str, Any] | None = None, settings: RetrievalSettings | None = None,
+                  k1: float | None = None, b: float | None = None) -> list[LexicalMatch]:
+    """``match_lexical_chunks``: BM25 over each vault's text search configuration, best first.
+
+    Empty or stopword-only text gives an empty list.
+    """
+    s = _settings(settings)
+    params = {
+        "q": _query_text(query_text, s),
+        "n": _check_count(match_count, "match_count", s),
+        "f": _filter(conn, filter),
+        "k1": s.bm25_k1 if k1 is None else k1,
+        "b": s.bm25_b if b is None else b,
+    }
+    query = sql.SQL(
+        "select {cols}, bm25_score from match_lexical_chunks(query_text => %(q)s::text,"
+        " match_count => %(n)s::integer, filter => %(f)s::jsonb, k1 => %(k1)s::float8, b => %(b)s::float8)"
+    ).format(cols=sql.SQL(_CHUNK_COLUMNS))
+    return _fetch(conn, LexicalMatch, query, params)
+
+
+def _fusion_params(conn: psycopg.Connection, s: RetrievalSettings, *, match_count: int,
+                   filter: Mapping[str, Any] | None, similarity_threshold: float, rrf_k: int | None,
+                   weights: Mapping[str, float] | None, candidate_count: int | None, k1: float | None,
+                   b: float | None, exact_scan_max_rows: int | None, ef_search: int | None) -> dict[str, Any]:
+    n = _check_count(match_count, "match_count", s)
+    return {
+        "n": n,
+        "f": _filter(conn, filter),
+        "t": _check_threshold(similarity_threshold),
+        "rk": s.rrf_k if rrf_k is None else rrf_k,
+        "w": _weights(weights),
+        "cc": _check_count(max(60, n) if candidate_count is None else candidate_count, "candidate_count", s),
+        "k1": s.bm25_k1 if k1 is None else k1,
+        "b": s.bm25_b if b is None else b,
+        "x": s.exact_scan_max_rows if exact_scan_max_rows is None else exact_scan_max_rows,
+        "ef": s.hnsw_ef_search if ef_search is None else ef_search,
+    }
+
+
+_FUSION_ARGS = sql.SQL(
+    "match_count => %(n)s::integer, filter => %(f)s::jsonb, similarity_threshold => %(t)s::float8,"
+    " rrf_k => %(rk)s::integer, weights => %(w)s::jsonb, candidate_count => %(cc)s::integer,"
+    " k1 => %(k1)s::float8, b => %(b)s::float8, exact_scan_max_rows => %(x)s::integer,"
+    " ef_search => %(ef)s::integer")
+_FUSION_COLUMNS = "vector_rank, similarity, lexical_rank, bm25_score, rrf_score"
+
+
+def match_hybrid(conn: psycopg.Connection, model: EmbeddingModelRef, query_text: str, query_embedding: Any, *,
+                 match_count: int = 10, filter: Mapping[str, Any] | None = None,
+                 similarity_threshold: float = 0.0, rrf_k: int | None = None,
+                 weights: Mapping[str, float] | None = None, candidate_count: int | None = None,
+                 settings: RetrievalSettings | None = None, k1: float | None = None, b: float | None = None,
+                 exact_scan_max_rows: int | None = None, ef_search: int | None = None) -> list[HybridMatch]:
+    """``match_hybrid_chunks_<model>``: RRF of the vector and BM25 rankings in one SQL statement.
+
+    Empty or stopword-only text is allowed: the lexical list is then empty and the result is the
+    vector ranking. ``candidate_count`` (each list's length) defaults to max(60, match_count).
+    """
+    s = _settings(settings)
+    params = _fusion_params(conn, s, match_count=match_count, filter=filter,
+                            similarity_threshold=similarity_threshold, rrf_k=rrf_k, weights=weights,
+                            candidate_count=candidate_count, k1=k1, b=b,
+                            exact_scan_max_rows=exact_scan_max_rows, ef_search=ef_search)
+    params["qt"] = _query_text(query_text, s)
+    params["q"] = _vector_text(model, query_embedding)
+    query = sql.SQL(
+        "select {cols}, {fusion} from {fn}(query_text => %(qt)s::text, query_embedding => %(q)s::vector, {args})"
+    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fusion=sql.SQL(_FUSION_COLUMNS),
+             fn=sql.Identifier(model.hybrid_function), args=_FUSION_ARGS)
+    return _fetch(conn, HybridMatch, query, params)
+
+
+def match_hybrid_multi(conn: psycopg.Connection, model: EmbeddingModelRef, query_texts: Sequence[str | None],
+                       query_embeddings: Sequence[Any], *, match_count: int = 10,
+                       filter: Mapping[str, Any] | None = None, similarity_threshold: float = 0.0,
+                       rrf_k: int | None = None, weights: Mapping[str, float] | None = None,
+                       candidate_count: int | None = None, settings: RetrievalSettings | None = None,
+                       k1: float | None = None, b: float | None = None, exact_scan_max_rows: int | None = None,
+                       ef_search: int | None = None) -> list[HybridMultiMatch]:
+    """``match_hybrid_multi_chunks_<model>``: RRF over 2·n lists (n texts, n embeddings), one round trip.
+
+    A None embedding (or empty text) leaves that query's vector (or lexical) list out.
+    """
+    s = _settings(settings)
+    texts, embeddings = list(query_texts), list(query_embeddings)
+    if not 1 <= len(embeddings) <= MAX_MULTI_QUERIES:
+        raise InputError(f"query_embeddings must hold between 1 and {MAX_MULTI_QUERIES} embeddings, "
+                         f"got {len(embeddings)}")
+    if len(texts) != len(embeddings):
+        raise InputError(f"query_texts and query_embeddings must have the same length, "
+                         f"got {len(texts)} and {len(embeddings)}")
+    params = _fusion_params(conn, s, match_count=match_count, filter=filter,
+                            similarity_threshold=similarity_threshold, rrf_k=rrf_k, weights=weights,
+                            candidate_count=candidate_count, k1=k1, b=b,
+                            exact_scan_max_rows=exact_scan_max_rows, ef_search=ef_search)
+    params["qt"] = [_query_text(t, s, f"query text {i + 1}") for i, t in enumerate(texts)]
+    params["q"] = [None if e is None else _vector_text(model, e) for e in embeddings]
+    query = sql.SQL(
+        "select {cols}, {fusion}, vector_hits, lexical_hits"
+        " from {fn}(query_texts => %(qt)s::text[], query_embeddings => %(q)s::text[]::vector[], {args})"
+    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fusion=sql.SQL(_FUSION_COLUMNS),
+             fn=sql.Identifier(model.hybrid_multi_function), args=_FUSION_ARGS)
+    return _fetch(conn, HybridMultiMatch, query, params)
+
+
+def match_folders(conn: psycopg.Connection, model: EmbeddingModelRef, query_embedding: Any, *,
+                  vaults: Sequence[str] | None = None, match_count: int = 50,
+                  settings: RetrievalSettings | None = None) -> list[FolderMatch]:
+    """``match_folders_<model>``: folders ranked by similarity of the query to their mean embedding."""
+    s = _settings(settings)
+    params: dict[str, Any] = {
+        "q": _vector_text(model, query_embedding),
+        "n": _check_count(match_count, "match_count", s),
+        "v": None,
+    }
+    if vaults is not None:
+        if isinstance(vaults, str):
+            vaults = [vaults]
+        names = list(vaults)
+        _check_vaults(conn, names)
+        with _database_call(conn), conn.cursor() as cur:
+            cur.execute("select id from vaults where name = any(%s)", (names,))
+            params["v"] = [_first(r) for r in cur.fetchall()]
+    query = sql.SQL(
+        "select vault_id, vault, folder, chunk_count, similarity"
+        " from {fn}(query_embedding => %(q)s::vector, vault_ids => %(v)s::bigint[], match_count => %(n)s::integer)"
+    ).format(fn=sql.Identifier(model.folders_function))
+    return _fetch(conn, FolderMatch, query, params)
