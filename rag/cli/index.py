@@ -1,0 +1,154 @@
+"""`ragpg index`, `ragpg reindex` and `ragpg watch`: incremental indexing of vaults.
+
+Skips are reported (a warning line per file on stderr, listed under `--json`) but are not
+failures; the exit code is non-zero only when a vault could not be indexed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import typer
+
+from rag.cli.app import info, print_json, state
+from rag.config import Settings
+
+# The indexer (numpy, markdown-it, psycopg, rich, watchfiles) loads when a command runs, not when
+# `ragpg` starts: every other command pays nothing for it.
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from rag.ingest.pipeline import IndexReport
+
+JSON_HELP = "Print a machine-readable JSON summary."
+QUIET_HELP = "No progress bars."
+
+
+class RichProgress:
+    """Two bars on stderr, files and chunks; nothing at all when quiet or stderr is not a terminal."""
+
+    def __init__(self, quiet: bool) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.enabled = not quiet and sys.stderr.isatty()
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                                 disable=not self.enabled)
+        self.files: TaskID | None = None
+        self.chunks: TaskID | None = None
+
+    def __enter__(self) -> RichProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.progress.stop()
+
+    def begin_vault(self, vault: str, files: int) -> None:
+        for task in (self.files, self.chunks):
+            if task is not None:
+                self.progress.remove_task(task)
+        self.files = self.progress.add_task(f"{vault}: files", total=files)
+        self.chunks = self.progress.add_task(f"{vault}: chunks", total=None)
+
+    def files_done(self, n: int) -> None:
+        if self.files is not None:
+            self.progress.advance(self.files, n)
+
+    def chunks_done(self, n: int) -> None:
+        if self.chunks is not None:
+            self.progress.advance(self.chunks, n)
+
+
+def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bool) -> None:
+    from rag.ingest.pipeline import index_vaults
+
+    with RichProgress(quiet) as progress:
+        report = index_vaults(settings, vaults, progress=progress)
+    _emit(report, json_out)
+    _exit_on_failure(report)
+
+
+def _emit(report: IndexReport, json_out: bool) -> None:
+    """Warnings and skips to stderr (always), then the summary to stdout."""
+    _warn(report)
+    if json_out:
+        print_json(report.to_dict())
+        return
+    for v in report.vaults:
+        if v.error is None:
+            typer.echo(f"{v.vault}: {v.files_seen} files seen, {v.files_indexed} indexed, "
+                       f"{v.files_unchanged} unchanged, {len(v.skipped)} skipped, {v.files_removed} removed; "
+                       f"{v.chunks_written} chunks written" +
+                       (f", {v.chunks_reembedded} re-embedded" if v.chunks_reembedded else "") +
+                       f" in {v.seconds:.2f} s ({report.embedding_model})")
+    if not report.vaults:
+        typer.echo("No vaults to index. Add one with: ragpg vault add NAME PATH")
+
+
+def _exit_on_failure(report: IndexReport) -> None:
+    failed = report.failed
+    for v in failed:
+        info(f"error: vault '{v.vault}': {v.error}")
+    if failed:
+        raise typer.Exit(failed[0].error_code or 1)
+
+
+def index(
+    ctx: typer.Context,
+    vaults: list[str] = typer.Argument(None, help="Vaults to index (default: all)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Index vaults incrementally: only new and changed files are parsed and embedded."""
+    _run(state(ctx).settings, list(vaults) if vaults else None, quiet, json_out)
+
+
+def reindex(
+    ctx: typer.Context,
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Bring every vault up to date (for cron). Idempotent and resumable; exit 0 unless a vault failed."""
+    _run(state(ctx).settings, None, quiet, json_out)
+
+
+def watch(
+    ctx: typer.Context,
+    vaults: list[str] = typer.Argument(None, help="Vaults to watch (default: all)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON summary line per re-index."),
+) -> None:
+    """Index, then re-index a vault whenever its files are saved, created, deleted or renamed (Ctrl-C stops)."""
+    from rag.ingest.watch import watch_vaults
+
+    settings = state(ctx).settings
+
+    def on_report(report: IndexReport) -> None:
+        if json_out:
+            sys.stdout.write(json.dumps(report.to_dict(), default=str, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+            _warn(report)
+        else:
+            _emit(report, False)
+            sys.stdout.flush()
+        for v in report.failed:
+            info(f"error: vault '{v.vault}': {v.error}")
+
+    if not quiet:
+        info(f"Watching (debounce {settings.ingest.watch_debounce_ms} ms); Ctrl-C to stop.")
+    with RichProgress(quiet) as progress:
+        watch_vaults(settings, list(vaults) if vaults else None, on_report=on_report, progress=progress)
+
+
+def _warn(report: IndexReport) -> None:
+    for v in report.vaults:
+        for skip in v.skipped:
+            info(f"warning: {v.vault}: {skip.message}")
+        for warning in v.warnings:
+            info(f"warning: {v.vault}: {warning}")

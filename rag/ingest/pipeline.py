@@ -1,0 +1,405 @@
+"""Index vaults incrementally: walk, hash, parse and chunk what changed, embed, write, prune.
+
+Guarantees (each one tested):
+- a file whose sha256 (`document_version`) is unchanged is not parsed or embedded again;
+- changed documents are embedded OUTSIDE any transaction, then written a small batch per
+  transaction (old chunks out, new ones in), so a killed run leaves every document old or new
+  and rerunning finishes the job;
+- documents whose files are gone are deleted; a file skipped as `unreadable` (or one the parser
+  chokes on, `parse_error`) keeps its old version, any other skip removes it (the index mirrors disk);
+- every chunk ends up with a vector in the CURRENT model's table: chunks stored under another
+  model are embedded again without re-chunking (vector spaces never mix);
+- every skip is reported, never silent; `vaults.last_indexed_at` moves only after a complete run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from types import TracebackType
+from typing import Any, Protocol
+
+import numpy as np
+import psycopg
+
+from rag.config import Settings
+from rag.embed import Embedder, get_embedder
+from rag.errors import EmbeddingError, RagError
+from rag.ingest import beir, store
+from rag.ingest.chunk import chunk_markdown, chunk_plain_text
+from rag.ingest.parse import parse_document
+from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
+from rag.retrieve import EmbeddingModelRef, get_model, register_model
+from rag.store.database import connect
+from rag.vaults import Vault, mark_indexed, resolve_vaults
+
+# A stored document survives these skips: the file is still there, just not usable right now.
+KEEP_ON_SKIP = frozenset({"unreadable", "parse_error"})
+
+
+@dataclass(frozen=True)
+class SkipRecord:
+    path: str
+    reason: str
+    detail: str = ""
+
+    @property
+    def message(self) -> str:
+        return f"skipped {self.path}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "reason": self.reason, "detail": self.detail}
+
+
+@dataclass
+class VaultReport:
+    vault: str
+    embedding_model: str
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    chunks_written: int = 0
+    chunks_reembedded: int = 0
+    skipped: list[SkipRecord] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str | None = None
+    error_code: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "vault": self.vault, "files_seen": self.files_seen, "files_indexed": self.files_indexed,
+            "files_unchanged": self.files_unchanged, "files_skipped": len(self.skipped),
+            "files_removed": self.files_removed, "chunks_written": self.chunks_written,
+            "chunks_reembedded": self.chunks_reembedded, "skipped": [s.to_dict() for s in self.skipped],
+            "warnings": self.warnings, "seconds": round(self.seconds, 3),
+            "embedding_model": self.embedding_model, "error": self.error,
+        }
+
+
+@dataclass
+class IndexReport:
+    embedding_model: str
+    vaults: list[VaultReport] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> list[VaultReport]:
+        return [v for v in self.vaults if v.error is not None]
+
+    def total(self, name: str) -> int:
+        return sum(int(getattr(v, name)) for v in self.vaults)
+
+    def to_dict(self) -> dict[str, Any]:
+        names = ("files_seen", "files_indexed", "files_unchanged", "files_removed", "chunks_written",
+                 "chunks_reembedded")
+        totals: dict[str, Any] = {n: self.total(n) for n in names}
+        totals["files_skipped"] = sum(len(v.skipped) for v in self.vaults)
+        return {**totals, "seconds": round(self.seconds, 3), "embedding_model": self.embedding_model,
+                "ok": not self.failed, "vaults": [v.to_dict() for v in self.vaults]}
+
+
+class IndexProgress(Protocol):
+    """What the CLI's progress bars listen to; the library never draws anything itself."""
+
+    def begin_vault(self, vault: str, files: int) -> None: ...
+    def files_done(self, n: int) -> None: ...
+    def chunks_done(self, n: int) -> None: ...
+
+
+class NoProgress:
+    def begin_vault(self, vault: str, files: int) -> None:
+        pass
+
+    def files_done(self, n: int) -> None:
+        pass
+
+    def chunks_done(self, n: int) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Source:
+    """One document candidate: how to get its bytes, and how to turn them into a document."""
+
+    path: str
+    read: Callable[[], bytes | SkipRecord]
+    prepare: Callable[[bytes, str], tuple[store.PreparedDocument, list[str]]]  # (bytes, version)
+
+
+def index_vaults(settings: Settings, names: Sequence[str] | None = None, *,
+                 progress: IndexProgress | None = None, embedder: Embedder | None = None) -> IndexReport:
+    """Index the named vaults (none = all). A vault that fails is reported; the others still run."""
+    embedder = embedder or get_embedder(settings.embedding.model, settings.embedding)
+    report = IndexReport(embedding_model=embedder.model_key)
+    started = time.perf_counter()
+    with connect(settings, autocommit=True) as conn:
+        vaults = resolve_vaults(conn, names)
+        model: EmbeddingModelRef | None = None
+        for vault in vaults:
+            try:
+                model = model or ensure_model(conn, embedder)
+            except RagError as exc:
+                report.vaults.append(_failed(vault.name, embedder, exc))
+                continue
+            report.vaults.append(index_vault(conn, vault, settings, embedder, model, progress or NoProgress()))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _failed(vault: str, embedder: Embedder, exc: RagError) -> VaultReport:
+    return VaultReport(vault, embedder.model_key, error=str(exc), error_code=exc.exit_code)
+
+
+def ensure_model(conn: psycopg.Connection, embedder: Embedder) -> EmbeddingModelRef:
+    """The current model's storage; a registered model is found without probing the provider for dims."""
+    found = get_model(conn, embedder.provider, embedder.model)
+    if found is not None:
+        return found
+    try:
+        dims = embedder.dims
+    except RagError:
+        raise
+    except Exception as exc:
+        raise EmbeddingError(f"embedding model {embedder.model_key} failed: {exc}") from None
+    return register_model(conn, embedder.provider, embedder.model, dims)
+
+
+def index_vault(conn: psycopg.Connection, vault: Vault, settings: Settings, embedder: Embedder,
+                model: EmbeddingModelRef, progress: IndexProgress) -> VaultReport:
+    """One incremental run over one vault, on an autocommit connection (transactions are explicit)."""
+    run = _VaultRun(conn, vault, settings, embedder, model, progress)
+    started = time.perf_counter()
+    try:
+        with store.vault_lock(conn, vault.id):
+            run.execute()
+    except RagError as exc:
+        run.report.error, run.report.error_code = str(exc), exc.exit_code
+    run.report.seconds = time.perf_counter() - started
+    return run.report
+
+
+class _VaultRun:
+    def __init__(self, conn: psycopg.Connection, vault: Vault, settings: Settings, embedder: Embedder,
+                 model: EmbeddingModelRef, progress: IndexProgress) -> None:
+        self.conn, self.vault, self.settings = conn, vault, settings
+        self.embedder, self.model, self.progress = embedder, model, progress
+        self.report = VaultReport(vault.name, embedder.model_key)
+        self.pending: list[store.PreparedDocument] = []
+        self.writer: _BatchWriter | None = None
+
+    def execute(self) -> None:
+        sources, skipped = discover(self.vault, self.settings)
+        self.report.skipped.extend(skipped)
+        self.report.files_seen = len(sources) + len(skipped)
+        self.progress.begin_vault(self.vault.name, len(sources))
+        stored = store.stored_versions(self.conn, self.vault.id)
+        keep = {s.path for s in skipped if s.reason in KEEP_ON_SKIP}
+        # While the writer thread owns the connection, this thread reads, parses and embeds.
+        with _BatchWriter(self.write) as self.writer:
+            for source in sources:
+                if self.visit(source, stored):
+                    keep.add(source.path)
+            self.flush()
+        self.report.files_removed = store.delete_documents(self.conn, self.vault.id,
+                                                           sorted(set(stored) - keep))
+        self.backfill_embeddings()
+        mark_indexed(self.conn, self.vault.id)
+
+    def visit(self, source: Source, stored: dict[str, str]) -> bool:
+        """Handle one candidate; True when its document stays (indexed or unchanged)."""
+        data = source.read()
+        if isinstance(data, SkipRecord):
+            self.report.skipped.append(data)
+            self.progress.files_done(1)
+            return data.reason in KEEP_ON_SKIP
+        version = hashlib.sha256(data).hexdigest()
+        if stored.get(source.path) == version:
+            self.report.files_unchanged += 1
+            self.progress.files_done(1)
+            return True
+        try:
+            doc, warnings = source.prepare(data, version)
+        except RagError:
+            raise  # a settings problem, not this file's: it would fail every file
+        except Exception as exc:  # one odd file must not stop a nightly run; it is reported, never silent
+            self.report.skipped.append(SkipRecord(source.path, "parse_error", f"{type(exc).__name__}: {exc}"))
+            self.progress.files_done(1)
+            return True
+        self.report.warnings.extend(warnings)
+        doc.replaces = source.path in stored
+        self.pending.append(doc)
+        # Bounded by documents and by chunks (one document may have up to max_chunks_per_document).
+        if (len(self.pending) >= self.settings.ingest.upsert_batch_documents
+                or sum(len(d.chunks) for d in self.pending) >= self.settings.chunking.max_chunks_per_document):
+            self.flush()
+        return True
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        assert self.writer is not None
+        docs, self.pending = self.pending, []
+        self.embed(docs)
+        self.writer.put(docs)
+
+    def write(self, docs: list[store.PreparedDocument]) -> None:
+        """Runs on the writer thread: one transaction for the batch."""
+        written = store.write_documents(self.conn, self.vault.id, self.vault.text_search_config, docs, self.model)
+        self.report.files_indexed += len(docs)
+        self.report.chunks_written += written
+        self.progress.files_done(len(docs))
+        self.progress.chunks_done(written)
+
+    def embed(self, docs: Sequence[store.PreparedDocument]) -> None:
+        owners = [d.source_path for d in docs for _ in d.chunks]
+        texts = [store.embedding_text(c.heading_path, c.content) for d in docs for c in d.chunks]
+        vectors = self.embed_texts(texts, owners)
+        start = 0
+        for doc in docs:
+            doc.vectors = vectors[start : start + len(doc.chunks)]
+            start += len(doc.chunks)
+
+    def embed_texts(self, texts: Sequence[str], owners: Sequence[str]) -> np.ndarray:
+        """Embed in provider-sized slices so a failure names the file whose chunks were in flight."""
+        size = max(1, self.embedder.batch_size)
+        parts = [np.zeros((0, self.model.dims), dtype=np.float32)]
+        for start in range(0, len(texts), size):
+            try:
+                parts.append(self.embedder.embed_documents(texts[start : start + size]))
+            except Exception as exc:  # any provider failure becomes one line naming the file
+                files = sorted(set(owners[start : start + size]))
+                named = files[0] + (f" (and {len(files) - 1} more)" if len(files) > 1 else "")
+                cause = str(exc) if isinstance(exc, RagError) else f"{type(exc).__name__}: {exc}"
+                raise EmbeddingError(f"embedding failed for {named} in vault '{self.vault.name}': {cause}") from exc
+        return np.concatenate(parts, axis=0)
+
+    def backfill_embeddings(self) -> None:
+        """Vectors for stored chunks the current model lacks (e.g. after switching models)."""
+        after = 0
+        page = self.embedder.batch_size * 8
+        while chunks := store.chunks_missing_embeddings(self.conn, self.vault.id, self.model,
+                                                         after_id=after, limit=page):
+            texts = [store.embedding_text(c.heading_path, c.content) for c in chunks]
+            owners = [f"chunk {c.id}" for c in chunks]
+            vectors = self.embed_texts(texts, owners)
+            store.add_embeddings(self.conn, self.model, [c.id for c in chunks], list(vectors))
+            self.report.chunks_reembedded += len(chunks)
+            self.progress.chunks_done(len(chunks))
+            after = chunks[-1].id
+
+
+class _BatchWriter:
+    """Writes batches on a thread, so Postgres (HNSW inserts, tsvectors, BM25 triggers) works while
+    Python parses and embeds the next batch. A short queue keeps memory bounded; the first write
+    error stops further writes and is re-raised in the caller's thread."""
+
+    QUEUE_DEPTH = 2
+
+    def __init__(self, write: Callable[[list[store.PreparedDocument]], None]) -> None:
+        self._write = write
+        self._queue: queue.Queue[list[store.PreparedDocument] | None] = queue.Queue(self.QUEUE_DEPTH)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name="ragpg-index-writer", daemon=True)
+
+    def __enter__(self) -> _BatchWriter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        # Batches already embedded are still committed when the caller fails: less to redo next run.
+        self._queue.put(None)
+        self._thread.join()
+        if exc is None:
+            self._raise_if_failed()
+
+    def put(self, docs: list[store.PreparedDocument]) -> None:
+        self._raise_if_failed()
+        self._queue.put(docs)
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _loop(self) -> None:
+        while (docs := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._write(docs)
+                except BaseException as exc:  # handed to the caller's thread, which re-raises it
+                    self._error = exc
+
+
+# --- discovering sources --------------------------------------------------------------------------
+
+def discover(vault: Vault, settings: Settings) -> tuple[list[Source], list[SkipRecord]]:
+    if vault.kind == "beir":
+        return _beir_sources(vault, settings)
+    return _folder_sources(vault, settings)
+
+
+def _folder_sources(vault: Vault, settings: Settings) -> tuple[list[Source], list[SkipRecord]]:
+    ingest = settings.ingest
+    walked = walk_vault(vault.root, denylist=vault.denylist, skip_hidden=ingest.skip_hidden_folders,
+                        max_document_bytes=ingest.max_document_bytes)
+    skipped = [_skip(s) for s in walked.skipped]
+    return [_file_source(f, vault, settings) for f in walked.files], skipped
+
+
+def _skip(s: SkippedFile) -> SkipRecord:
+    return SkipRecord(s.rel_path, s.reason, s.detail)
+
+
+def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
+    def read() -> bytes | SkipRecord:
+        data = read_document(f, settings.ingest.max_document_bytes)
+        return _skip(data) if isinstance(data, SkippedFile) else data
+
+    def prepare(data: bytes, version: str) -> tuple[store.PreparedDocument, list[str]]:
+        return prepare_file(f, data, version, vault.name, settings)
+
+    return Source(f.rel_path, read, prepare)
+
+
+def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
+                 settings: Settings) -> tuple[store.PreparedDocument, list[str]]:
+    """Parse frontmatter and chunk one file (markdown structure, or blank-line blocks for .txt)."""
+    text = data.decode("utf-8")
+    parsed = parse_document(text, f.rel_path)
+    folder = str(PurePosixPath(f.rel_path).parent)
+    doc = store.PreparedDocument(
+        source_path=f.rel_path, folder="" if folder == "." else folder, title=parsed.title, url=parsed.url,
+        doc_type=parsed.doc_type, persona=parsed.persona, tags=list(parsed.tags), project=parsed.project,
+        confidentiality=parsed.confidentiality, doc_date=parsed.date, document_version=version,
+        size_bytes=len(data), metadata=dict(parsed.frontmatter),
+    )
+    chunker = chunk_markdown if f.kind == "markdown" else chunk_plain_text
+    c = settings.chunking
+    result = chunker(parsed.body(text), body_start_line=parsed.body_start_line,
+                     body_start_byte=parsed.body_start_byte, soft_bytes=c.soft_bytes, hard_bytes=c.hard_bytes,
+                     overlap_bytes=c.overlap_bytes, max_chunks=c.max_chunks_per_document)
+    store.attach_chunks(doc, vault_name, result.chunks)
+    warnings = list(parsed.warnings)
+    if result.truncated:
+        warnings.append(f"{f.rel_path}: {result.total} chunks, only the first {c.max_chunks_per_document} indexed")
+    return doc, warnings
+
+
+def _beir_sources(vault: Vault, settings: Settings) -> tuple[list[Source], list[SkipRecord]]:
+    corpus = beir.read_corpus(vault.root, max_document_bytes=settings.ingest.max_document_bytes)
+    skipped = [SkipRecord(p.where, p.reason, p.detail) for p in corpus.problems]
+    return [_entry_source(e, vault, settings) for e in corpus.entries], skipped
+
+
+def _entry_source(entry: beir.BeirEntry, vault: Vault, settings: Settings) -> Source:
+    def prepare(data: bytes, version: str) -> tuple[store.PreparedDocument, list[str]]:
+        return beir.prepare_entry(entry, vault.name, version, settings.chunking)
+
+    return Source(entry.doc_id, lambda: entry.raw, prepare)

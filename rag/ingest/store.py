@@ -1,0 +1,286 @@
+"""Writes of the indexer: documents, chunks and embeddings, one transaction per document batch.
+
+A batch replaces its documents atomically: old chunks go (their embeddings cascade), documents
+are upserted, new chunks and their vectors are inserted. Chunks are inserted with ONE statement
+per batch (``jsonb_to_recordset``) because the BM25 statistics triggers are statement-level: one
+firing per batch instead of one per chunk. Vectors are COPYed in binary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.rows import class_row
+from psycopg.types.json import Jsonb
+
+from rag.ingest.chunk import Chunk
+from rag.ingest.guard import assess_injection
+from rag.retrieve import EmbeddingModelRef
+from rag.tokens import count_tokens
+
+# First key of the two-key advisory lock that serialises index runs of one vault ("RAGP").
+_INDEX_LOCK_CLASS = 0x52414750
+
+
+@dataclass(frozen=True)
+class PreparedChunk:
+    ordinal: int
+    heading_path: str
+    content: str
+    token_count: int
+    start_line: int | None
+    end_line: int | None
+    start_byte: int | None
+    end_byte: int | None
+    risk_flags: list[str]
+    risk_score: float
+    metadata: dict[str, Any]
+
+
+@dataclass
+class PreparedDocument:
+    """One parsed and chunked document, ready to write once `vectors` holds one row per chunk."""
+
+    source_path: str
+    folder: str
+    title: str | None
+    url: str | None
+    doc_type: str | None
+    persona: str | None
+    tags: list[str]
+    project: str | None
+    confidentiality: str
+    doc_date: str | None  # ISO date
+    document_version: str
+    size_bytes: int
+    metadata: dict[str, Any]
+    chunks: list[PreparedChunk] = field(default_factory=list)
+    vectors: np.ndarray | None = None
+    replaces: bool = False  # a stored version exists: its chunks must go first
+
+
+@dataclass(frozen=True)
+class StoredVersion:
+    source_path: str
+    document_version: str
+
+
+@dataclass(frozen=True)
+class PendingChunk:
+    """A stored chunk that has no vector in the current model's table yet."""
+
+    id: int
+    heading_path: str
+    content: str
+
+
+@dataclass(frozen=True)
+class _ChunkId:
+    id: int
+    document_id: int
+    ordinal: int
+
+
+@dataclass(frozen=True)
+class _DocId:
+    id: int
+    source_path: str
+
+
+def embedding_text(heading_path: str, content: str) -> str:
+    """What gets embedded for a chunk: its heading path gives a mid-section chunk its topic.
+
+    Derived from stored columns only, so vectors backfilled for a new model match fresh ones.
+    """
+    return f"{heading_path}\n\n{content}" if heading_path else content
+
+
+@contextmanager
+def vault_lock(conn: psycopg.Connection, vault_id: int) -> Iterator[None]:
+    """Serialise index runs of one vault across processes (watch + cron): session advisory lock."""
+    conn.execute("select pg_advisory_lock(%s::int, %s::int)", (_INDEX_LOCK_CLASS, vault_id))
+    try:
+        yield
+    finally:
+        if not conn.closed:
+            conn.execute("select pg_advisory_unlock(%s::int, %s::int)", (_INDEX_LOCK_CLASS, vault_id))
+
+
+def stored_versions(conn: psycopg.Connection, vault_id: int) -> dict[str, str]:
+    """source_path -> document_version of every document of the vault."""
+    with conn.cursor(row_factory=class_row(StoredVersion)) as cur:
+        rows = cur.execute("select source_path, document_version from documents where vault_id = %s",
+                           (vault_id,)).fetchall()
+    return {r.source_path: r.document_version for r in rows}
+
+
+def delete_documents(conn: psycopg.Connection, vault_id: int, source_paths: Sequence[str]) -> int:
+    """Remove documents (and their chunks and vectors) in one transaction; returns how many went."""
+    if not source_paths:
+        return 0
+    with conn.transaction():
+        _delete_chunks_of(conn, vault_id, source_paths)
+        cur = conn.execute("delete from documents where vault_id = %s and source_path = any(%s)",
+                           (vault_id, list(source_paths)))
+        return cur.rowcount
+
+
+def _delete_chunks_of(conn: psycopg.Connection, vault_id: int, source_paths: Sequence[str]) -> None:
+    # One statement for all documents: a cascade from documents would fire the BM25 trigger per document.
+    conn.execute(
+        "delete from chunks where document_id in "
+        "(select id from documents where vault_id = %s and source_path = any(%s))",
+        (vault_id, list(source_paths)))
+
+
+_DOC_COLUMNS = ("source_path", "folder", "title", "url", "doc_type", "persona", "tags", "project",
+                "confidentiality", "doc_date", "document_version", "size_bytes", "metadata")
+
+_UPSERT_DOCUMENTS = sql.SQL(
+    "insert into documents (vault_id, {cols}) "
+    "select %s, {cols} from jsonb_to_recordset(%s) as r(source_path text, folder text, title text, url text, "
+    " doc_type text, persona text, tags text[], project text, confidentiality text, doc_date date, "
+    " document_version text, size_bytes bigint, metadata jsonb) "
+    "on conflict (vault_id, source_path) do update set {updates}, indexed_at = now() "
+    "returning id, source_path"
+).format(
+    cols=sql.SQL(", ").join(map(sql.Identifier, _DOC_COLUMNS)),
+    updates=sql.SQL(", ").join(
+        sql.SQL("{} = excluded.{}").format(sql.Identifier(c), sql.Identifier(c)) for c in _DOC_COLUMNS[1:]),
+)
+
+_CHUNK_COLUMNS = ("document_id", "ordinal", "heading_path", "content", "token_count", "start_line", "end_line",
+                  "start_byte", "end_byte", "risk_flags", "risk_score", "metadata")
+
+_INSERT_CHUNKS = sql.SQL(
+    "insert into chunks (vault_id, text_search_config, {cols}) "
+    "select %s, %s::regconfig, {cols} from jsonb_to_recordset(%s) as r(document_id bigint, ordinal integer, "
+    " heading_path text, content text, token_count integer, start_line integer, end_line integer, "
+    " start_byte integer, end_byte integer, risk_flags text[], risk_score real, metadata jsonb) "
+    "returning id, document_id, ordinal"
+).format(cols=sql.SQL(", ").join(map(sql.Identifier, _CHUNK_COLUMNS)))
+
+
+def write_documents(conn: psycopg.Connection, vault_id: int, text_search_config: str,
+                    docs: Sequence[PreparedDocument], model: EmbeddingModelRef) -> int:
+    """Replace `docs` (old chunks and vectors out, new ones in) in ONE transaction; returns chunks written.
+
+    Every document must carry its vectors: embedding happens before, outside the transaction, so
+    the write is short and a killed process leaves each document either old or new.
+    """
+    if not docs:
+        return 0
+    with conn.transaction():
+        replaced = [d.source_path for d in docs if d.replaces]
+        if replaced:  # skipped for new documents: even an empty delete fires the BM25 trigger
+            _delete_chunks_of(conn, vault_id, replaced)
+        doc_ids = _upsert_documents(conn, vault_id, docs)
+        chunk_ids = _insert_chunks(conn, vault_id, text_search_config, docs, doc_ids)
+        ids: list[int] = []
+        vectors: list[np.ndarray] = []
+        for doc in docs:
+            assert doc.vectors is not None and len(doc.vectors) == len(doc.chunks)
+            doc_id = doc_ids[doc.source_path]
+            for chunk, vector in zip(doc.chunks, doc.vectors, strict=True):
+                ids.append(chunk_ids[(doc_id, chunk.ordinal)])
+                vectors.append(vector)
+        copy_embeddings(conn, model, ids, vectors)
+    return len(ids)
+
+
+def _upsert_documents(conn: psycopg.Connection, vault_id: int, docs: Sequence[PreparedDocument]) -> dict[str, int]:
+    rows = [{c: getattr(d, c) for c in _DOC_COLUMNS} for d in docs]
+    with conn.cursor(row_factory=class_row(_DocId)) as cur:
+        found = cur.execute(_UPSERT_DOCUMENTS, (vault_id, Jsonb(rows))).fetchall()
+    return {r.source_path: r.id for r in found}
+
+
+def _insert_chunks(conn: psycopg.Connection, vault_id: int, text_search_config: str,
+                   docs: Sequence[PreparedDocument], doc_ids: dict[str, int]) -> dict[tuple[int, int], int]:
+    rows = [{"document_id": doc_ids[d.source_path], **asdict(c)} for d in docs for c in d.chunks]
+    if not rows:
+        return {}
+    with conn.cursor(row_factory=class_row(_ChunkId)) as cur:
+        found = cur.execute(_INSERT_CHUNKS, (vault_id, text_search_config, Jsonb(rows))).fetchall()
+    return {(r.document_id, r.ordinal): r.id for r in found}
+
+
+def copy_embeddings(conn: psycopg.Connection, model: EmbeddingModelRef, chunk_ids: Sequence[int],
+                    vectors: Sequence[np.ndarray]) -> None:
+    """Binary COPY into the model's table (the caller holds the transaction)."""
+    if not chunk_ids:
+        return
+    statement = sql.SQL("copy {} (chunk_id, embedding) from stdin with (format binary)").format(
+        sql.Identifier(model.embedding_table))
+    with conn.cursor() as cur, cur.copy(statement) as copy:
+        copy.set_types(["int8", "vector"])
+        for chunk_id, vector in zip(chunk_ids, vectors, strict=True):
+            copy.write_row((chunk_id, np.asarray(vector, dtype=np.float32)))
+
+
+def chunks_missing_embeddings(conn: psycopg.Connection, vault_id: int, model: EmbeddingModelRef, *,
+                              after_id: int, limit: int) -> list[PendingChunk]:
+    """Up to `limit` chunks of the vault (ids above `after_id`) without a vector for `model`."""
+    query = sql.SQL(
+        "select c.id, c.heading_path, c.content from chunks c "
+        "where c.vault_id = %s and c.id > %s "
+        "and not exists (select 1 from {} e where e.chunk_id = c.id) "
+        "order by c.id limit %s").format(sql.Identifier(model.embedding_table))
+    with conn.cursor(row_factory=class_row(PendingChunk)) as cur:
+        return cur.execute(query, (vault_id, after_id, limit)).fetchall()
+
+
+def add_embeddings(conn: psycopg.Connection, model: EmbeddingModelRef, chunk_ids: Sequence[int],
+                   vectors: Sequence[np.ndarray]) -> None:
+    """Vectors for existing chunks, in their own transaction (chunks deleted meanwhile are skipped)."""
+    with conn.transaction():
+        alive = _existing_chunk_ids(conn, chunk_ids)
+        pairs = [(i, v) for i, v in zip(chunk_ids, vectors, strict=True) if i in alive]
+        copy_embeddings(conn, model, [i for i, _ in pairs], [v for _, v in pairs])
+
+
+def _existing_chunk_ids(conn: psycopg.Connection, chunk_ids: Sequence[int]) -> set[int]:
+    with conn.cursor(row_factory=class_row(_ChunkIdOnly)) as cur:
+        rows = cur.execute("select id from chunks where id = any(%s) for share", (list(chunk_ids),)).fetchall()
+    return {r.id for r in rows}
+
+
+@dataclass(frozen=True)
+class _ChunkIdOnly:
+    id: int
+
+
+# --- building rows ----------------------------------------------------------------------------
+
+def document_metadata(vault_name: str, doc: PreparedDocument) -> dict[str, Any]:
+    """The document's fields as every chunk carries them in `metadata` (absent values omitted,
+    so `$exists` filters mean something)."""
+    fields: dict[str, Any] = {
+        "vault": vault_name, "folder": doc.folder, "source_path": doc.source_path, "title": doc.title,
+        "tags": list(doc.tags), "doc_type": doc.doc_type, "persona": doc.persona, "project": doc.project,
+        "confidentiality": doc.confidentiality, "date": doc.doc_date, "url": doc.url,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def attach_chunks(doc: PreparedDocument, vault_name: str, chunks: Sequence[Chunk],
+                  extra_metadata: dict[str, Any] | None = None) -> None:
+    """Turn chunker output into rows: token counts, injection flags, denormalised metadata."""
+    base = {**document_metadata(vault_name, doc), **(extra_metadata or {})}
+    doc.chunks = [_prepared_chunk(c, base) for c in chunks]
+
+
+def _prepared_chunk(c: Chunk, base: dict[str, Any]) -> PreparedChunk:
+    risk = assess_injection(c.text)
+    return PreparedChunk(
+        ordinal=c.ordinal, heading_path=c.heading_path, content=c.text, token_count=count_tokens(c.text),
+        start_line=c.start_line, end_line=c.end_line, start_byte=c.start_byte, end_byte=c.end_byte,
+        risk_flags=list(risk.flags), risk_score=risk.risk_score,
+        metadata={**base, "ordinal": c.ordinal, "heading_path": c.heading_path},
+    )

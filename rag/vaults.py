@@ -1,0 +1,209 @@
+"""Vaults: named roots of indexable documents (a notes folder, or a BEIR corpus folder).
+
+Every function takes an open psycopg connection and reads rows into dataclasses, so callers can
+use any row factory. Writes run in their own transaction block (a savepoint when the caller is
+already in one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import class_row
+
+from rag.errors import InputError, NotFoundError
+
+VaultKind = Literal["folder", "beir"]
+VAULT_KINDS: tuple[VaultKind, ...] = ("folder", "beir")
+# The same rule as the check constraint on vaults.name, so users get a sentence, not a constraint name.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+BEIR_CORPUS_FILE = "corpus.jsonl"
+
+_VAULT_COLUMNS = sql.SQL(
+    "v.id, v.name, v.root_path, v.text_search_config::text as text_search_config, v.denylist, v.settings, "
+    "v.created_at, v.last_indexed_at"
+)
+
+
+@dataclass(frozen=True)
+class Vault:
+    id: int
+    name: str
+    root_path: str
+    text_search_config: str
+    denylist: list[str]
+    settings: dict[str, Any]
+    created_at: datetime
+    last_indexed_at: datetime | None
+
+    @property
+    def kind(self) -> VaultKind:
+        kind = self.settings.get("kind", "folder")
+        return kind if kind in VAULT_KINDS else "folder"
+
+    @property
+    def root(self) -> Path:
+        return Path(self.root_path)
+
+
+@dataclass(frozen=True)
+class VaultSummary:
+    id: int
+    name: str
+    root_path: str
+    text_search_config: str
+    denylist: list[str]
+    settings: dict[str, Any]
+    created_at: datetime
+    last_indexed_at: datetime | None
+    documents: int
+    chunks: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "path": self.root_path, "kind": self.settings.get("kind", "folder"),
+            "documents": self.documents, "chunks": self.chunks,
+            "last_indexed_at": self.last_indexed_at.isoformat() if self.last_indexed_at else None,
+            "text_search_config": self.text_search_config, "denylist": list(self.denylist),
+        }
+
+
+@dataclass(frozen=True)
+class _Name:
+    name: str
+
+
+@dataclass(frozen=True)
+class _Config:
+    cfgname: str
+
+
+@dataclass
+class NewVault:
+    """What `add_vault` needs; `kind` decides how the root is read (folder walk or BEIR corpus)."""
+
+    name: str
+    path: Path
+    kind: VaultKind = "folder"
+    denylist: Sequence[str] = ()
+    text_search_config: str = "english"
+    extra_settings: dict[str, Any] = field(default_factory=dict)
+
+
+def validate_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise InputError(
+            f"invalid vault name {name!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+def _validate_root(path: Path, kind: VaultKind) -> Path:
+    root = path.expanduser()
+    if not root.exists():
+        raise NotFoundError(f"vault path does not exist: {root}")
+    if not root.is_dir():
+        raise InputError(f"vault path is not a folder: {root}")
+    if kind == "beir" and not (root / BEIR_CORPUS_FILE).is_file():
+        raise InputError(f"not a BEIR dataset folder (no {BEIR_CORPUS_FILE}): {root}")
+    return root.resolve()
+
+
+def _validate_text_search_config(conn: psycopg.Connection, config: str) -> str:
+    with conn.cursor(row_factory=class_row(_Config)) as cur:
+        rows = cur.execute("select cfgname from pg_ts_config order by cfgname").fetchall()
+    names = [r.cfgname for r in rows]
+    if config not in names:
+        raise InputError(f"unknown text search configuration {config!r}; available: {', '.join(names)}")
+    return config
+
+
+def add_vault(conn: psycopg.Connection, new: NewVault) -> Vault:
+    """Register a vault. Fails (creating nothing) on a bad name, a missing path or a taken name."""
+    name = validate_name(new.name)
+    root = _validate_root(Path(new.path), new.kind)
+    config = _validate_text_search_config(conn, new.text_search_config)
+    denylist = [g.strip() for g in new.denylist if g.strip()]
+    settings = {**new.extra_settings, "kind": new.kind}
+    query = sql.SQL(
+        "insert into vaults as v (name, root_path, text_search_config, denylist, settings) "
+        "values (%s, %s, %s::regconfig, %s, %s) on conflict (name) do nothing returning {}"
+    ).format(_VAULT_COLUMNS)
+    with conn.transaction(), conn.cursor(row_factory=class_row(Vault)) as cur:
+        row = cur.execute(query, (name, str(root), config, denylist, psycopg.types.json.Jsonb(settings))).fetchone()
+    if row is None:
+        existing = get_vault(conn, name)
+        raise InputError(f"vault '{name}' already exists (path {existing.root_path}); pick another name")
+    return row
+
+
+def get_vault(conn: psycopg.Connection, name: str) -> Vault:
+    query = sql.SQL("select {} from vaults v where v.name = %s").format(_VAULT_COLUMNS)
+    with conn.cursor(row_factory=class_row(Vault)) as cur:
+        row = cur.execute(query, (name,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"vault '{name}' not found (see `ragpg vault list`)")
+    return row
+
+
+def all_vaults(conn: psycopg.Connection) -> list[Vault]:
+    query = sql.SQL("select {} from vaults v order by v.name").format(_VAULT_COLUMNS)
+    with conn.cursor(row_factory=class_row(Vault)) as cur:
+        return cur.execute(query).fetchall()
+
+
+def resolve_vaults(conn: psycopg.Connection, names: Sequence[str] | None) -> list[Vault]:
+    """The named vaults in the order given (duplicates dropped); none named means every vault."""
+    if not names:
+        return all_vaults(conn)
+    return [get_vault(conn, n) for n in dict.fromkeys(names)]
+
+
+def resolve_vault_names(conn: psycopg.Connection, names: Sequence[str] | None) -> list[str] | None:
+    """Check that each named vault exists; None (every vault) stays None."""
+    if names is None:
+        return None
+    wanted = list(dict.fromkeys(names))
+    with conn.cursor(row_factory=class_row(_Name)) as cur:
+        found = {r.name for r in cur.execute("select name from vaults where name = any(%s)", (wanted,))}
+    missing = [n for n in wanted if n not in found]
+    if missing:
+        raise NotFoundError(f"vault '{missing[0]}' not found (see `ragpg vault list`)")
+    return wanted
+
+
+def list_vaults(conn: psycopg.Connection) -> list[VaultSummary]:
+    """Every vault with its document and chunk counts."""
+    query = sql.SQL(
+        "select {}, "
+        " (select count(*) from documents d where d.vault_id = v.id)::int as documents, "
+        " (select count(*) from chunks c where c.vault_id = v.id)::int as chunks "
+        "from vaults v order by v.name"
+    ).format(_VAULT_COLUMNS)
+    with conn.cursor(row_factory=class_row(VaultSummary)) as cur:
+        return cur.execute(query).fetchall()
+
+
+def remove_vault(conn: psycopg.Connection, name: str) -> VaultSummary:
+    """Delete a vault and everything indexed from it; returns what it held."""
+    summary = next((s for s in list_vaults(conn) if s.name == name), None)
+    if summary is None:
+        raise NotFoundError(f"vault '{name}' not found (see `ragpg vault list`)")
+    with conn.transaction():
+        # Chunks first in one statement: the BM25 triggers are statement-level, while a cascade from
+        # vaults would fire them once per document.
+        conn.execute("delete from chunks where vault_id = %s", (summary.id,))
+        conn.execute("delete from vaults where id = %s", (summary.id,))
+    return summary
+
+
+def mark_indexed(conn: psycopg.Connection, vault_id: int) -> None:
+    with conn.transaction():
+        conn.execute("update vaults set last_indexed_at = now() where id = %s", (vault_id,))

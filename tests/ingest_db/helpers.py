@@ -1,0 +1,125 @@
+"""Small vaults on disk and snapshots of what the index holds, for comparing runs."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from rag.config import Settings
+from rag.ingest.pipeline import IndexReport, index_vaults
+from rag.vaults import NewVault, Vault, add_vault
+
+RAGPG = [sys.executable, "-m", "rag.cli.main"]
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root
+
+
+def add(conn: psycopg.Connection, name: str, path: Path, **kwargs: Any) -> Vault:
+    return add_vault(conn, NewVault(name=name, path=path, **kwargs))
+
+
+def index(settings: Settings, *names: str) -> IndexReport:
+    return index_vaults(settings, list(names) or None)
+
+
+def with_settings(settings: Settings, **groups: dict[str, Any]) -> Settings:
+    """A copy with some fields of nested groups changed, e.g. ingest={"upsert_batch_documents": 1}."""
+    updates = {name: getattr(settings, name).model_copy(update=fields) for name, fields in groups.items()}
+    return settings.model_copy(update=updates)
+
+
+def snapshot(conn: psycopg.Connection, vault: str) -> dict[str, Any]:
+    """Everything an index run decides, independent of generated ids and timestamps."""
+    docs = conn.execute(
+        "select d.source_path, d.folder, d.title, d.document_version, d.size_bytes, d.tags, d.metadata "
+        "from documents d join vaults v on v.id = d.vault_id where v.name = %s order by 1", (vault,)).fetchall()
+    chunks = conn.execute(
+        "select d.source_path, c.ordinal, c.heading_path, c.content, c.start_byte, c.end_byte, c.metadata "
+        "from chunks c join documents d on d.id = c.document_id join vaults v on v.id = c.vault_id "
+        "where v.name = %s order by 1, 2", (vault,)).fetchall()
+    stats = conn.execute(
+        "select s.chunk_count, s.total_length, (select count(*) from bm25_term_stats t where t.vault_id = v.id) "
+        "as terms, (select sum(chunk_frequency) from bm25_term_stats t where t.vault_id = v.id) as postings "
+        "from vaults v left join bm25_vault_stats s on s.vault_id = v.id where v.name = %s", (vault,)).fetchone()
+    return {"documents": [dict(r) for r in docs], "chunks": [dict(r) for r in chunks], "stats": dict(stats or {})}
+
+
+def embedding_count(conn: psycopg.Connection, table: str, vault: str) -> int:
+    from psycopg import sql
+
+    row = conn.execute(sql.SQL(
+        "select count(*) as n from {} e join chunks c on c.id = e.chunk_id join vaults v on v.id = c.vault_id "
+        "where v.name = %s").format(sql.Identifier(table)), (vault,)).fetchone()
+    return int(row["n"])
+
+
+def cli_env(db_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_")}
+    env.update({"DATABASE_URL": db_url, "RAGPG_EMBEDDING__MODEL": "hash",
+                "RAGPG_CONFIG": str(tmp_path / "absent.toml"), "RAGPG_DATA_DIR": str(tmp_path / "data")})
+    env.update(extra)
+    return env
+
+
+
+
+# --- reading files as a user whom permissions apply to -----------------------------------------
+
+_CAP_VERSION_3 = 0x20080522
+_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _capset(update: Callable[[int], int]) -> int:
+    """Change this thread's effective capability set; returns the previous one."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    header, data = _CapHeader(_CAP_VERSION_3, 0), (_CapData * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    previous = data[0].effective
+    data[0].effective = update(previous)
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+    return previous
+
+
+@contextmanager
+def file_permissions_enforced() -> Iterator[None]:
+    """Root reads anything (CAP_DAC_OVERRIDE); drop that from THIS thread so chmod 000 really blocks.
+
+    Only the effective set changes (the permitted set keeps the bits), so it is restored afterwards.
+    Database connections must be opened before: the server's socket folder is not root's.
+    """
+    if os.geteuid() != 0:
+        yield
+        return
+    mask = (1 << _CAP_DAC_OVERRIDE) | (1 << _CAP_DAC_READ_SEARCH)
+    previous = _capset(lambda eff: eff & ~mask)
+    try:
+        yield
+    finally:
+        _capset(lambda eff: previous)
