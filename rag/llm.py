@@ -1,0 +1,67 @@
+"""LLM calls behind one small interface; litellm is the built-in provider.
+
+Every caller treats an LLMError as "no help from the LLM this time" and degrades gracefully;
+nothing here is required for ragpg to work.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from rag.config import LLMSettings
+from rag.errors import LLMError
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: str
+
+
+class LLM(Protocol):
+    model: str
+
+    def complete(self, messages: Sequence[Message], *, max_tokens: int | None = None) -> str: ...
+
+
+class LiteLLM:
+    """Any model litellm knows (`openai/gpt-4o-mini`, `ollama/llama3`, an OpenAI-compatible api_base)."""
+
+    def __init__(self, settings: LLMSettings) -> None:
+        assert settings.model
+        self.model = settings.model
+        self._settings = settings
+
+    def complete(self, messages: Sequence[Message], *, max_tokens: int | None = None) -> str:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        litellm.suppress_debug_info = True  # its banner would otherwise print on every failure
+
+        from rag.ingest.guard import mask_secrets
+
+        s = self._settings
+        payload = [{"role": m.role, "content": mask_secrets(m.content)} for m in messages]
+        try:
+            response = litellm.completion(
+                model=s.model, messages=payload, api_base=s.api_base, api_key=s.api_key,
+                timeout=s.timeout_s, num_retries=s.max_retries, temperature=s.temperature,
+                max_tokens=max_tokens,
+            )
+            text = response.choices[0].message.content
+        except Exception as exc:  # litellm raises many provider-specific types; all mean "no answer"
+            raise LLMError(f"LLM call to {s.model} failed: {type(exc).__name__}: "
+                           f"{mask_secrets(str(exc)).splitlines()[0][:200] if str(exc) else ''}") from None
+        if not isinstance(text, str) or not text.strip():
+            raise LLMError(f"LLM {s.model} returned an empty or malformed answer")
+        return text.strip()
+
+
+def get_llm(settings: LLMSettings) -> LLM | None:
+    """The configured LLM, or None when no model is configured (every LLM step then degrades)."""
+    if not settings.model:
+        return None
+    return LiteLLM(settings)

@@ -1,0 +1,97 @@
+"""One retrieval pass: run the profile's SQL match function and return Candidates.
+
+Vector, lexical and hybrid passes all come back as `Candidate`s with the score fields their
+function fills (`similarity`, `bm25_score`, `rrf_score` and component ranks), plus the chunk's
+line/byte span and risk score fetched in one follow-up query by primary key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from rag import retrieve
+from rag.types import Candidate
+
+
+@dataclass(frozen=True)
+class PassSpec:
+    """What one pass searches with: the query text (lexical side) and/or an embedding (vector side)."""
+
+    name: str
+    text: str
+    embedding: np.ndarray | None
+
+
+def _candidate(row: Any, **extra: Any) -> Candidate:
+    return Candidate(
+        chunk_id=row.chunk_id, vault=row.vault, source_path=row.source_path, ordinal=row.chunk_ordinal,
+        heading_path=row.heading_path, content=row.content, metadata=row.metadata, **extra)
+
+
+def run_pass(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, spec: PassSpec, *, retrieval: str,
+             match_count: int, filter_: dict[str, Any], similarity_threshold: float, rrf_k: int,
+             weights: dict[str, float], candidate_count: int) -> list[Candidate]:
+    if retrieval == "lexical" or spec.embedding is None:
+        rows = retrieve.match_lexical(conn, spec.text, match_count=match_count, filter=filter_)
+        found = [_candidate(r, bm25_score=r.bm25_score, lexical_rank=i + 1) for i, r in enumerate(rows)]
+    elif retrieval == "vector":
+        rows = retrieve.match_vector(conn, model, spec.embedding, match_count=match_count,
+                                     similarity_threshold=similarity_threshold, filter=filter_)
+        found = [_candidate(r, similarity=r.similarity, vector_rank=i + 1) for i, r in enumerate(rows)]
+    else:
+        rows = retrieve.match_hybrid(conn, model, spec.text, spec.embedding, match_count=match_count,
+                                     filter=filter_, similarity_threshold=similarity_threshold, rrf_k=rrf_k,
+                                     weights=weights, candidate_count=candidate_count)
+        found = [_candidate(r, similarity=r.similarity, bm25_score=r.bm25_score, rrf_score=r.rrf_score,
+                            vector_rank=r.vector_rank, lexical_rank=r.lexical_rank) for r in rows]
+    return attach_spans(conn, found)
+
+
+def run_multi_pass(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, specs: Sequence[PassSpec], *,
+                   match_count: int, filter_: dict[str, Any], similarity_threshold: float, rrf_k: int,
+                   weights: dict[str, float], candidate_count: int) -> list[Candidate]:
+    """All query variants fused by RRF inside one SQL call."""
+    rows = retrieve.match_hybrid_multi(
+        conn, model, [s.text for s in specs], [s.embedding for s in specs], match_count=match_count,
+        filter=filter_, similarity_threshold=similarity_threshold, rrf_k=rrf_k, weights=weights,
+        candidate_count=candidate_count)
+    found = [_candidate(r, similarity=r.similarity, bm25_score=r.bm25_score, rrf_score=r.rrf_score,
+                        vector_rank=r.vector_rank, lexical_rank=r.lexical_rank) for r in rows]
+    return attach_spans(conn, found)
+
+
+def attach_spans(conn: psycopg.Connection, candidates: list[Candidate]) -> list[Candidate]:
+    if not candidates:
+        return candidates
+    rows = conn.execute(
+        "select id, start_line, end_line, start_byte, end_byte, risk_score, risk_flags"
+        " from chunks where id = any(%s)", ([c.chunk_id for c in candidates],)).fetchall()
+    by_id = {r["id"]: r for r in rows}
+    out = []
+    for c in candidates:
+        r = by_id.get(c.chunk_id)
+        if r is None:
+            out.append(c)
+            continue
+        out.append(replace(c, start_line=r["start_line"], end_line=r["end_line"], start_byte=r["start_byte"],
+                           end_byte=r["end_byte"], risk_score=float(r["risk_score"] or 0.0),
+                           risk_flags=tuple(r["risk_flags"] or ())))
+    return out
+
+
+def similarity_to(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, embedding: np.ndarray,
+                  chunk_ids: Sequence[int]) -> dict[int, float]:
+    """Cosine similarity of the given chunks to one embedding (to compare passes on equal terms)."""
+    if not chunk_ids:
+        return {}
+    rows = conn.execute(
+        sql.SQL("select chunk_id, 1 - (embedding <=> %s) as similarity from {} where chunk_id = any(%s)").format(
+            sql.Identifier(model.embedding_table)),
+        (np.asarray(embedding, dtype=np.float32), list(chunk_ids))).fetchall()
+    return {r["chunk_id"]: float(r["similarity"]) for r in rows}

@@ -1,0 +1,177 @@
+"""Retrieval profiles: named bundles of the tunables that ranking and the Auto-RAG loop read.
+
+Built in: `chat`, `notes`, `default_research`, `decisions_recent`, `templates_lookup`.
+Users add or adjust profiles in the config file:
+
+    [profiles.mine]
+    base = "default_research"     # optional: start from another profile (default: the field defaults)
+    w_freshness = 0.2
+    type_weights = { memo = 1.2 } # mapping fields merge key by key with the base
+
+A table named like a built-in adjusts that built-in. Unknown keys and bad values are
+rejected with a one-line ConfigError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from rag.errors import ConfigError, NotFoundError
+
+Retrieval = Literal["vector", "lexical", "hybrid"]
+Mode = Literal["auto", "base", "hyde", "rewrite", "multi", "reverse"]
+
+# Doc-type multipliers (DESIGN.md § Orchestrator, step 7). Keys are matched lower-cased.
+DEFAULT_TYPE_WEIGHTS: dict[str, float] = {
+    "profile": 1.15, "projects": 1.15, "project": 1.15,
+    "kb": 1.10, "kb_article": 1.10,
+    "blog": 1.00, "blog_post": 1.00,
+    "photo": 0.30, "photos": 0.30,
+}
+MAPPING_FIELDS = ("type_weights", "persona_weights", "metadata_boost")
+KEY_ALIASES = {"ragMultiQueryMode": "multi_query"}  # the name other RAG stacks use for this switch
+BASE_KEY = "base"
+
+
+class Profile(BaseModel):
+    """Every field has a default; the defaults are the balanced `chat` profile."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = "chat"
+    # retrieval
+    retrieval: Retrieval = "hybrid"
+    mode: Mode = "auto"
+    multi_query: bool = Field(False, validation_alias=AliasChoices("multi_query", "ragMultiQueryMode"))
+    candidates_vector: int = Field(50, gt=0)
+    candidates_lexical: int = Field(50, gt=0)
+    match_count: int = Field(20, gt=0)
+    # fusion weights (rag.rank): fused = w_cosine·vector + w_bm25·lexical + w_freshness·freshness + w_metadata·boost
+    w_bm25: float = Field(0.45, ge=0)
+    w_cosine: float = Field(0.45, ge=0)
+    w_freshness: float = Field(0.10, ge=0)
+    w_metadata: float = Field(0.0, ge=0)
+    metadata_boost: dict[str, float] = Field(default_factory=dict)
+    # multipliers
+    type_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS))
+    unknown_type_weight: float = Field(1.0, ge=0)
+    persona_weights: dict[str, float] = Field(default_factory=dict)
+    freshness_half_life_days: float = Field(365.0, gt=0)
+    risk_penalty: float = Field(0.5, ge=0, le=1)
+    per_source_cap: int = Field(3, gt=0)
+    # weak-retrieval check (rag.autorag.is_weak_retrieval)
+    similarity_threshold: float = Field(0.30, ge=-1, le=1)
+    min_matches: int = Field(3, ge=0)
+    density_min_share: float = Field(0.25, ge=0, le=1)
+    flat_spread_max: float = Field(0.02, ge=0)
+    # how many chunks a consumer (e.g. `ask`) keeps
+    k_min: int = Field(3, gt=0)
+    k_max: int = Field(8, gt=0)
+
+    @field_validator(*MAPPING_FIELDS)
+    @classmethod
+    def _lower_keys_non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, weight in value.items():
+            if weight < 0:
+                raise ValueError(f"weight for '{key}' must be ≥ 0, got {weight}")
+        return {str(k).lower(): float(v) for k, v in value.items()}
+
+    @model_validator(mode="after")
+    def _k_range(self) -> Profile:
+        if self.k_min > self.k_max:
+            raise ValueError(f"k_min ({self.k_min}) is greater than k_max ({self.k_max})")
+        return self
+
+
+_NOTES_BOOST = {"notes": 1.0, "note": 1.0, "policy": 1.0, "decision": 1.0}
+_TEMPLATE_BOOST = {"template": 1.0, "templates": 1.0}
+
+BUILTIN_PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(name="chat"),
+        # Markdown notes: semantic match first, words second (as in the notes `ask` rerank).
+        Profile(name="notes", w_cosine=0.70, w_bm25=0.25, w_freshness=0.05, per_source_cap=4),
+        Profile(name="default_research", w_bm25=0.60, w_cosine=0.35, w_freshness=0.05, per_source_cap=3),
+        Profile(name="decisions_recent", w_bm25=0.65, w_cosine=0.20, w_freshness=0.15, w_metadata=0.10,
+                metadata_boost=_NOTES_BOOST, freshness_half_life_days=90.0, per_source_cap=4),
+        Profile(name="templates_lookup", retrieval="lexical", w_bm25=0.90, w_cosine=0.0, w_freshness=0.0,
+                w_metadata=0.10, metadata_boost=_TEMPLATE_BOOST, per_source_cap=5),
+    )
+}
+
+
+def _error_line(name: str, exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err.get("loc", ())) or "profile"
+    if err.get("type") == "extra_forbidden":
+        return f"profile '{name}': unknown key '{where}'"
+    return f"profile '{name}': invalid '{where}': {err.get('msg')}"
+
+
+def build_profile(name: str, table: Mapping[str, Any], base: Profile | None = None) -> Profile:
+    """Validate one user table on top of `base` (mapping fields merge key by key)."""
+    data: dict[str, Any] = base.model_dump() if base else {}
+    for raw_key, value in table.items():
+        key = KEY_ALIASES.get(raw_key, raw_key)
+        if key in MAPPING_FIELDS and isinstance(value, Mapping) and key in data:
+            data[key] = {**data[key], **{str(k).lower(): v for k, v in value.items()}}
+        else:
+            data[key] = value
+    data["name"] = name
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_error_line(name, exc)) from None
+
+
+def _resolve(name: str, tables: Mapping[str, Mapping[str, Any]], done: dict[str, Profile],
+             visiting: tuple[str, ...]) -> Profile:
+    if name in visiting:
+        raise ConfigError(f"profile '{name}': circular 'base' chain {' -> '.join((*visiting, name))}")
+    table = dict(tables[name])
+    base_name = table.pop(BASE_KEY, None)
+    if base_name is None:
+        base = BUILTIN_PROFILES.get(name)  # a table named like a built-in adjusts it
+    elif not isinstance(base_name, str):
+        raise ConfigError(f"profile '{name}': 'base' must be a profile name")
+    elif base_name in tables and base_name != name:
+        base = done.get(base_name) or _resolve(base_name, tables, done, (*visiting, name))
+    elif base_name in BUILTIN_PROFILES:
+        base = BUILTIN_PROFILES[base_name]
+    else:
+        known = ", ".join(sorted({*BUILTIN_PROFILES, *tables}))
+        raise ConfigError(f"profile '{name}': unknown base '{base_name}' (known: {known})")
+    done[name] = build_profile(name, table, base)
+    return done[name]
+
+
+def load_profiles(settings: Any) -> dict[str, Profile]:
+    """Built-in profiles plus the user's `[profiles.<name>]` tables from `settings.profiles`."""
+    tables: Mapping[str, Any] = getattr(settings, "profiles", None) or {}
+    done: dict[str, Profile] = {}
+    for name, table in tables.items():
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"profile '{name}' must be a table of settings")
+        if name not in done:
+            _resolve(name, tables, done, ())
+    return {**BUILTIN_PROFILES, **done}
+
+
+def get_profile(name: str, profiles: Mapping[str, Profile] | None = None) -> Profile:
+    available = BUILTIN_PROFILES if profiles is None else profiles
+    try:
+        return available[name]
+    except KeyError:
+        raise NotFoundError(f"unknown profile '{name}' (known: {', '.join(sorted(available))})") from None
