@@ -18,6 +18,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from rag.errors import ConfigError
+from rag.notes.settings import NotesSettings
 
 APP_NAME = "ragpg"
 
@@ -143,6 +144,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = LLMSettings()
     server: ServerSettings = ServerSettings()
     tracing: TracingSettings = TracingSettings()
+    notes: NotesSettings = NotesSettings()
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     _config_path: Path | None = None

@@ -1,0 +1,140 @@
+"""`ragpg ask` and `ragpg search`: questions and searches over indexed notes vaults.
+
+Human output speaks the reader's language: an answer and the files it comes from, never scores
+or retrieval terms. `--json` prints the structured response; `--debug` adds every candidate
+considered and the folder selection (to stderr in human mode, inside the JSON with `--json`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterable
+
+import typer
+
+from rag.cli.app import print_json, state
+from rag.notes.ask import AskResponse, Reference, SearchResponse
+
+log = logging.getLogger(__name__)
+
+VAULT_HELP = "Only this vault (repeatable). Default: every vault."
+FOLDER_HELP = "Look in this folder first: `folder` or `vault/folder` (repeatable)."
+
+
+def _runtime(ctx: typer.Context):
+    from rag.runtime import Runtime
+
+    settings = state(ctx).settings
+    if settings.llm.model:
+        _quiet_litellm()
+    return Runtime.from_settings(settings, pool_max_size=2)
+
+
+def _quiet_litellm() -> None:
+    """litellm prints help banners to stdout when a call fails; the answer owns stdout here."""
+    try:
+        import litellm
+    except ImportError:  # pragma: no cover - litellm is a dependency
+        return
+    litellm.suppress_debug_info = True
+
+
+def ask_command(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="Your question, in quotes."),
+    vault: list[str] = typer.Option([], "--vault", help=VAULT_HELP),
+    folder: list[str] = typer.Option([], "--folder", help=FOLDER_HELP),
+    detail: str = typer.Option("normal", "--detail", help="How thorough the answer is: brief, normal or detailed."),
+    k: int | None = typer.Option(None, "--k", help="How many note passages to draw on (3-8; default: automatic)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the structured response as JSON."),
+    debug: bool = typer.Option(False, "--debug", help="Also show how the answer was found."),
+) -> None:
+    """Answer a question from your notes, with the files it comes from."""
+    from rag.notes.ask import ask
+
+    rt = _runtime(ctx)
+    try:
+        response = ask(question, vaults=vault, folders=folder, k=k, detail=detail, debug=debug, runtime=rt)
+    finally:
+        rt.close()
+    if json_out:
+        print_json(response.to_dict())
+        return
+    typer.echo(render_answer(response))
+    if debug and response.debug is not None:
+        sys.stderr.write(json.dumps(response.debug, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def search_command(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="What to look for, in quotes."),
+    vault: list[str] = typer.Option([], "--vault", help=VAULT_HELP),
+    folder: list[str] = typer.Option([], "--folder", help="Only this folder: `folder` or `vault/folder` (repeatable)."),
+    k: int = typer.Option(10, "--k", help="How many results to show."),
+    json_out: bool = typer.Option(False, "--json", help="Print the ranked results as JSON."),
+) -> None:
+    """Find the passages of your notes that match a query."""
+    from rag.notes.ask import search
+
+    rt = _runtime(ctx)
+    try:
+        response = search(query, vaults=vault, folders=folder, k=k, runtime=rt)
+    finally:
+        rt.close()
+    if json_out:
+        print_json(response.to_dict())
+        return
+    typer.echo(render_search(response))
+
+
+# -- rendering ----------------------------------------------------------------------------------
+
+def _location(r: Reference) -> str:
+    return f" (lines {r.lines})" if r.lines and "-" in r.lines else f" (line {r.lines})" if r.lines else ""
+
+
+def source_lines(references: Iterable[Reference]) -> list[str]:
+    """`- file.md (lines 12-28)`, one per distinct (source, location); the vault is named when several."""
+    refs = list(references)
+    several = len({r.vault for r in refs}) > 1
+    seen: set[tuple[str, str, str | None]] = set()
+    lines = []
+    for r in refs:
+        key = (r.vault, r.rel_path, r.lines)
+        if key in seen:
+            continue
+        seen.add(key)
+        name = f"{r.vault}: {r.rel_path}" if several else r.rel_path
+        lines.append(f"- {name}{_location(r)}")
+    return lines
+
+
+def render_answer(response: AskResponse) -> str:
+    parts = ["Answer:"]
+    if response.notice:
+        parts.append(f"({response.notice})")
+    parts.append(response.answer)
+    sources = source_lines(response.references)
+    if sources:
+        parts += ["", "Sources:", *sources]
+    return "\n".join(parts)
+
+
+def render_search(response: SearchResponse) -> str:
+    if not response.items:
+        return "Nothing in your notes matches this search."
+    several = len({i.vault for i in response.items}) > 1
+    out = []
+    for n, item in enumerate(response.items, start=1):
+        name = f"{item.vault}: {item.source_path}" if several else item.source_path
+        where = f" — {item.heading_path}" if item.heading_path else ""
+        if item.start_line is not None:
+            end = item.end_line if item.end_line is not None else item.start_line
+            lines = f" (lines {item.start_line}-{end})" if end != item.start_line else f" (line {item.start_line})"
+        else:
+            lines = ""
+        out.append(f"{n}. {name}{where}{lines}")
+        out.append(f"   {item.snippet}")
+    return "\n".join(out)

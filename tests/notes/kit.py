@@ -1,0 +1,99 @@
+"""Test helpers for the notes workflow: small vaults written straight into the database.
+
+`NotesDB` registers the hash embedding model and inserts vaults, documents, chunks and their
+embeddings the way the indexing pipeline stores them (chunk metadata carries vault, folder,
+source_path and confidentiality, so the SQL filters need no join). An embedding can be given
+exactly — `toward(query, similarity)` builds a unit vector with a chosen cosine similarity to a
+question's embedding — so floors and blends are tested against hand-computed numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from rag import retrieve
+from rag.embed.base import Embedder
+
+
+def toward(query: np.ndarray, similarity: float, seed: int = 0) -> np.ndarray:
+    """A unit vector whose cosine similarity to `query` is exactly `similarity`."""
+    q = np.asarray(query, dtype=np.float64)
+    q = q / np.linalg.norm(q)
+    noise = np.random.default_rng(seed).standard_normal(q.shape[0])
+    noise -= noise.dot(q) * q
+    noise /= np.linalg.norm(noise)
+    return (similarity * q + np.sqrt(max(0.0, 1 - similarity**2)) * noise).astype(np.float32)
+
+
+@dataclass
+class NotesDB:
+    conn: psycopg.Connection
+    embedder: Embedder
+    model: retrieve.EmbeddingModelRef = field(init=False)
+    vault_ids: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.model = retrieve.register_model(self.conn, self.embedder.provider, self.embedder.model,
+                                             self.embedder.dims)
+        self.conn.commit()
+
+    def vault(self, name: str, root: str = "/notes") -> int:
+        if name not in self.vault_ids:
+            row = self.conn.execute("insert into vaults (name, root_path) values (%s, %s) returning id",
+                                    (name, f"{root}/{name}")).fetchone()
+            self.vault_ids[name] = row["id"]
+            self.conn.commit()
+        return self.vault_ids[name]
+
+    def note(self, vault: str, source_path: str, sections: Sequence[tuple[str, str]], *,
+             embeddings: Sequence[np.ndarray | None] | None = None, confidentiality: str = "public",
+             embed: bool = True) -> list[int]:
+        """Insert one document with one chunk per (heading_path, text); returns the chunk ids.
+
+        `embed=False` stores no embeddings (as if indexed with another model)."""
+        vault_id = self.vault(vault)
+        folder = posixpath.dirname(source_path)
+        raw = "\n\n".join(t for _, t in sections).encode()
+        meta = {"vault": vault, "folder": folder, "source_path": source_path, "confidentiality": confidentiality}
+        doc = self.conn.execute(
+            "insert into documents (vault_id, source_path, folder, title, confidentiality, document_version,"
+            " size_bytes, metadata) values (%s, %s, %s, %s, %s, %s, %s, %s) returning id",
+            (vault_id, source_path, folder, posixpath.basename(source_path), confidentiality,
+             hashlib.sha256(raw).hexdigest(), len(raw), Jsonb(meta))).fetchone()["id"]
+        ids = []
+        line = 1
+        texts = [t for _, t in sections]
+        computed = self.embedder.embed_documents(texts)
+        for i, (heading, text) in enumerate(sections):
+            n_lines = text.count("\n") + 1
+            chunk_meta = {**meta, "heading_path": heading, "ordinal": i}
+            cid = self.conn.execute(
+                "insert into chunks (document_id, vault_id, ordinal, heading_path, content, token_count,"
+                " start_line, end_line, metadata) values (%s, %s, %s, %s, %s, %s, %s, %s, %s) returning id",
+                (doc, vault_id, i, heading, text, len(text.split()), line, line + n_lines - 1,
+                 Jsonb(chunk_meta))).fetchone()["id"]
+            line += n_lines + 1
+            ids.append(cid)
+            if not embed:
+                continue
+            given = embeddings[i] if embeddings is not None and i < len(embeddings) else None
+            vector = computed[i] if given is None else np.asarray(given, dtype=np.float32)
+            self.conn.execute(f'insert into "{self.model.embedding_table}" (chunk_id, embedding) values (%s, %s)',
+                              (cid, vector))
+        self.conn.commit()
+        return ids
+
+    def query_vector(self, question: str) -> np.ndarray:
+        return self.embedder.embed_query(question)
+
+
+def chunk_ids(response: Any) -> list[Any]:
+    return [(r.rel_path, r.chunk_index) for r in response.references]
