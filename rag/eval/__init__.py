@@ -1,0 +1,53 @@
+"""Evaluation: golden files, retrieval and answer metrics, baselines, reports (`ragpg eval`)."""
+
+from rag.eval.baseline import (
+    DEFAULT_TOLERANCE,
+    Baseline,
+    Comparison,
+    Degradation,
+    check_against,
+    compare,
+    load_baseline,
+    save_baseline,
+)
+from rag.eval.cli_support import evaluate_command
+from rag.eval.errors import BaselineError, EvalCaseError, EvalExit, EvalRunError, GoldenError
+from rag.eval.golden import ChunkRef, GoldenCase, GoldenSet, load_golden
+from rag.eval.metrics import DEFAULT_K, NDCG_CUTOFF, forbidden_claim_hits
+from rag.eval.report import render_json, render_text, report_json
+from rag.eval.results import CaseResult, EvalHit, EvalReport, EvalSummary, RankedHit
+from rag.eval.runner import SearchFn, run_eval
+
+__all__ = [
+    "DEFAULT_K",
+    "DEFAULT_TOLERANCE",
+    "NDCG_CUTOFF",
+    "Baseline",
+    "BaselineError",
+    "CaseResult",
+    "ChunkRef",
+    "Comparison",
+    "Degradation",
+    "EvalCaseError",
+    "EvalExit",
+    "EvalHit",
+    "EvalReport",
+    "EvalRunError",
+    "EvalSummary",
+    "GoldenCase",
+    "GoldenError",
+    "GoldenSet",
+    "RankedHit",
+    "SearchFn",
+    "check_against",
+    "compare",
+    "evaluate_command",
+    "forbidden_claim_hits",
+    "load_baseline",
+    "load_golden",
+    "render_json",
+    "render_text",
+    "report_json",
+    "run_eval",
+    "save_baseline",
+]

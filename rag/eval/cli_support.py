@@ -1,0 +1,86 @@
+"""`ragpg eval` without the argument parsing: load, run, report, compare, exit code.
+
+The CLI command is a thin wrapper that builds the search function for the chosen profile and
+mode and passes it here. Output contract: the report goes to stdout (text, or JSON with
+--json); each error is one line on stderr; the return value is an `EvalExit`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from rag.errors import InputError, RagError
+from rag.eval.baseline import (
+    DEFAULT_TOLERANCE,
+    Comparison,
+    check_against,
+    load_baseline,
+    save_baseline,
+    validate_tolerance,
+)
+from rag.eval.errors import EvalExit
+from rag.eval.golden import load_golden
+from rag.eval.metrics import DEFAULT_K
+from rag.eval.report import render_json, render_text
+from rag.eval.results import EvalReport
+from rag.eval.runner import SearchFn, run_eval, validate_k
+
+
+def evaluate_command(
+    golden_path: str | Path,
+    *,
+    search_fn: SearchFn,
+    baseline_path: str | Path | None = None,
+    save_baseline_path: str | Path | None = None,
+    k: int = DEFAULT_K,
+    tolerance: float = DEFAULT_TOLERANCE,
+    json_out: bool = False,
+    profile: str | None = None,
+    mode: str | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        validate_k(k)
+        validate_tolerance(tolerance)
+        golden = load_golden(golden_path)
+        # Read the baseline before the run: a broken one should fail in seconds, not after it.
+        baseline = load_baseline(baseline_path) if baseline_path is not None else None
+        report = run_eval(golden, search_fn, k, profile=profile, mode=mode)
+    except RagError as exc:
+        return _fail(exc, err)
+    try:
+        comparison = check_against(report.summary, baseline, tolerance) if baseline is not None else None
+    except RagError as exc:
+        _write(out, report, None, json_out)  # the run itself succeeded; show what it measured
+        return _fail(exc, err)
+    _write(out, report, comparison, json_out)
+    try:
+        if save_baseline_path is not None:
+            save_baseline(report.summary, save_baseline_path)
+    except RagError as exc:
+        return _fail(exc, err)
+    return _verdict(comparison, err)
+
+
+def _write(out: TextIO, report: EvalReport, comparison: Comparison | None, json_out: bool) -> None:
+    out.write(render_json(report, comparison) if json_out else render_text(report, comparison))
+    out.flush()
+
+
+def _verdict(comparison: Comparison | None, err: TextIO) -> int:
+    if comparison is None or not comparison.degraded:
+        return int(EvalExit.OK)
+    worst = ", ".join(f"{d.metric} {d.baseline:.3f} -> {d.current:.3f}" for d in comparison.degradations)
+    err.write(f"error: degraded vs baseline {comparison.baseline.path}: {worst}\n")
+    return int(EvalExit.DEGRADED)
+
+
+def _fail(exc: RagError, err: TextIO) -> int:
+    err.write(f"error: {' '.join(str(exc).split())}\n")
+    # Library exit codes differ from the eval contract (a DatabaseError is 3 there, which here
+    # would read as "degraded"), so only the input/runtime split carries over.
+    return int(EvalExit.MALFORMED_INPUT if isinstance(exc, InputError) else EvalExit.RUNTIME_FAILURE)

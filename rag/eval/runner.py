@@ -1,0 +1,67 @@
+"""Runs every golden case through an injected search function and scores it.
+
+The search function is the seam to the real system: plain retrieval, `compute_context` or
+`ask`, wired by the CLI. It receives the case (query, vaults, folders, filters) and the depth
+to retrieve, and returns an `EvalHit`. An `InputError` it raises (unknown vault, bad filter)
+is the golden file's fault and is re-raised naming the case; anything else is a runtime
+failure, also naming the case.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from rag.errors import InputError
+from rag.eval.errors import EvalCaseError, EvalRunError
+from rag.eval.golden import GoldenCase, GoldenSet
+from rag.eval.metrics import DEFAULT_K, score_case, summarize
+from rag.eval.results import CaseResult, EvalHit, EvalReport
+
+SearchFn = Callable[[GoldenCase, int], EvalHit]
+
+log = logging.getLogger(__name__)
+
+
+def validate_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be a positive integer, got {k!r}")
+    return k
+
+
+def run_eval(
+    golden: GoldenSet,
+    search_fn: SearchFn,
+    k: int = DEFAULT_K,
+    *,
+    profile: str | None = None,
+    mode: str | None = None,
+) -> EvalReport:
+    validate_k(k)
+    results = tuple(_run_case(golden, case, search_fn, k) for case in golden.cases)
+    summary = summarize(results, k, profile=profile, mode=mode)
+    return EvalReport(golden_path=golden.path, results=results, summary=summary)
+
+
+def _run_case(golden: GoldenSet, case: GoldenCase, search_fn: SearchFn, k: int) -> CaseResult:
+    depth = case.k if case.k is not None else k
+    hit = _search(golden, case, search_fn, depth)
+    return score_case(case, hit, k, depth)
+
+
+def _search(golden: GoldenSet, case: GoldenCase, search_fn: SearchFn, depth: int) -> EvalHit:
+    where = golden.where(case)
+    try:
+        hit = search_fn(case, depth)
+    except InputError as exc:
+        raise EvalCaseError(f"{where}: {_one_line(exc)}") from exc
+    except Exception as exc:
+        log.debug("search failed for %s", where, exc_info=True)
+        raise EvalRunError(f"{where}: search failed: {_one_line(exc) or type(exc).__name__}") from exc
+    if not isinstance(hit, EvalHit):
+        raise EvalRunError(f"{where}: the search function returned {type(hit).__name__}, not EvalHit")
+    return hit
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())

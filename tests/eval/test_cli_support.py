@@ -1,0 +1,162 @@
+"""`evaluate_command`: every exit code, stdout/stderr contract, with real search callables."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag.errors import DatabaseError
+from rag.eval import EvalExit, EvalHit, evaluate_command
+from rag.eval.cli_support import SearchFn
+from tests.eval.fakes import ScriptedSearch, VaultSearch, write
+
+VAULTS = {
+    "help": {
+        "Sync/Setup.md": "connect your phone and laptop so notes stay the same",
+        "Sync/Plans.md": "storage space and prices of the paid plans",
+        "Plugins/Search.md": "find pages containing words with operators",
+    },
+}
+GOLDEN = """\
+cases:
+  - id: phone-laptop
+    query: keep my phone and laptop the same
+    vault: help
+    must_include_source_paths: [Sync/Setup.md]
+  - id: find-words
+    folder: Plugins
+    query: find pages with words
+    must_include_source_paths: [Plugins/Search.md]
+  - id: eggs
+    query: boil eggs
+    expect_abstain: true
+"""
+
+
+def run(tmp_path: Path, search_fn: SearchFn, golden: str = GOLDEN, **options: Any) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    path = write(tmp_path / "g.yaml", golden)
+    code = evaluate_command(path, search_fn=search_fn, stdout=out, stderr=err, **options)
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_error_line(err: str, *fragments: str) -> None:
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_exit_0_prints_the_report(tmp_path: Path) -> None:
+    code, out, err = run(tmp_path, VaultSearch(VAULTS))
+    assert code == EvalExit.OK == 0 and err == ""
+    assert "PASS  phone-laptop" in out and "PASS  find-words" in out and "PASS  eggs" in out
+    assert "cases passed: 3/3" in out
+
+
+def test_exit_0_json(tmp_path: Path) -> None:
+    code, out, err = run(tmp_path, VaultSearch(VAULTS), json_out=True, profile="notes", mode="base")
+    data = json.loads(out)
+    assert code == 0 and err == "" and data["status"] == "ok"
+    assert data["summary"]["metrics"]["recall@10"] == 1.0 and data["summary"]["profile"] == "notes"
+
+
+def test_save_then_compare_to_own_baseline_is_ok(tmp_path: Path) -> None:
+    baseline = tmp_path / "b.json"
+    assert run(tmp_path, VaultSearch(VAULTS), save_baseline_path=baseline, k=5)[0] == 0
+    assert json.loads(baseline.read_text())["k"] == 5
+    code, out, err = run(tmp_path, VaultSearch(VAULTS), baseline_path=baseline, k=5)
+    assert (code, err) == (0, "") and "no degradation" in out
+
+
+def test_exit_3_when_degraded_vs_baseline(tmp_path: Path) -> None:
+    baseline = tmp_path / "b.json"
+    run(tmp_path, VaultSearch(VAULTS), save_baseline_path=baseline)
+    worse = ScriptedSearch({"phone-laptop": EvalHit.from_pairs([("Sync/Plans.md", 0)])}, default=EvalHit())
+    code, out, err = run(tmp_path, worse, baseline_path=baseline)
+    assert code == EvalExit.DEGRADED == 3
+    assert "DEGRADED" in out
+    assert_one_error_line(err, "degraded vs baseline", str(baseline), "recall@10 1.000 -> 0.000")
+
+
+def test_tolerance_can_accept_a_drop(tmp_path: Path) -> None:
+    baseline = tmp_path / "b.json"
+    run(tmp_path, VaultSearch(VAULTS), save_baseline_path=baseline)
+    # find-words now fails: recall 1 -> 0.5, mrr 1 -> 0.5, ndcg 1 -> 0.5; a 0.6 tolerance accepts that.
+    worse = ScriptedSearch({"phone-laptop": EvalHit.from_pairs([("Sync/Setup.md", 0)])}, default=EvalHit())
+    assert run(tmp_path, worse, baseline_path=baseline, tolerance=0.6)[0] == 0
+    assert run(tmp_path, worse, baseline_path=baseline)[0] == 3
+
+
+@pytest.mark.parametrize(
+    ("golden", "fragments"),
+    [
+        (GOLDEN.replace("    folder: Plugins\n", "    k: many\n"), ["g.yaml:7: case 'find-words' (#2)", "'k' must be"]),
+        (GOLDEN.replace("    query: boil eggs\n", ""), ["g.yaml:10: case 'eggs' (#3)", "missing required key 'query'"]),
+        (GOLDEN.replace("id: eggs", "id: phone-laptop"), ["g.yaml:10: case 'phone-laptop' (#3)", "duplicate id"]),
+        (GOLDEN.replace("    vault: help\n", "    vault: help\n    vualt: x\n"), ["g.yaml:5:", "unknown key 'vualt'"]),
+    ],
+)
+def test_exit_2_for_malformed_golden(tmp_path: Path, golden: str, fragments: list[str]) -> None:
+    search = ScriptedSearch()
+    code, out, err = run(tmp_path, search, golden)
+    assert code == EvalExit.MALFORMED_INPUT == 2 and out == ""
+    assert search.calls == []  # nothing ran against a half-valid file
+    assert_one_error_line(err, *fragments)
+
+
+def test_exit_2_for_unknown_vault_names_the_case(tmp_path: Path) -> None:
+    code, out, err = run(tmp_path, VaultSearch(VAULTS), GOLDEN.replace("vault: help", "vault: halp"))
+    assert code == 2 and out == ""
+    assert_one_error_line(err, "g.yaml:2: case 'phone-laptop' (#1)", "vault 'halp' does not exist")
+
+
+def test_exit_2_for_baseline_with_a_different_metric_set(tmp_path: Path) -> None:
+    baseline = tmp_path / "b.json"
+    run(tmp_path, VaultSearch(VAULTS), save_baseline_path=baseline, k=5)
+    code, out, err = run(tmp_path, VaultSearch(VAULTS), baseline_path=baseline, k=10)
+    assert code == 2
+    assert "cases passed: 3/3" in out  # the run succeeded; its report is still shown
+    assert_one_error_line(err, str(baseline), "different metric set", "k=5, this run k=10")
+
+
+def test_exit_2_for_malformed_baseline_before_running(tmp_path: Path) -> None:
+    baseline = write(tmp_path / "b.json", '{"metric_set": [')
+    search = ScriptedSearch()
+    code, out, err = run(tmp_path, search, baseline_path=baseline)
+    assert code == 2 and out == "" and search.calls == []
+    assert_one_error_line(err, str(baseline), "invalid JSON")
+
+
+@pytest.mark.parametrize(("options", "fragment"), [({"k": 0}, "k must be a positive integer"),
+                                                     ({"tolerance": -1.0}, "tolerance must be a number >= 0")])
+def test_exit_2_for_bad_options(tmp_path: Path, options: dict[str, Any], fragment: str) -> None:
+    code, _, err = run(tmp_path, ScriptedSearch(), **options)
+    assert code == 2
+    assert_one_error_line(err, fragment)
+
+
+def test_exit_2_for_missing_golden_file(tmp_path: Path) -> None:
+    err = io.StringIO()
+    code = evaluate_command(tmp_path / "absent.yaml", search_fn=ScriptedSearch(), stdout=io.StringIO(), stderr=err)
+    assert code == 2
+    assert_one_error_line(err.getvalue(), "absent.yaml not found")
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("socket closed"), DatabaseError("database is unreachable")])
+def test_exit_1_for_runtime_failures(tmp_path: Path, failure: Exception) -> None:
+    # DatabaseError's library exit code is 3, which here would mean "degraded": it must map to 1.
+    code, out, err = run(tmp_path, ScriptedSearch({"find-words": failure}))
+    assert code == EvalExit.RUNTIME_FAILURE == 1 and out == ""
+    assert_one_error_line(err, "case 'find-words' (#2)", str(failure))
+
+
+def test_exit_1_when_baseline_cannot_be_written(tmp_path: Path) -> None:
+    target = tmp_path / "missing-dir" / "b.json"
+    code, out, err = run(tmp_path, VaultSearch(VAULTS), save_baseline_path=target)
+    assert code == 1 and "cases passed: 3/3" in out
+    assert_one_error_line(err, f"cannot write baseline {target}")
