@@ -1,0 +1,243 @@
+"""HTTP load: many concurrent clients against a real `ragpg serve` on 127.0.0.1.
+
+    python bench/load_http.py [--clients 200] [--seconds 20] [--endpoint context|search|ask|chunk|healthz]
+                              [--notes 300] [--concurrency 8] [--queue-size 64] [--workers 1]
+                              [--embedding hash] [--honor-retry-after]
+
+Starts a throwaway embedded PostgreSQL in a temporary directory (or uses DATABASE_URL when set,
+creating and dropping a scratch database there), indexes a synthetic notes vault, creates an API
+key, starts `ragpg serve` bound to 127.0.0.1 only, and runs `--clients` concurrent httpx async
+clients for `--seconds`. Prints throughput, latency p50/p95/p99 (all responses and 2xx only) and
+the status-code histogram. A script, not a test: numbers depend on the machine.
+
+429s are the admission queue doing its job (bounded queue, immediate refusal with Retry-After);
+by default clients retry at once, `--honor-retry-after` makes them wait as a polite client would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import psycopg
+from psycopg import sql
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+WORDS = (
+    "postgres index vector search query chunk document vault note markdown heading embedding "
+    "similarity cosine hybrid keyword ranking fusion retrieval answer citation model token batch "
+    "garden tomato recipe travel budget meeting release review design roadmap invoice contract "
+    "the a of to and in is for with on that by this as are be it from or at which we can use when"
+).split()
+QUERIES = ["how do I tune hybrid retrieval ranking", "tomato garden watering schedule", "release review notes",
+           "budget for the travel meeting", "vector index embedding model", "what did the design review decide"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_notes(root: Path, count: int, seed: int = 11) -> None:
+    rng = random.Random(seed)
+    for i in range(count):
+        folder = root / rng.choice(["projects", "journal", "reference", "meetings"])
+        folder.mkdir(parents=True, exist_ok=True)
+        sections = []
+        for h in range(rng.randint(2, 4)):
+            body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 120)))
+            sections.append(f"## Section {h} {rng.choice(WORDS)}\n\n{body.capitalize()}.\n")
+        (folder / f"note-{i:04d}.md").write_text(f"# Note {i} {rng.choice(WORDS)}\n\n" + "\n".join(sections))
+
+
+def prepare_database(stack: ExitStack, tmp: Path) -> str:
+    """A migrated scratch database: inside DATABASE_URL's server, or a temporary embedded server."""
+    from rag.store import migrate
+    from rag.store.embedded import EmbeddedServer
+
+    external = os.environ.get("DATABASE_URL")
+    if external:
+        name = f"ragpg_bench_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(external, autocommit=True) as conn:
+            conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+
+        def drop() -> None:
+            with psycopg.connect(external, autocommit=True) as conn:
+                conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+
+        stack.callback(drop)
+        from tests.support.pg import with_database
+
+        url = with_database(external, name)
+    else:
+        server = EmbeddedServer(tmp / "pg")
+        status = server.start()
+        stack.callback(server.stop)
+        assert status.url
+        url = status.url
+    migrate.upgrade(url)
+    return url
+
+
+def seed(url: str, tmp: Path, notes: int, embedding: str) -> tuple[str, str]:
+    """Index a synthetic vault; returns (API key, one chunk path for --endpoint chunk)."""
+    from rag import keys as key_store
+    from rag.config import load_settings
+    from rag.ingest.pipeline import index_vaults
+    from rag.vaults import NewVault, add_vault
+
+    root = tmp / "vault"
+    write_notes(root, notes)
+    settings = load_settings(tmp / "none.toml", database_url=url, data_dir=tmp / "data",
+                             embedding={"model": embedding})
+    with psycopg.connect(url, autocommit=True) as conn:
+        add_vault(conn, NewVault(name="bench", path=root))
+        _, key = key_store.create_key(conn, "bench", vaults=["bench"], clearance="internal")
+    started = time.perf_counter()
+    report = index_vaults(settings)
+    if report.failed:
+        raise SystemExit(f"indexing failed: {report.to_dict()}")
+    print(f"indexed {report.total('files_indexed')} notes, {report.total('chunks_written')} chunks "
+          f"in {time.perf_counter() - started:.1f}s ({embedding} embeddings)", file=sys.stderr)
+    first = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md"))[0]
+    return key, f"/v1/chunks/bench/{first}/0"
+
+
+def start_server(url: str, tmp: Path, port: int, args: argparse.Namespace) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_") and k != "DATABASE_URL"}
+    env.update({"DATABASE_URL": url, "RAGPG_CONFIG": str(tmp / "none.toml"), "RAGPG_DATA_DIR": str(tmp / "data"),
+                "RAGPG_EMBEDDING__MODEL": args.embedding, "RAGPG_SERVER__CONCURRENCY": str(args.concurrency),
+                "RAGPG_SERVER__QUEUE_SIZE": str(args.queue_size), "LANGFUSE_TRACING_ENABLED": "false"})
+    log = (tmp / "server.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rag.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port),
+         "--workers", str(args.workers), "--log-level", "warning"],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"ragpg serve exited:\n{(tmp / 'server.log').read_text()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    proc.kill()
+    raise SystemExit("ragpg serve did not become healthy in 60 s")
+
+
+def request_for(endpoint: str, rng: random.Random, chunk_path: str) -> tuple[str, str, dict | None]:
+    query = rng.choice(QUERIES)
+    return {
+        "context": ("POST", "/v1/context", {"query": query, "budget_tokens": 1500}),
+        "search": ("POST", "/v1/search", {"query": query, "k": 10}),
+        "ask": ("POST", "/v1/ask", {"question": query}),
+        "chunk": ("GET", chunk_path, None),
+        "healthz": ("GET", "/healthz", None),
+    }[endpoint]
+
+
+async def load(base: str, key: str, args: argparse.Namespace, chunk_path: str) -> tuple[list, float]:
+    results: list[tuple[int, float]] = []  # (status, seconds)
+    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60, headers=headers) as client:
+        deadline = time.monotonic() + args.seconds
+
+        async def worker(i: int) -> None:
+            rng = random.Random(i)
+            while time.monotonic() < deadline:
+                method, path, body = request_for(args.endpoint, rng, chunk_path)
+                started = time.perf_counter()
+                try:
+                    resp = await client.request(method, path, json=body)
+                    status = resp.status_code
+                except httpx.HTTPError:
+                    status = 0  # transport error
+                    resp = None
+                results.append((status, time.perf_counter() - started))
+                if status == 429 and args.honor_retry_after and resp is not None:
+                    await asyncio.sleep(float(resp.headers.get("retry-after", "1")))
+
+        started = time.monotonic()
+        await asyncio.gather(*(worker(i) for i in range(args.clients)))
+        return results, time.monotonic() - started
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def report(results: list[tuple[int, float]], elapsed: float, args: argparse.Namespace) -> None:
+    statuses = Counter(s for s, _ in results)
+    ok = [t for s, t in results if 200 <= s < 300]
+    all_t = [t for _, t in results]
+    print(f"\n{args.clients} clients, {elapsed:.1f}s, endpoint {args.endpoint}, server concurrency "
+          f"{args.concurrency} + queue {args.queue_size} x {args.workers} worker(s), "
+          f"{'honoring' if args.honor_retry_after else 'ignoring'} Retry-After")
+    print(f"requests: {len(results)}  throughput: {len(results) / elapsed:.1f} req/s  "
+          f"(2xx: {len(ok) / elapsed:.1f} req/s)")
+    for label, values in (("all", all_t), ("2xx", ok)):
+        print(f"latency {label:>3} ms: p50 {pct(values, 50) * 1000:.1f}  p95 {pct(values, 95) * 1000:.1f}  "
+              f"p99 {pct(values, 99) * 1000:.1f}  max {max(values, default=float('nan')) * 1000:.1f}")
+    print("status codes: " + ", ".join(f"{s if s else 'transport-error'}: {n}" for s, n in sorted(statuses.items())))
+    if any(s >= 500 or s == 0 for s in statuses):
+        print("WARNING: server errors or transport errors seen", file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--endpoint", choices=["context", "search", "ask", "chunk", "healthz"], default="context")
+    parser.add_argument("--notes", type=int, default=300)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--queue-size", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--embedding", default="hash", help="embedding model for index and queries (default hash)")
+    parser.add_argument("--honor-retry-after", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+    tmp = Path(tempfile.mkdtemp(prefix="ragpg-bench-"))
+    with ExitStack() as stack:
+        stack.callback(shutil.rmtree, tmp, ignore_errors=True)
+        url = prepare_database(stack, tmp)
+        key, chunk_path = seed(url, tmp, args.notes, args.embedding)
+        port = free_port()
+        proc = start_server(url, tmp, port, args)
+
+        def stop() -> None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+        stack.callback(stop)
+        results, elapsed = asyncio.run(load(f"http://127.0.0.1:{port}", key, args, chunk_path))
+        report(results, elapsed, args)
+
+
+if __name__ == "__main__":
+    main()

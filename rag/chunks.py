@@ -1,0 +1,112 @@
+"""Fetch one chunk by its stable reference: vault, source_path (relative to the vault root), ordinal.
+
+Chunks come only from the database; nothing is read from disk. The caller's `Scope` is enforced
+here: a vault outside the scope is an AuthError (the caller knows the vault name it asked for),
+while a chunk above the caller's clearance is filtered out inside the SQL and reported exactly like
+a missing chunk, so its existence is not revealed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import class_row
+
+from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
+from rag.errors import AuthError, InputError, NotFoundError
+
+MAX_SOURCE_PATH_CHARS = 4096
+_DRIVE = re.compile(r"^[A-Za-z]:(/|$)")
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    vault: str
+    source_path: str
+    ordinal: int
+    heading_path: str
+    content: str
+    token_count: int
+    start_line: int | None
+    end_line: int | None
+    start_byte: int | None
+    end_byte: int | None
+    risk_flags: list[str]
+    risk_score: float
+    title: str | None
+    url: str | None
+    doc_type: str | None
+    confidentiality: str
+    document_version: str
+    indexed_at: datetime
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.vault}/{self.source_path}#{self.ordinal}"
+
+
+def validate_source_path(source_path: str) -> str:
+    """A vault-relative POSIX path: no '..' or '.' segments, not absolute, no backslashes or NULs."""
+    shown = source_path if len(source_path) <= 80 else source_path[:77] + "..."
+    if not source_path:
+        raise InputError("source_path is empty")
+    if len(source_path) > MAX_SOURCE_PATH_CHARS:
+        raise InputError(f"source_path is {len(source_path)} characters; the limit is {MAX_SOURCE_PATH_CHARS}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in source_path):
+        raise InputError("source_path contains control characters")
+    try:
+        source_path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError("source_path is not valid UTF-8") from None
+    if source_path.startswith("/") or "\\" in source_path or _DRIVE.match(source_path):
+        raise InputError(f"invalid source_path {shown!r}: it must be relative to the vault root "
+                         "(no leading '/', no drive letter, no backslashes)")
+    parts = source_path.split("/")
+    if ".." in parts:
+        raise InputError(f"invalid source_path {shown!r}: path traversal ('..') is not allowed; "
+                         "use the path relative to the vault root")
+    if "." in parts or "" in parts:
+        raise InputError(f"invalid source_path {shown!r}: empty or '.' path segments are not allowed")
+    return source_path
+
+
+_FETCH = sql.SQL("""
+select v.name as vault, d.source_path, c.ordinal, c.heading_path, c.content, c.token_count,
+       c.start_line, c.end_line, c.start_byte, c.end_byte, c.risk_flags, c.risk_score,
+       d.title, d.url, d.doc_type, d.confidentiality, d.document_version, d.indexed_at, d.metadata
+from chunks c
+join documents d on d.id = c.document_id
+join vaults v on v.id = c.vault_id
+where v.name = %(vault)s and d.source_path = %(source_path)s and c.ordinal = %(ordinal)s
+  and (%(levels)s::text[] is null
+       or (d.confidentiality = any(%(levels)s::text[])
+           and (not (c.metadata ? 'confidentiality') or c.metadata ->> 'confidentiality' = any(%(levels)s::text[]))))
+""")
+
+
+def get_chunk(conn: psycopg.Connection, vault: str, source_path: str, ordinal: int, *,
+              scope: Scope | None = None) -> ChunkRecord:
+    """The chunk at `vault/source_path#ordinal`, if the scope may read it; NotFoundError otherwise."""
+    scope = scope or Scope.unrestricted()
+    if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
+        raise InputError(f"ordinal must be a non-negative integer, got {ordinal!r}")
+    validate_source_path(source_path)
+    if not scope.allows_vault(vault):
+        raise AuthError(f"this key may not read vault '{vault}'")
+    # The top clearance reads everything (as Scope.restrict_filter adds no condition for it).
+    levels = None if scope.clearance == CONFIDENTIALITY_LEVELS[-1] else list(levels_up_to(scope.clearance))
+    with conn.cursor(row_factory=class_row(ChunkRecord)) as cur:
+        row = cur.execute(_FETCH, {"vault": vault, "source_path": source_path, "ordinal": ordinal,
+                                   "levels": levels}).fetchone()
+    if not conn.autocommit:
+        conn.rollback()
+    if row is None:
+        # The same message whether the chunk is absent or above the caller's clearance.
+        raise NotFoundError(f"no chunk {vault}/{source_path}#{ordinal}")
+    return row

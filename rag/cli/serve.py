@@ -1,0 +1,70 @@
+"""`ragpg serve`: the HTTP server (FastAPI under uvicorn)."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from rag import keys as key_store
+from rag.cli.app import info, state
+from rag.errors import ConfigError
+from rag.store import migrate
+from rag.store.database import open_connection, resolve_database_url
+
+# A spawned worker imports the whole app before it answers the supervisor's ping; on a busy host
+# that can take longer than uvicorn's default 5 s, and the supervisor would kill and respawn it.
+WORKER_HEALTHCHECK_S = 30
+NO_KEYS_NOTICE = "no API keys configured: serving on loopback only, without authentication"
+
+
+def _is_loopback_host(host: str) -> bool:
+    from server.auth import is_loopback
+
+    return is_loopback(host)
+
+
+def serve(ctx: typer.Context,
+          host: str | None = typer.Option(None, "--host", help="Interface to bind (default: server.host, 127.0.0.1)."),
+          port: int | None = typer.Option(None, "--port", min=1, max=65535,
+                                          help="Port (default: server.port, 8000)."),
+          workers: int = typer.Option(1, "--workers", min=1, max=64,
+                                      help="Worker processes; each has its own pool and admission queue."),
+          log_level: str = typer.Option("info", "--log-level", help="uvicorn log level.")) -> None:
+    """Serve the HTTP API (/v1/context, /v1/ask, /v1/search, /v1/chunks, /v1/vaults, /v1/index, /healthz)."""
+    import uvicorn
+
+    st = state(ctx)
+    settings = st.settings
+    host = host or settings.server.host
+    port = port or settings.server.port
+    url = resolve_database_url(settings)  # starts the embedded server when DATABASE_URL is unset
+    with open_connection(url) as conn:
+        has_keys = key_store.any_active_keys(conn)
+        revision = migrate.current_revision(conn)
+    if not has_keys and not _is_loopback_host(host):
+        raise ConfigError(f"no API keys configured: refusing to serve on {host} without authentication; "
+                          "create a key with `ragpg keys create` or bind to 127.0.0.1")
+    head = migrate.head_revision()
+    if revision != head:
+        info(f"warning: database schema at revision {revision}, expected {head}; run `ragpg db upgrade` "
+             "(/healthz reports 503 until then)")
+    if not has_keys:
+        info(NO_KEYS_NOTICE)
+    info(f"ragpg serving on http://{host}:{port} (docs at /docs; {workers} worker{'s' if workers > 1 else ''}, "
+         f"concurrency {settings.server.concurrency}, queue {settings.server.queue_size} per worker)")
+
+    if workers == 1:
+        from rag.runtime import Runtime
+        from server.app import create_app, pool_size_for
+
+        runtime = Runtime.from_settings(settings, pool_max_size=pool_size_for(settings.server.concurrency))
+        uvicorn.run(create_app(runtime, lifespan_close=True), host=host, port=port, log_level=log_level)
+        return
+    # Each worker process builds its own settings and runtime (server.app.create_app_from_env); they
+    # share this process's resolved database URL and config file through the environment.
+    os.environ["RAGPG_DATABASE_URL"] = url
+    if st.config_path is not None:
+        os.environ["RAGPG_CONFIG"] = str(st.config_path)
+    uvicorn.run("server.app:create_app_from_env", factory=True, host=host, port=port, workers=workers,
+                log_level=log_level, timeout_worker_healthcheck=WORKER_HEALTHCHECK_S)

@@ -1,0 +1,104 @@
+"""API keys: random secrets shown once, stored as sha256 hashes, scoped to vaults and a clearance."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import class_row
+
+from rag.access import Scope, levels_up_to
+from rag.errors import AuthError, InputError, NotFoundError
+
+KEY_PREFIX = "rpg_"
+KEY_RANDOM_BYTES = 32
+DISPLAY_PREFIX_CHARS = 10
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    id: int
+    name: str
+    key_prefix: str
+    vaults: list[str]
+    all_vaults: bool
+    clearance: str
+    created_at: datetime
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(vaults=None if self.all_vaults else tuple(self.vaults), clearance=self.clearance,
+                     principal=self.name)
+
+
+_COLUMNS = sql.SQL(", ").join(
+    sql.Identifier(c) for c in ("id", "name", "key_prefix", "vaults", "all_vaults", "clearance", "created_at",
+                                "revoked_at", "last_used_at"))
+
+
+def hash_key(plaintext: str) -> str:
+    # Keys are 256-bit random strings, so a fast unsalted hash is enough to make a leaked table useless.
+    return hashlib.sha256(plaintext.encode()).hexdigest()
+
+
+def create_key(conn: psycopg.Connection, name: str, *, vaults: list[str], clearance: str = "public",
+               all_vaults: bool = False) -> tuple[ApiKey, str]:
+    """Create a key; returns the row and the plaintext key (shown once, never stored)."""
+    levels_up_to(clearance)
+    if not all_vaults and not vaults:
+        raise InputError("a key needs at least one --vault, or --all-vaults")
+    plaintext = KEY_PREFIX + secrets.token_urlsafe(KEY_RANDOM_BYTES)
+    try:
+        with conn.transaction(), conn.cursor(row_factory=class_row(ApiKey)) as cur:
+            cur.execute(
+                sql.SQL("insert into api_keys (name, key_prefix, key_hash, vaults, all_vaults, clearance)"
+                        " values (%s, %s, %s, %s, %s, %s) returning {}").format(_COLUMNS),
+                (name, plaintext[:DISPLAY_PREFIX_CHARS], hash_key(plaintext), vaults, all_vaults, clearance))
+            row = cur.fetchone()
+    except psycopg.errors.UniqueViolation:
+        raise InputError(f"an API key named '{name}' already exists") from None
+    except psycopg.errors.CheckViolation:
+        raise InputError("key names must be 1-100 characters") from None
+    assert row is not None
+    return row, plaintext
+
+
+def list_keys(conn: psycopg.Connection) -> list[ApiKey]:
+    with conn.cursor(row_factory=class_row(ApiKey)) as cur:
+        return cur.execute(sql.SQL("select {} from api_keys order by id").format(_COLUMNS)).fetchall()
+
+
+def revoke_key(conn: psycopg.Connection, name: str) -> ApiKey:
+    with conn.transaction(), conn.cursor(row_factory=class_row(ApiKey)) as cur:
+        row = cur.execute(
+            sql.SQL("update api_keys set revoked_at = coalesce(revoked_at, now()) where name = %s"
+                    " returning {}").format(_COLUMNS), (name,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"no API key named '{name}'")
+    return row
+
+
+def any_active_keys(conn: psycopg.Connection) -> bool:
+    row = conn.execute("select exists (select 1 from api_keys where revoked_at is null) as any").fetchone()
+    return bool(row and (row["any"] if isinstance(row, dict) else row[0]))
+
+
+def authenticate(conn: psycopg.Connection, plaintext: str | None) -> ApiKey:
+    """The active key matching `plaintext`, or AuthError (missing, unknown or revoked)."""
+    if not plaintext:
+        raise AuthError("missing API key (send it as 'Authorization: Bearer <key>')")
+    with conn.cursor(row_factory=class_row(ApiKey)) as cur:
+        row = cur.execute(
+            sql.SQL("update api_keys set last_used_at = now() where key_hash = %s and revoked_at is null"
+                    " returning {}").format(_COLUMNS), (hash_key(plaintext),)).fetchone()
+    if not conn.autocommit:
+        conn.commit()
+    if row is None:
+        raise AuthError("invalid or revoked API key")
+    return row

@@ -1,0 +1,117 @@
+"""The FastAPI app factory. Thin over `rag`: parse, authorise, admit, call ONE rag function, serialise.
+
+`create_app(runtime)` takes a built Runtime (settings are built at the entry point, never at
+import time). `create_app_from_env()` is the import-string factory uvicorn workers use: each
+worker builds its own settings and runtime.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+import rag
+from rag.config import load_settings
+from rag.errors import ConfigError
+from rag.runtime import Runtime
+from rag.store import migrate
+from server import errors
+from server.admission import Admission
+from server.calls import ServerState
+from server.middleware import BodyLimitMiddleware, RequestIdMiddleware
+from server.routes import chunks, health, index, retrieval, vaults
+
+# Besides `concurrency` request threads, the pool serves /healthz (one at a time) and the background
+# index runner's progress writes (one thread; the pipeline itself uses its own connection).
+POOL_HEADROOM = 2
+
+DESCRIPTION = """Postgres-native retrieval for RAG.
+
+Authenticate with `Authorization: Bearer <key>` (or `X-API-Key: <key>`); keys are created with
+`ragpg keys create`. Errors are `{"error": {"code": "...", "message": "..."}}`.
+"""
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("ragpg")
+    except importlib.metadata.PackageNotFoundError:
+        return rag.__version__
+
+
+def pool_size_for(concurrency: int) -> int:
+    return concurrency + POOL_HEADROOM
+
+
+def create_app(runtime: Runtime, *, lifespan_close: bool = False) -> FastAPI:
+    """The app over `runtime`. The runtime's pool must hold at least `server.concurrency` connections."""
+    server_settings = runtime.settings.server
+    if runtime.pool_max_size < server_settings.concurrency:
+        raise ConfigError(f"the connection pool ({runtime.pool_max_size}) is smaller than server.concurrency "
+                          f"({server_settings.concurrency}); build the Runtime with pool_max_size ≥ concurrency")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            st: ServerState = app.state.ragpg
+            if st.index_runner is not None:
+                st.index_runner.shutdown()
+            if lifespan_close:
+                runtime.close()
+
+    app = FastAPI(title="ragpg", version=_version(), description=DESCRIPTION, lifespan=lifespan,
+                  docs_url="/docs", openapi_url="/openapi.json", redoc_url=None)
+    app.state.ragpg = ServerState(
+        runtime=runtime,
+        admission=Admission(server_settings.concurrency, server_settings.queue_size, server_settings.retry_after_s),
+        schema_head=migrate.head_revision(),
+        health_admission=Admission(1, server_settings.queue_size, server_settings.retry_after_s),
+    )
+    errors.install(app)
+    for module in (retrieval, chunks, vaults, index, health):
+        app.include_router(module.router)
+    _document_400_not_422(app)
+    # Added last = outermost: the request id exists before the body limit can answer 413.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=server_settings.max_body_bytes)
+    app.add_middleware(RequestIdMiddleware)
+    return app
+
+
+def _document_400_not_422(app: FastAPI) -> None:
+    """Request validation errors are 400 here (server/errors.py): the schema says so, not FastAPI's 422;
+    /v1 operations declare the API-key security schemes (so /docs offers 'Authorize')."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                 routes=app.routes)
+            for path, path_item in schema.get("paths", {}).items():
+                for operation in path_item.values():
+                    operation.get("responses", {}).pop("422", None)
+                    if path.startswith("/v1/"):
+                        operation["security"] = [{"bearer": []}, {"apiKeyHeader": []}]
+            components = schema.setdefault("components", {})
+            for unused in ("HTTPValidationError", "ValidationError"):
+                components.get("schemas", {}).pop(unused, None)
+            components["securitySchemes"] = {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "A key from `ragpg keys create`."},
+                "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+            }
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def create_app_from_env() -> FastAPI:
+    """uvicorn `--factory` entry for worker processes: settings and runtime built here, per worker."""
+    settings = load_settings()  # RAGPG_CONFIG / RAGPG_* / DATABASE_URL, as `ragpg serve` left them
+    runtime = Runtime.from_settings(settings, pool_max_size=pool_size_for(settings.server.concurrency))
+    return create_app(runtime, lifespan_close=True)

@@ -1,0 +1,78 @@
+"""Who is calling: an API key (`Authorization: Bearer <key>` or `X-API-Key: <key>`) → a Scope.
+
+When at least one active key exists, every /v1 request needs a valid key. With none configured
+the server runs on loopback only (`ragpg serve` refuses other hosts) and, as a second line,
+serves unauthenticated requests only to loopback clients, with an unrestricted scope.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import psycopg
+
+from rag import keys as key_store
+from rag.access import Scope
+from rag.errors import AuthError
+from server.errors import ForbiddenError, Unauthorized
+
+LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+@dataclass(frozen=True)
+class Principal:
+    scope: Scope
+    key_name: str | None  # None: no keys configured, loopback caller
+
+    @property
+    def authenticated(self) -> bool:
+        return self.key_name is not None
+
+
+def is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def presented_key(headers: Mapping[str, str]) -> str | None:
+    """The key the request carries, or None; a malformed Authorization header is a 401."""
+    auth = headers.get("authorization")
+    if auth is not None:
+        scheme, _, token = auth.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized("malformed Authorization header (use 'Authorization: Bearer <key>')")
+        return token.strip()
+    api_key = headers.get("x-api-key")
+    if api_key is not None:
+        if not api_key.strip():
+            raise Unauthorized("empty X-API-Key header")
+        return api_key.strip()
+    return None
+
+
+def resolve_principal(conn: psycopg.Connection, key: str | None, client_host: str | None) -> Principal:
+    if key is None and not key_store.any_active_keys(conn):
+        if not is_loopback(client_host):
+            raise Unauthorized("no API keys are configured: unauthenticated access is allowed from loopback only")
+        return Principal(scope=Scope.unrestricted(), key_name=None)
+    try:
+        api_key = key_store.authenticate(conn, key)
+    except AuthError as exc:
+        raise Unauthorized(str(exc)) from None
+    return Principal(scope=api_key.scope, key_name=api_key.name)
+
+
+def authorize_vaults(scope: Scope, requested: Sequence[str] | None) -> None:
+    """A request naming a vault outside the key's scope is refused (403) before any work."""
+    try:
+        scope.check_vaults(list(requested) if requested else None)
+    except AuthError as exc:
+        raise ForbiddenError(str(exc)) from None

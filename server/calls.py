@@ -1,0 +1,70 @@
+"""The one path every /v1 request takes after parsing: admit → authenticate → authorise → call
+ONE rag function in a worker thread → hand the result back for serialisation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from fastapi import Request
+
+from rag.access import Scope
+from rag.config import Settings
+from rag.runtime import Runtime
+from server.admission import Admission
+from server.auth import authorize_vaults, presented_key, resolve_principal
+
+T = TypeVar("T")
+
+
+@dataclass
+class ServerState:
+    runtime: Runtime
+    admission: Admission  # /v1 requests
+    health_admission: Admission  # /healthz: one check at a time
+    schema_head: str | None = None
+    index_runner: Any = None  # rag.index_runs.IndexRunner, created on first use
+
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a route's operation receives: the caller's scope and the request id for tracing."""
+
+    scope: Scope
+    request_id: str
+    runtime: Runtime
+    principal: str | None
+
+
+def state_of(request: Request) -> ServerState:
+    return request.app.state.ragpg
+
+
+def request_id(request: Request) -> str:
+    return (request.scope.get("state") or {}).get("request_id") or ""
+
+
+async def call(request: Request, op: Callable[[Call], T], *, vaults: Sequence[str] | None = None) -> T:
+    """Run `op` for this request under admission control, with the caller's scope.
+
+    Authentication touches the database, so it runs inside the admitted worker thread too: a
+    flood of requests never queues on the connection pool.
+    """
+    st = state_of(request)
+    key = presented_key(request.headers)  # a malformed header fails before admission
+    client = request.client.host if request.client else None
+    rid = request_id(request)
+    rt = st.runtime
+
+    def work() -> T:
+        with rt.connection() as conn:
+            principal = resolve_principal(conn, key, client)
+        authorize_vaults(principal.scope, vaults)
+        return op(Call(scope=principal.scope, request_id=rid, runtime=rt, principal=principal.key_name))
+
+    return await st.admission.run(work)

@@ -1,0 +1,247 @@
+"""The HTTP contract: request and response models, separate from rag's internal types.
+
+Requests are strict (`extra="forbid"`, no type coercion: `"k": "10"` is an error, not 10).
+Responses list exactly the fields the API promises; anything else an internal `to_dict()`
+may grow is dropped, not leaked.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from rag.access import CONFIDENTIALITY_LEVELS
+from rag.autorag import MODES
+from rag.notes.rerank import DETAILS
+
+MAX_QUERY_CHARS = 20000  # rag also enforces settings.retrieval.max_query_chars (→ 400)
+MAX_LIST_ITEMS = 100
+MAX_FILTER_DEPTH = 16
+MAX_FILTER_NODES = 1000
+VAULT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+PROFILE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+def _check_text(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid UTF-8 text (no lone surrogates)") from None
+    return value
+
+
+def _check_filter(value: dict[str, Any]) -> dict[str, Any]:
+    nodes = 0
+
+    def walk(node: Any, depth: int) -> None:
+        nonlocal nodes
+        nodes += 1
+        if depth > MAX_FILTER_DEPTH:
+            raise ValueError(f"is nested deeper than {MAX_FILTER_DEPTH} levels")
+        if nodes > MAX_FILTER_NODES:
+            raise ValueError(f"has more than {MAX_FILTER_NODES} values")
+        if isinstance(node, str):
+            _check_text(node)
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                _check_text(k)
+                walk(v, depth + 1)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, depth + 1)
+        elif isinstance(node, float) and node != node:  # NaN never comes from JSON, but be safe
+            raise ValueError("must not contain NaN")
+
+    walk(value, 0)
+    return value
+
+
+Text = Annotated[str, AfterValidator(_check_text)]
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS), AfterValidator(_check_text)]
+VaultName = Annotated[str, Field(pattern=VAULT_NAME_PATTERN, description="A vault name.")]
+FolderName = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_check_text)]
+Filter = Annotated[dict[str, Any], AfterValidator(_check_filter)]
+Mode = Literal[MODES]  # type: ignore[valid-type]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# -- requests --------------------------------------------------------------------------------
+
+class ContextRequest(_Request):
+    query: Query = Field(description="The user's question or search text.")
+    vaults: list[VaultName] | None = Field(None, max_length=MAX_LIST_ITEMS,
+                                           description="Vaults to search; omitted = every vault the key may read.")
+    filters: Filter | None = Field(None, description="A JSONB metadata filter (see docs/sql-console.md).")
+    profile: Annotated[str, Field(pattern=PROFILE_NAME_PATTERN)] = "chat"
+    mode: Mode = "auto"
+    budget_tokens: int = Field(4000, ge=0, le=200_000)
+
+
+class AskRequest(_Request):
+    question: Query
+    vaults: list[VaultName] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    folders: list[FolderName] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    k: int | None = Field(None, ge=1, le=100, description="Chunks to use; clamped to 3-8.")
+    detail: Literal[DETAILS] = "normal"  # type: ignore[valid-type]
+    debug: bool = False
+
+
+class SearchRequest(_Request):
+    query: Query
+    vaults: list[VaultName] | None = Field(None, max_length=MAX_LIST_ITEMS)
+    folders: list[FolderName] | None = Field(None, max_length=MAX_LIST_ITEMS)
+    k: int = Field(10, ge=1, le=100)
+    filters: Filter | None = None
+
+
+class IndexRequest(_Request):
+    vaults: list[VaultName] | None = Field(
+        None, max_length=MAX_LIST_ITEMS, description="Registered vaults to index; omitted = every vault the key may read.")
+
+
+# -- responses -------------------------------------------------------------------------------
+
+class ErrorDetail(_Response):
+    code: str
+    message: str
+    details: list[dict[str, Any]] | None = None
+
+
+class ErrorResponse(_Response):
+    error: ErrorDetail
+
+
+class ContextChunk(_Response):
+    rank: int
+    ref: str
+    vault: str
+    source_path: str
+    ordinal: int
+    heading_path: str
+    start_line: int | None = None
+    end_line: int | None = None
+    scores: dict[str, Any]
+
+
+class Citation(_Response):
+    marker: str
+    vault: str
+    source_path: str
+    title: str | None = None
+    url: str | None = None
+    heading_path: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    chunk_refs: list[str]
+    ordinals: list[int]
+
+
+class ContextResponse(_Response):
+    context: str
+    citations: list[Citation]
+    chunks: list[ContextChunk]
+    decision: dict[str, Any]
+    evidence_full: dict[str, Any]
+    evidence_llm: dict[str, Any]
+    insufficient: bool
+    used_tokens: int | None = None
+
+
+class Reference(_Response):
+    vault: str
+    rel_path: str
+    file: str
+    heading_path: str
+    chunk_index: int
+    lines: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    snippet: str
+
+
+class AskResponse(_Response):
+    answer: str
+    references: list[Reference]
+    abstained: bool
+    abstain_reason: str | None = None
+    answered_by: Literal["llm", "extractive", "none"] | str | None = None
+    notice: str | None = None
+    confidence: str | None = None
+    debug: dict[str, Any] | None = Field(None, description="Present when the request set debug=true.")
+
+
+class SearchItem(_Response):
+    vault: str
+    source_path: str
+    heading_path: str
+    chunk_index: int
+    start_line: int | None = None
+    end_line: int | None = None
+    snippet: str
+    score: float
+
+
+class SearchResponse(_Response):
+    query: str | None = None
+    items: list[SearchItem]
+
+
+class ChunkResponse(_Response):
+    ref: str
+    vault: str
+    source_path: str
+    ordinal: int
+    heading_path: str
+    content: str
+    token_count: int
+    start_line: int | None = None
+    end_line: int | None = None
+    title: str | None = None
+    url: str | None = None
+    doc_type: str | None = None
+    confidentiality: Literal[CONFIDENTIALITY_LEVELS] | str  # type: ignore[valid-type]
+    risk_flags: list[str]
+    risk_score: float
+    document_version: str
+    indexed_at: datetime
+
+
+class VaultInfo(_Response):
+    name: str
+    documents: int
+    chunks: int
+    last_indexed_at: datetime | None = None
+
+
+class VaultsResponse(_Response):
+    vaults: list[VaultInfo]
+
+
+class IndexRunResponse(_Response):
+    id: str
+    status: Literal["queued", "running", "succeeded", "failed"]
+    vaults: list[str]
+    progress: dict[str, Any]
+    error: str | None = None
+    created_at: datetime
+    finished_at: datetime | None = None
+
+
+class HealthResponse(_Response):
+    status: Literal["ok", "unavailable"]
+    database: bool
+    schema_revision: str | None = None
+    schema_head: str | None = None
+    schema_current: bool = False
+    message: str | None = None

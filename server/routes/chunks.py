@@ -1,0 +1,30 @@
+"""GET /v1/chunks/{vault}/{source_path}/{ordinal}: one chunk by its stable reference (from the DB only)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request
+
+from rag import chunks
+from server.calls import Call, call
+from server.models import VAULT_NAME_PATTERN, ChunkResponse
+from server.routes.common import errors
+
+router = APIRouter(prefix="/v1", tags=["chunks"])
+
+
+@router.get("/chunks/{vault}/{source_path:path}/{ordinal}", response_model=ChunkResponse, responses=errors(404))
+async def get_chunk(vault: Annotated[str, Path(pattern=VAULT_NAME_PATTERN)],
+                    source_path: Annotated[str, Path(description="Path relative to the vault root.")],
+                    ordinal: Annotated[int, Path(ge=0, le=2_147_483_647)], request: Request) -> dict[str, Any]:
+    """A chunk by vault, source path and ordinal. Chunks above the key's clearance are reported as not found."""
+    chunks.validate_source_path(source_path)  # traversal etc. → 400 before any database work
+
+    def op(c: Call) -> dict[str, Any]:
+        with c.runtime.connection() as conn:
+            record = chunks.get_chunk(conn, vault, source_path, ordinal, scope=c.scope)
+        return {**asdict(record), "ref": record.ref}
+
+    return await call(request, op, vaults=[vault])

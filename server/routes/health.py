@@ -1,0 +1,42 @@
+"""GET /healthz: database reachable and schema current (no auth; its own one-slot admission)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from rag.errors import DatabaseError
+from rag.store import migrate
+from server.calls import state_of
+from server.models import HealthResponse
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=HealthResponse, responses={503: {"model": HealthResponse}})
+async def healthz(request: Request) -> Any:
+    """200 when the database answers and its schema is at the head revision; 503 otherwise."""
+    st = state_of(request)
+    head = st.schema_head
+
+    def check() -> tuple[int, dict[str, Any]]:
+        try:
+            with st.runtime.connection() as conn:
+                revision = migrate.current_revision(conn)
+        except (DatabaseError, psycopg.Error) as exc:
+            return 503, {"status": "unavailable", "database": False, "schema_head": head,
+                         "message": str(exc).strip().splitlines()[0] if str(exc).strip() else "database unavailable"}
+        current = revision == head
+        body = {"status": "ok" if current else "unavailable", "database": True, "schema_revision": revision,
+                "schema_head": head, "schema_current": current}
+        if not current:
+            body["message"] = f"schema at revision {revision}, expected {head}: run `ragpg db upgrade`"
+        return (200 if current else 503), body
+
+    # One health check at a time holds a pooled connection (the pool's headroom over `concurrency`),
+    # so a burst of probes never takes connections the admitted /v1 requests rely on.
+    status, body = await st.health_admission.run(check)
+    return JSONResponse(HealthResponse(**body).model_dump(mode="json"), status_code=status)
