@@ -9,6 +9,79 @@
 CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public;
 
 --
+-- Name: match_lexical_chunks(text, integer, jsonb, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.match_lexical_chunks(query_text text, match_count integer DEFAULT 10, filter jsonb DEFAULT '{}'::jsonb, k1 double precision DEFAULT 0.9, b double precision DEFAULT 0.4) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, bm25_score double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    f record;
+    v_lexemes text[];
+    v_where text;
+begin
+    perform ragpg_check_match_count(match_count);
+    perform ragpg_check_bm25_params(k1, b);
+    select * into f from ragpg_compile_filter(filter);
+    if query_text is null or btrim(query_text) = '' then
+        return;
+    end if;
+    select array_agg(distinct q.lexeme) into v_lexemes from ragpg_query_lexemes(query_text, f.vaults) q;
+    if v_lexemes is null then
+        return;
+    end if;
+    -- Parameters: $1 query text, $2 match_count, $3 k1, $4 b, $5 containment, $6 predicate, $7 vars,
+    -- $8 vault names, $9 the OR tsquery, $10 the lexemes. v_where holds only fixed text.
+    v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
+               || case when f.vaults is not null
+                       then ' and c.vault_id in (select vv.id from vaults vv where vv.name = any($8))' else '' end;
+    return query execute
+        'with ql as (
+             select q.text_search_config as cfg, q.lexeme, q.query_frequency as qtf
+             from ragpg_query_lexemes($1, $8) q
+         ),
+         -- candidates from the GIN index, each with the tf of the query lexemes it holds (setweight
+         -- marks the query lexemes, ts_filter keeps only them); materialized so every tsvector is
+         -- read once
+         hits as materialized (
+             select c.id, c.vault_id, c.text_search_config as cfg, c.lexeme_count as dl, u.lexeme,
+                    coalesce(cardinality(u.positions), 1) as tf
+             from chunks c
+             cross join lateral unnest(ts_filter(setweight(c.content_tsv, ''A'', $10), ''{a}'')) u
+             where c.content_tsv @@ $9' || v_where || '
+         ),
+         scored as materialized (
+             select h.id,
+                    sum(ql.qtf * ln(1 + (s.chunk_count - t.chunk_frequency + 0.5::float8) / (t.chunk_frequency + 0.5::float8))
+                        * (h.tf * ($3 + 1))
+                        / (h.tf + $3 * (1 - $4 + $4 * h.dl / (s.total_length::float8 / s.chunk_count)))
+                    ) as bm25_score
+             from hits h
+             join ql on ql.cfg = h.cfg and ql.lexeme = h.lexeme
+             join bm25_vault_stats s on s.vault_id = h.vault_id
+             join bm25_term_stats t on t.vault_id = h.vault_id and t.lexeme = h.lexeme
+             group by h.id
+         ),
+         -- the match_count-th best score: only chunks at or above it need their fields and tie-breaks
+         cut as (
+             select min(x.bm25_score) as score
+             from (select sc.bm25_score from scored sc order by sc.bm25_score desc limit $2) x
+         )
+         select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
+         from scored sc
+         join chunks c on c.id = sc.id
+         join documents d on d.id = c.document_id
+         join vaults v on v.id = c.vault_id
+         where sc.bm25_score >= (select cut.score from cut)
+         order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
+         limit $2'
+        using query_text, match_count, k1, b, f.containment, f.predicate, f.vars, f.vaults,
+              ragpg_lexemes_tsquery(v_lexemes), v_lexemes;
+end
+$_$;
+
+--
 -- Name: ragpg_bm25_stats_add(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -69,6 +142,149 @@ end
 $$;
 
 --
+-- Name: ragpg_check_bm25_params(double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_check_bm25_params(k1 double precision, b double precision) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+    if k1 is null or k1 < 0 or k1 > 1000 or k1 = 'NaN'::float8 then
+        raise exception using errcode = '22023',
+            message = format('k1 must be between 0 and 1000, got %s', coalesce(k1::text, 'null'));
+    end if;
+    if b is null or b < 0 or b > 1 or b = 'NaN'::float8 then
+        raise exception using errcode = '22023',
+            message = format('b must be between 0 and 1, got %s', coalesce(b::text, 'null'));
+    end if;
+end
+$$;
+
+--
+-- Name: ragpg_check_hybrid_args(integer, integer, jsonb, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_check_hybrid_args(match_count integer, rrf_k integer, weights jsonb, candidate_count integer, OUT vector_weight double precision, OUT lexical_weight double precision) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_key text;
+    v_value jsonb;
+begin
+    perform ragpg_check_match_count(match_count);
+    perform ragpg_check_match_count(candidate_count, 'candidate_count');
+    if rrf_k is null or rrf_k < 1 then
+        raise exception using errcode = '22023',
+            message = format('rrf_k must be >= 1, got %s', coalesce(rrf_k::text, 'null'));
+    end if;
+    vector_weight := 1;
+    lexical_weight := 1;
+    if weights is null then
+        return;
+    end if;
+    if jsonb_typeof(weights) <> 'object' then
+        raise exception using errcode = '22023',
+            message = 'weights must be an object like {"vector": 1, "lexical": 1}, got ' || jsonb_typeof(weights);
+    end if;
+    for v_key, v_value in select key, value from jsonb_each(weights) loop
+        if v_key not in ('vector', 'lexical') then
+            raise exception using errcode = '22023',
+                message = 'unknown weight ' || ragpg_filter_label(v_key) || ' (known: vector, lexical)';
+        end if;
+        if jsonb_typeof(v_value) <> 'number' or v_value::text::float8 < 0 or v_value::text::float8 > 1e6 then
+            raise exception using errcode = '22023',
+                message = format('weight %s must be a number between 0 and 1000000', v_key);
+        end if;
+        if v_key = 'vector' then
+            vector_weight := v_value::text::float8;
+        else
+            lexical_weight := v_value::text::float8;
+        end if;
+    end loop;
+    if vector_weight = 0 and lexical_weight = 0 then
+        raise exception using errcode = '22023', message = 'weights must not all be zero';
+    end if;
+end
+$$;
+
+--
+-- Name: ragpg_check_match_count(integer, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_check_match_count(p_match_count integer, p_name text DEFAULT 'match_count'::text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+    if p_match_count is null or p_match_count < 1 or p_match_count > 1000 then
+        raise exception using errcode = '22023',
+            message = format('%s must be between 1 and 1000, got %s', p_name, coalesce(p_match_count::text, 'null'));
+    end if;
+end
+$$;
+
+--
+-- Name: ragpg_check_vector_query(public.vector, integer, text, double precision, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_check_vector_query(p_query public.vector, p_dims integer, p_model text, p_threshold double precision, p_match_count integer) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    if p_query is null then
+        raise exception using errcode = '22023', message = 'query embedding is null';
+    end if;
+    if vector_dims(p_query) <> p_dims then
+        raise exception using errcode = '22023',
+            message = format('query embedding has %s dimensions, model %s expects %s', vector_dims(p_query), p_model, p_dims);
+    end if;
+    if vector_norm(p_query) = 0 then
+        raise exception using errcode = '22023', message = 'query embedding is all zeros (cosine similarity is undefined)';
+    end if;
+    if p_threshold is null or p_threshold < -1 or p_threshold > 1 or p_threshold = 'NaN'::float8 then
+        raise exception using errcode = '22023',
+            message = format('similarity_threshold must be between -1 and 1, got %s', coalesce(p_threshold::text, 'null'));
+    end if;
+    perform ragpg_check_match_count(p_match_count);
+end
+$$;
+
+--
+-- Name: ragpg_compile_filter(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_compile_filter(filter jsonb, OUT containment jsonb, OUT predicate jsonpath, OUT vars jsonb, OUT vaults text[]) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_part record;
+begin
+    containment := '{}';
+    vars := '{}';
+    if filter is null then
+        return;
+    end if;
+    if jsonb_typeof(filter) <> 'object' then
+        perform ragpg_invalid_filter('expected a JSON object, got ' || jsonb_typeof(filter));
+    end if;
+    if octet_length(filter::text) > 65536 then
+        perform ragpg_invalid_filter('larger than 64 kB');
+    end if;
+    select * into v_part from ragpg_filter_compile_object(filter, 1, '{}', true);
+    containment := v_part.containment;
+    vars := v_part.vars;
+    vaults := v_part.vaults;
+    if v_part.expr is not null then
+        predicate := v_part.expr::jsonpath;
+    end if;
+end
+$$;
+
+--
 -- Name: embedding_models; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -87,6 +303,91 @@ CREATE TABLE public.embedding_models (
 );
 
 --
+-- Name: ragpg_create_folder_functions(public.embedding_models, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_create_folder_functions(m public.embedding_models, p_set text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_name text := 'match_folders_' || m.sql_name;
+    v_label text := m.provider || '/' || m.model;
+begin
+    perform ragpg_define_function(v_name, 'vector, bigint[], integer', format(
+        '%I(query_embedding vector, vault_ids bigint[] default null, match_count integer default 50)
+         returns table (vault_id bigint, vault text, folder text, chunk_count bigint, similarity float8)
+         language sql stable
+         set search_path = public, pg_catalog
+         as %L',
+        v_name,
+        format('select * from ragpg_match_folders_impl(%L, %s, %L, query_embedding, vault_ids, match_count)',
+               m.embedding_table, m.dims, v_label)));
+    execute format('comment on function %I(vector, bigint[], integer) is %L', v_name,
+                   format('Folders ranked by similarity to their mean chunk embedding (model %s).', v_label));
+end
+$$;
+
+--
+-- Name: ragpg_create_hybrid_functions(public.embedding_models, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_create_hybrid_functions(m public.embedding_models, p_set text, p_chunk_cols text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_label text := m.provider || '/' || m.model;
+    v_multi text := 'match_hybrid_multi_chunks_' || m.sql_name;
+    v_fusion_cols text := 'vector_rank integer, similarity float8, lexical_rank integer, bm25_score float8, '
+                          'rrf_score float8';
+begin
+    perform ragpg_define_function(m.hybrid_function,
+        'text, vector, integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer', format(
+        '%I(query_text text, query_embedding vector, match_count integer default 10,
+                            filter jsonb default %L, similarity_threshold float8 default 0,
+                            rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
+                            k1 float8 default 0.9, b float8 default 0.4,
+                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
+         returns table (%s, %s)
+         language sql stable
+         set search_path = public, pg_catalog %s
+         as %L',
+        m.hybrid_function, '{}', '{"vector": 1, "lexical": 1}', p_chunk_cols, v_fusion_cols, p_set,
+        format('select * from ragpg_match_hybrid_impl(%L, %s, %L, query_text, query_embedding, match_count,
+                                                      filter, similarity_threshold, rrf_k, weights,
+                                                      candidate_count, k1, b, exact_scan_max_rows, ef_search)',
+               m.embedding_table, m.dims, v_label)));
+    execute format(
+        'comment on function %I(text, vector, integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer) is %L',
+        m.hybrid_function,
+        format('Reciprocal rank fusion of vector (model %s) and BM25 rankings.', v_label));
+
+    perform ragpg_define_function(v_multi,
+        'text[], vector[], integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer', format(
+        '%I(query_texts text[], query_embeddings vector[], match_count integer default 10,
+                            filter jsonb default %L, similarity_threshold float8 default 0,
+                            rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
+                            k1 float8 default 0.9, b float8 default 0.4,
+                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
+         returns table (%s, %s, vector_hits integer, lexical_hits integer)
+         language sql stable
+         set search_path = public, pg_catalog %s
+         as %L',
+        v_multi, '{}', '{"vector": 1, "lexical": 1}', p_chunk_cols, v_fusion_cols, p_set,
+        format('select * from ragpg_match_hybrid_multi_impl(%L, %s, %L, query_texts, query_embeddings,
+                                                            match_count, filter, similarity_threshold, rrf_k,
+                                                            weights, candidate_count, k1, b,
+                                                            exact_scan_max_rows, ef_search)',
+               m.embedding_table, m.dims, v_label)));
+    execute format(
+        'comment on function %I(text[], vector[], integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer) is %L',
+        v_multi,
+        format('Reciprocal rank fusion of the vector (model %s) and BM25 rankings of several queries.', v_label));
+end
+$$;
+
+--
 -- Name: ragpg_create_model_functions(public.embedding_models); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -94,10 +395,731 @@ CREATE FUNCTION public.ragpg_create_model_functions(m public.embedding_models) R
     LANGUAGE plpgsql
     SET search_path TO 'public', 'pg_catalog'
     AS $$
+declare
+    v_label text := m.provider || '/' || m.model;
+    v_set text := 'set hnsw.ef_search = 100';
+    v_chunk_cols text := 'chunk_id bigint, vault text, source_path text, chunk_ordinal integer, '
+                         'heading_path text, content text, metadata jsonb';
 begin
-    return;
+    if coalesce(ragpg_pgvector_version_num(), 0) >= 800 then
+        v_set := v_set || ' set hnsw.iterative_scan = relaxed_order';
+    end if;
+
+    perform ragpg_define_function(m.match_function, 'vector, float8, integer, jsonb, integer, integer', format(
+        '%I(query_embedding vector, similarity_threshold float8 default 0,
+            match_count integer default 10, filter jsonb default %L,
+            exact_scan_max_rows integer default 10000, ef_search integer default 100)
+         returns table (%s, similarity float8)
+         language sql stable
+         set search_path = public, pg_catalog %s
+         as %L',
+        m.match_function, '{}', v_chunk_cols, v_set,
+        format('select * from ragpg_match_native_impl(%L, %s, %L, query_embedding, similarity_threshold,
+                                                      match_count, filter, exact_scan_max_rows, ef_search)',
+               m.embedding_table, m.dims, v_label)));
+    execute format('comment on function %I(vector, float8, integer, jsonb, integer, integer) is %L',
+                   m.match_function,
+                   format('Nearest chunks for model %s (%s dims); similarity = 1 - cosine distance.', v_label, m.dims));
+
+    perform ragpg_define_function(m.langchain_function, 'vector, float8, integer, jsonb', format(
+        '%I(query_embedding vector, similarity_threshold float8 default 0,
+            match_count integer default 10, filter jsonb default %L)
+         returns table (%s, similarity float8)
+         language sql stable
+         set search_path = public, pg_catalog
+         as %L',
+        m.langchain_function, '{}', v_chunk_cols,
+        format('select * from ragpg_match_langchain_impl(%s, %L, query_embedding, similarity_threshold,
+                                                         match_count, filter)',
+               m.dims, v_label)));
+    execute format('comment on function %I(vector, float8, integer, jsonb) is %L',
+                   m.langchain_function,
+                   format('Nearest rows of LangChain''s PGVector tables for model %s (%s dims).', v_label, m.dims));
+
+    perform ragpg_create_hybrid_functions(m, v_set, v_chunk_cols);
+    perform ragpg_create_folder_functions(m, v_set);
 end
 $$;
+
+--
+-- Name: ragpg_define_function(text, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_define_function(p_name text, p_arg_types text, p_definition text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    r record;
+    v_target regprocedure := to_regprocedure(format('%I(%s)', p_name, p_arg_types));
+begin
+    for r in
+        select p.oid::regprocedure as fn
+        from pg_proc p
+        where p.pronamespace = 'public'::regnamespace and p.proname = p_name
+          and p.oid is distinct from v_target::oid
+    loop
+        execute format('drop function %s', r.fn);
+    end loop;
+    begin
+        execute 'create or replace function ' || p_definition;
+    exception when invalid_function_definition then
+        execute format('drop function %I(%s)', p_name, p_arg_types);
+        execute 'create function ' || p_definition;
+    end;
+end
+$$;
+
+--
+-- Name: ragpg_filter_add_var(jsonb, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_add_var(p_vars jsonb, p_value jsonb, OUT name text, OUT vars jsonb) RETURNS record
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    BEGIN ATOMIC
+ SELECT s.n,
+     (ragpg_filter_add_var.p_vars || jsonb_build_object(s.n, ragpg_filter_add_var.p_value))
+    FROM ( SELECT ('v'::text || ( SELECT count(*) AS count
+                    FROM jsonb_object_keys(ragpg_filter_add_var.p_vars) jsonb_object_keys(jsonb_object_keys))) AS n) s;
+END;
+
+--
+-- Name: ragpg_filter_compile_field(jsonb, text, text, integer, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_compile_field(p_value jsonb, p_path text, p_label text, p_depth integer, p_vars jsonb, OUT expr text, OUT vars jsonb) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    v_type text := jsonb_typeof(p_value);
+    v_keys integer;
+    v_ops integer;
+    v_key text;
+    v_val jsonb;
+    v_part record;
+    v_var record;
+    v_parts text[] := '{}';
+begin
+    vars := p_vars;
+    if p_depth > 8 then
+        perform ragpg_invalid_filter('nested deeper than 8 levels');
+    end if;
+    if v_type = 'object' then
+        select count(*), count(*) filter (where left(k, 1) = '$') into v_keys, v_ops
+        from jsonb_object_keys(p_value) k;
+        if v_keys = 0 then
+            expr := '(' || p_path || '.type() == "object")';
+        elsif v_ops = v_keys then
+            select * into v_part from ragpg_filter_compile_ops(p_value, p_path, p_label, vars);
+            expr := v_part.expr;
+            vars := v_part.vars;
+        elsif v_ops = 0 then
+            for v_key, v_val in select key, value from jsonb_each(p_value) loop
+                select * into v_part
+                from ragpg_filter_compile_field(v_val, p_path || '.' || ragpg_jsonpath_key(v_key),
+                                                p_label || '.' || v_key, p_depth + 1, vars);
+                vars := v_part.vars;
+                v_parts := v_parts || v_part.expr;
+            end loop;
+            expr := '(' || array_to_string(v_parts, ' && ') || ')';
+        else
+            perform ragpg_invalid_filter('cannot mix operators and field names under ' || ragpg_filter_label(p_label));
+        end if;
+    elsif v_type = 'array' then
+        if exists (select 1 from jsonb_array_elements(p_value) e where jsonb_typeof(e) in ('object', 'array')) then
+            perform ragpg_invalid_filter('a list of objects or lists under ' || ragpg_filter_label(p_label)
+                                         || ' can only be matched as top-level containment');
+        end if;
+        v_parts := array['(' || p_path || '.type() == "array")'];
+        for v_val in select e from jsonb_array_elements(p_value) e loop
+            select * into v_var from ragpg_filter_add_var(vars, v_val);
+            vars := v_var.vars;
+            v_parts := v_parts || ('(' || p_path || ' == $' || v_var.name || ')');
+        end loop;
+        expr := '(' || array_to_string(v_parts, ' && ') || ')';
+    else
+        select * into v_var from ragpg_filter_add_var(vars, p_value);
+        vars := v_var.vars;
+        expr := '((' || p_path || ' == $' || v_var.name || ') && !(' || p_path || '.type() == "array"))';
+    end if;
+end
+$_$;
+
+--
+-- Name: ragpg_filter_compile_object(jsonb, integer, jsonb, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_compile_object(p_filter jsonb, p_depth integer, p_vars jsonb, p_top boolean, OUT expr text, OUT vars jsonb, OUT containment jsonb, OUT vaults text[]) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    v_key text;
+    v_val jsonb;
+    v_part record;
+    v_parts text[] := '{}';
+    v_sub text[];
+    v_elem jsonb;
+begin
+    vars := p_vars;
+    containment := '{}';
+    if p_depth > 8 then
+        perform ragpg_invalid_filter('nested deeper than 8 levels');
+    end if;
+    if jsonb_typeof(p_filter) <> 'object' then
+        perform ragpg_invalid_filter('expected a JSON object, got ' || jsonb_typeof(p_filter));
+    end if;
+    for v_key, v_val in select key, value from jsonb_each(p_filter) loop
+        if v_key in ('$and', '$or') then
+            if jsonb_typeof(v_val) <> 'array' then
+                perform ragpg_invalid_filter(v_key || ' needs an array of filter objects, got ' || jsonb_typeof(v_val));
+            end if;
+            v_sub := '{}';
+            for v_elem in select e from jsonb_array_elements(v_val) e loop
+                if jsonb_typeof(v_elem) <> 'object' then
+                    perform ragpg_invalid_filter(v_key || ' needs an array of filter objects, got an element of type '
+                                                 || jsonb_typeof(v_elem));
+                end if;
+                select * into v_part from ragpg_filter_compile_object(v_elem, p_depth + 1, vars, false);
+                vars := v_part.vars;
+                v_sub := v_sub || coalesce(v_part.expr, 'exists($)');
+            end loop;
+            if cardinality(v_sub) = 0 then
+                v_parts := v_parts || case when v_key = '$and' then 'exists($)' else '(!exists($))' end;
+            else
+                v_parts := v_parts || ('(' || array_to_string(v_sub, case when v_key = '$and' then ' && ' else ' || ' end) || ')');
+            end if;
+        elsif left(v_key, 1) = '$' then
+            perform ragpg_invalid_filter('unknown operator ' || ragpg_filter_label(v_key)
+                                         || ' at the top of a filter object (known there: $and $or)');
+        elsif p_top and v_key = 'vault' then
+            vaults := ragpg_filter_vault_names(v_val);
+        elsif p_top and not ragpg_filter_has_operators(v_val) then
+            containment := containment || jsonb_build_object(v_key, v_val);
+        else
+            select * into v_part
+            from ragpg_filter_compile_field(v_val, '$.' || ragpg_jsonpath_key(v_key), v_key, p_depth + 1, vars);
+            vars := v_part.vars;
+            v_parts := v_parts || v_part.expr;
+        end if;
+    end loop;
+    if cardinality(v_parts) > 0 then
+        expr := array_to_string(v_parts, ' && ');
+    end if;
+end
+$_$;
+
+--
+-- Name: ragpg_filter_compile_ops(jsonb, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_compile_ops(p_ops jsonb, p_path text, p_label text, p_vars jsonb, OUT expr text, OUT vars jsonb) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    v_op text;
+    v_arg jsonb;
+    v_type text;
+    v_var record;
+    v_elem jsonb;
+    v_parts text[] := '{}';
+    v_sub text[];
+    v_test text;
+    v_where text := ' for ' || ragpg_filter_label(p_label);
+begin
+    vars := p_vars;
+    for v_op, v_arg in select key, value from jsonb_each(p_ops) loop
+        v_type := jsonb_typeof(v_arg);
+        if v_op in ('$eq', '$ne') then
+            if v_type not in ('string', 'number', 'boolean', 'null') then
+                perform ragpg_invalid_filter(v_op || v_where || ' needs a string, number, boolean or null, got ' || v_type);
+            end if;
+            select * into v_var from ragpg_filter_add_var(vars, v_arg);
+            vars := v_var.vars;
+            v_test := '(' || p_path || ' == $' || v_var.name || ')';
+            v_parts := v_parts || case when v_op = '$eq' then v_test
+                                       else '(!' || v_test || ' || ' || v_test || ' is unknown)' end;
+        elsif v_op in ('$in', '$nin', '$any', '$all') then
+            if v_type <> 'array' then
+                perform ragpg_invalid_filter(v_op || v_where || ' needs an array, got ' || v_type);
+            end if;
+            if exists (select 1 from jsonb_array_elements(v_arg) e where jsonb_typeof(e) in ('object', 'array')) then
+                perform ragpg_invalid_filter(v_op || v_where || ' takes an array of strings, numbers, booleans or nulls');
+            end if;
+            if v_op = '$all' then
+                v_sub := '{}';
+                for v_elem in select e from jsonb_array_elements(v_arg) e loop
+                    select * into v_var from ragpg_filter_add_var(vars, v_elem);
+                    vars := v_var.vars;
+                    v_sub := v_sub || ('(' || p_path || ' == $' || v_var.name || ')');
+                end loop;
+                -- all of nothing holds
+                v_parts := v_parts || coalesce('(' || array_to_string(nullif(v_sub, '{}'), ' && ') || ')',
+                                               'exists($)');
+            elsif jsonb_array_length(v_arg) = 0 then
+                -- in nothing never holds; not in nothing always does
+                v_parts := v_parts || case when v_op = '$nin' then 'exists($)' else '(!exists($))' end;
+            else
+                select * into v_var from ragpg_filter_add_var(vars, v_arg);
+                vars := v_var.vars;
+                v_test := '(' || p_path || ' == $' || v_var.name || '[*])';
+                v_parts := v_parts || case when v_op = '$nin' then '(!' || v_test || ' || ' || v_test || ' is unknown)'
+                                           else v_test end;
+            end if;
+        elsif v_op in ('$gt', '$gte', '$lt', '$lte') then
+            if v_type not in ('string', 'number') then
+                perform ragpg_invalid_filter(v_op || v_where || ' needs a string or a number, got ' || v_type);
+            end if;
+            select * into v_var from ragpg_filter_add_var(vars, v_arg);
+            vars := v_var.vars;
+            v_parts := v_parts || ('(' || p_path
+                                   || case v_op when '$gt' then ' > ' when '$gte' then ' >= '
+                                                when '$lt' then ' < ' else ' <= ' end
+                                   || '$' || v_var.name || ')');
+        elsif v_op = '$prefix' then
+            if v_type <> 'string' then
+                perform ragpg_invalid_filter('$prefix' || v_where || ' needs a string, got ' || v_type);
+            end if;
+            select * into v_var from ragpg_filter_add_var(vars, v_arg);
+            vars := v_var.vars;
+            v_parts := v_parts || ('(' || p_path || ' starts with $' || v_var.name || ')');
+        elsif v_op = '$exists' then
+            if v_type <> 'boolean' then
+                perform ragpg_invalid_filter('$exists' || v_where || ' needs true or false, got ' || v_type);
+            end if;
+            v_parts := v_parts || case when v_arg = 'true'::jsonb then 'exists(' || p_path || ')'
+                                       else '(!exists(' || p_path || '))' end;
+        elsif v_op in ('$and', '$or') then
+            perform ragpg_invalid_filter(v_op || v_where
+                                         || ': $and/$or combine filter objects and belong at the top level or inside $and/$or');
+        else
+            perform ragpg_invalid_filter('unknown operator ' || ragpg_filter_label(v_op) || v_where
+                                         || ' (known: $eq $ne $in $nin $gt $gte $lt $lte $prefix $exists $any $all)');
+        end if;
+    end loop;
+    expr := '(' || array_to_string(v_parts, ' && ') || ')';
+end
+$_$;
+
+--
+-- Name: ragpg_filter_has_operators(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_has_operators(p_value jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    RETURN jsonb_path_exists(p_value, '$.**?(@.type() == "object").keyvalue()?(@."key" starts with "$")'::jsonpath);
+
+--
+-- Name: ragpg_filter_label(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_label(p_text text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    RETURN (to_json(CASE WHEN (length(p_text) > 60) THEN ("left"(p_text, 57) || '...'::text) ELSE p_text END))::text;
+
+--
+-- Name: ragpg_filter_match(jsonb, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_match(metadata jsonb, filter jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    f record;
+begin
+    select * into f from ragpg_compile_filter(filter);
+    return coalesce(metadata @> f.containment, false)
+       and (f.predicate is null or coalesce(jsonb_path_match(metadata, f.predicate, f.vars), false))
+       and (f.vaults is null or coalesce(metadata ->> 'vault' = any(f.vaults), false));
+end
+$$;
+
+--
+-- Name: ragpg_filter_sql(text, text, jsonb, jsonpath, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_sql(p_alias text, p_column text, p_containment jsonb, p_predicate jsonpath, p_first_param integer) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    RETURN concat(CASE WHEN ((p_containment IS NOT NULL) AND (p_containment <> '{}'::jsonb)) THEN format(' and %I.%I @> $%s'::text, p_alias, p_column, p_first_param) ELSE NULL::text END, CASE WHEN (p_predicate IS NOT NULL) THEN format(' and jsonb_path_match(%I.%I, $%s, $%s)'::text, p_alias, p_column, (p_first_param + 1), (p_first_param + 2)) ELSE NULL::text END);
+
+--
+-- Name: ragpg_filter_vault_names(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_vault_names(p_value jsonb) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    v_arg jsonb := p_value;
+begin
+    if jsonb_typeof(p_value) = 'object' then
+        if (select count(*) from jsonb_object_keys(p_value)) = 1 and p_value ? '$eq' then
+            v_arg := p_value -> '$eq';
+        elsif (select count(*) from jsonb_object_keys(p_value)) = 1 and p_value ? '$in' then
+            v_arg := p_value -> '$in';
+            if jsonb_typeof(v_arg) <> 'array' then
+                perform ragpg_invalid_filter('"vault": $in needs an array of vault names');
+            end if;
+        else
+            perform ragpg_invalid_filter('"vault" takes a vault name, a list of names, {"$eq": name} or {"$in": [names]}');
+        end if;
+    end if;
+    if jsonb_typeof(v_arg) = 'string' then
+        return array[v_arg #>> '{}'];
+    end if;
+    if jsonb_typeof(v_arg) = 'array'
+       and not exists (select 1 from jsonb_array_elements(v_arg) e where jsonb_typeof(e) <> 'string') then
+        return array(select e from jsonb_array_elements_text(v_arg) e);
+    end if;
+    perform ragpg_invalid_filter('"vault" takes a vault name, a list of names, {"$eq": name} or {"$in": [names]}');
+    return null;
+end
+$_$;
+
+--
+-- Name: ragpg_invalid_filter(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_invalid_filter(p_message text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+    raise exception using errcode = '22023', message = 'invalid filter: ' || p_message;
+end
+$$;
+
+--
+-- Name: ragpg_jsonpath_key(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_jsonpath_key(p_key text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    RETURN (('"'::text || replace(replace(p_key, '\'::text, '\\'::text), '"'::text, '\"'::text)) || '"'::text);
+
+--
+-- Name: ragpg_langchain_chunk_id(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_langchain_chunk_id(p_id text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    RETURN ((('x'::text || "left"(md5(p_id), 16)))::bit(64))::bigint;
+
+--
+-- Name: ragpg_lexemes_tsquery(text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_lexemes_tsquery(p_lexemes text[]) RETURNS tsquery
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    RETURN (SELECT (string_agg(((''''::text || replace(replace(l.l, '\'::text, '\\'::text), ''''::text, ''''''::text)) || ''''::text), ' | '::text))::tsquery AS string_agg FROM unnest(ragpg_lexemes_tsquery.p_lexemes) l(l));
+
+--
+-- Name: ragpg_match_folders_impl(text, integer, text, public.vector, bigint[], integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_match_folders_impl(p_table text, p_dims integer, p_model text, query_embedding public.vector, vault_ids bigint[], match_count integer) RETURNS TABLE(vault_id bigint, vault text, folder text, chunk_count bigint, similarity double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+begin
+    perform ragpg_check_vector_query(query_embedding, p_dims, p_model, 0, match_count);
+    return query execute format(
+        'with centroids as (
+             select c.vault_id, d.folder, count(*) as n, avg(e.embedding) as centroid
+             from %I e
+             join chunks c on c.id = e.chunk_id
+             join documents d on d.id = c.document_id
+             where $2::bigint[] is null or c.vault_id = any($2)
+             group by c.vault_id, d.folder
+         )
+         select ce.vault_id, v.name, ce.folder, ce.n,
+                case when vector_norm(ce.centroid) = 0 then 0::float8 else 1 - (ce.centroid <=> $1) end as similarity
+         from centroids ce
+         join vaults v on v.id = ce.vault_id
+         order by 5 desc, v.name, ce.folder
+         limit $3', p_table)
+        using query_embedding, vault_ids, match_count;
+end
+$_$;
+
+--
+-- Name: ragpg_match_hybrid_impl(text, integer, text, text, public.vector, integer, jsonb, double precision, integer, jsonb, integer, double precision, double precision, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_match_hybrid_impl(p_table text, p_dims integer, p_model text, query_text text, query_embedding public.vector, match_count integer, filter jsonb, similarity_threshold double precision, rrf_k integer, weights jsonb, candidate_count integer, k1 double precision, b double precision, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, vector_rank integer, similarity double precision, lexical_rank integer, bm25_score double precision, rrf_score double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+#variable_conflict use_column
+declare
+    w record;
+begin
+    select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
+    return query
+    with vec as (
+        select m.chunk_id as id, m.similarity as sim,
+               (row_number() over (order by m.similarity desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
+        from ragpg_match_native_impl(p_table, p_dims, p_model, query_embedding, similarity_threshold,
+                                     candidate_count, filter, exact_scan_max_rows, ef_search) m
+    ),
+    lex as (
+        select m.chunk_id as id, m.bm25_score as bm,
+               (row_number() over (order by m.bm25_score desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
+        from match_lexical_chunks(query_text, candidate_count, filter, k1, b) m
+    ),
+    fused as (
+        select coalesce(vec.id, lex.id) as id, vec.r as vr, vec.sim, lex.r as lr, lex.bm,
+               coalesce(w.vector_weight / (rrf_k + vec.r), 0) + coalesce(w.lexical_weight / (rrf_k + lex.r), 0) as score
+        from vec full join lex on lex.id = vec.id
+    )
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+           fu.vr, fu.sim, fu.lr, fu.bm, fu.score
+    from fused fu
+    join chunks c on c.id = fu.id
+    join documents d on d.id = c.document_id
+    join vaults v on v.id = c.vault_id
+    order by fu.score desc, least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647)),
+             d.source_path, c.ordinal, c.id
+    limit match_count;
+end
+$$;
+
+--
+-- Name: ragpg_match_hybrid_multi_impl(text, integer, text, text[], public.vector[], integer, jsonb, double precision, integer, jsonb, integer, double precision, double precision, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_match_hybrid_multi_impl(p_table text, p_dims integer, p_model text, query_texts text[], query_embeddings public.vector[], match_count integer, filter jsonb, similarity_threshold double precision, rrf_k integer, weights jsonb, candidate_count integer, k1 double precision, b double precision, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, vector_rank integer, similarity double precision, lexical_rank integer, bm25_score double precision, rrf_score double precision, vector_hits integer, lexical_hits integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+#variable_conflict use_column
+declare
+    w record;
+    n integer := coalesce(cardinality(query_embeddings), 0);
+begin
+    select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
+    if n < 1 or n > 32 then
+        raise exception using errcode = '22023',
+            message = format('query_embeddings must hold between 1 and 32 embeddings, got %s', n);
+    end if;
+    if coalesce(cardinality(query_texts), 0) <> n then
+        raise exception using errcode = '22023',
+            message = format('query_texts and query_embeddings must have the same length, got %s and %s',
+                             coalesce(cardinality(query_texts), 0), n);
+    end if;
+    return query
+    with q as (
+        select u.t, u.e, u.ord
+        from unnest(query_texts, query_embeddings) with ordinality as u(t, e, ord)
+    ),
+    vec as (
+        select q.ord, m.chunk_id as id, m.similarity as sim,
+               (row_number() over (partition by q.ord
+                                   order by m.similarity desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
+        from (select * from q where q.e is not null) q  -- a null embedding has no vector list
+        cross join lateral ragpg_match_native_impl(p_table, p_dims, p_model, q.e, similarity_threshold,
+                                                   candidate_count, filter, exact_scan_max_rows, ef_search) m
+    ),
+    lex as (
+        select q.ord, m.chunk_id as id, m.bm25_score as bm,
+               (row_number() over (partition by q.ord
+                                   order by m.bm25_score desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
+        from q
+        cross join lateral match_lexical_chunks(q.t, candidate_count, filter, k1, b) m
+    ),
+    hits as (
+        select vec.id, vec.r as vr, vec.sim, null::integer as lr, null::float8 as bm,
+               w.vector_weight / (rrf_k + vec.r) as contribution
+        from vec
+        union all
+        select lex.id, null, null, lex.r, lex.bm, w.lexical_weight / (rrf_k + lex.r)
+        from lex
+    ),
+    fused as (
+        select h.id, min(h.vr) as vr, max(h.sim) as sim, min(h.lr) as lr, max(h.bm) as bm,
+               sum(h.contribution) as score, count(h.vr)::integer as vh, count(h.lr)::integer as lh
+        from hits h
+        group by h.id
+    )
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+           fu.vr, fu.sim, fu.lr, fu.bm, fu.score, fu.vh, fu.lh
+    from fused fu
+    join chunks c on c.id = fu.id
+    join documents d on d.id = c.document_id
+    join vaults v on v.id = c.vault_id
+    order by fu.score desc, least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647)),
+             d.source_path, c.ordinal, c.id
+    limit match_count;
+end
+$$;
+
+--
+-- Name: ragpg_match_langchain_impl(integer, text, public.vector, double precision, integer, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_match_langchain_impl(p_dims integer, p_model text, query_embedding public.vector, similarity_threshold double precision, match_count integer, filter jsonb) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, similarity double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    f record;
+    v_where text;
+begin
+    perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
+    select * into f from ragpg_compile_filter(filter);
+    if to_regclass('langchain_pg_embedding') is null or to_regclass('langchain_pg_collection') is null then
+        return;
+    end if;
+    v_where := ragpg_filter_sql('e', 'cmetadata', f.containment, f.predicate, 5)
+               || case when f.vaults is not null then ' and col.name = any($8)' else '' end;
+    return query execute
+        'select ragpg_langchain_chunk_id(e.id::text), col.name::text,
+                coalesce(e.cmetadata ->> ''source'', e.id::text),
+                case when e.cmetadata ->> ''chunk_ordinal'' ~ ''^[0-9]{1,9}$''
+                     then (e.cmetadata ->> ''chunk_ordinal'')::integer else 0 end,
+                coalesce(e.cmetadata ->> ''heading_path'', ''''),
+                coalesce(e.document::text, ''''),
+                coalesce(e.cmetadata::jsonb, ''{}''::jsonb),
+                1 - (e.embedding <=> $1)
+         from langchain_pg_embedding e
+         join langchain_pg_collection col on col.uuid = e.collection_id
+         where e.embedding is not null and vector_dims(e.embedding) = $4
+           and 1 - (e.embedding <=> $1) >= $3' || v_where || '
+         order by e.embedding <=> $1, 3, 4, e.id
+         limit $2'
+        using query_embedding, match_count, similarity_threshold, p_dims,
+              f.containment, f.predicate, f.vars, f.vaults;
+end
+$_$;
+
+--
+-- Name: ragpg_match_native_impl(text, integer, text, public.vector, double precision, integer, jsonb, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_match_native_impl(p_table text, p_dims integer, p_model text, query_embedding public.vector, similarity_threshold double precision, match_count integer, filter jsonb, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, similarity double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    f record;
+    v_where text;
+    v_filtered boolean;
+    v_rows bigint;
+begin
+    perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
+    if exact_scan_max_rows is null or exact_scan_max_rows < 0 then
+        raise exception using errcode = '22023',
+            message = format('exact_scan_max_rows must be >= 0, got %s', coalesce(exact_scan_max_rows::text, 'null'));
+    end if;
+    if ef_search is null or ef_search < 1 or ef_search > 1000 then
+        raise exception using errcode = '22023',
+            message = format('ef_search must be between 1 and 1000, got %s', coalesce(ef_search::text, 'null'));
+    end if;
+    select * into f from ragpg_compile_filter(filter);
+    v_filtered := f.containment <> '{}'::jsonb or f.predicate is not null or f.vaults is not null;
+    -- Parameters of every query below: $1 query, $2 match_count, $3 threshold, $4 row limit,
+    -- $5 containment, $6 predicate, $7 vars, $8 vault names. v_where holds only fixed text.
+    v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
+               || case when f.vaults is not null
+                       then ' and c.vault_id in (select vv.id from vaults vv where vv.name = any($8))' else '' end;
+    perform set_config('hnsw.ef_search', greatest(ef_search, match_count)::text, true);
+
+    if v_filtered then
+        execute 'select count(*) from (select 1 from chunks c where true' || v_where || ' limit $4) s'
+            into v_rows
+            using query_embedding, match_count, similarity_threshold, exact_scan_max_rows::bigint + 1,
+                  f.containment, f.predicate, f.vars, f.vaults;
+        if v_rows <= exact_scan_max_rows then
+            -- cosine_distance() rather than <=>: the exact scan must not be turned into an index scan.
+            return query execute format(
+                'select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+                        1 - cosine_distance(e.embedding, $1)
+                 from chunks c
+                 join %I e on e.chunk_id = c.id
+                 join documents d on d.id = c.document_id
+                 join vaults v on v.id = c.vault_id
+                 where 1 - cosine_distance(e.embedding, $1) >= $3 %s
+                 order by cosine_distance(e.embedding, $1), d.source_path, c.ordinal, c.id
+                 limit $2', p_table, v_where)
+                using query_embedding, match_count, similarity_threshold, null::bigint,
+                      f.containment, f.predicate, f.vars, f.vaults;
+            return;
+        end if;
+    end if;
+
+    return query execute format(
+        'with nn as materialized (
+             select e.chunk_id, e.embedding <=> $1 as distance
+             from %I e %s
+             order by e.embedding <=> $1
+             limit $2)
+         select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, 1 - nn.distance
+         from nn
+         join chunks c on c.id = nn.chunk_id
+         join documents d on d.id = c.document_id
+         join vaults v on v.id = c.vault_id
+         where 1 - nn.distance >= $3
+         order by nn.distance, d.source_path, c.ordinal, c.id',
+        p_table,
+        case when v_filtered then 'join chunks c on c.id = e.chunk_id where true' || v_where else '' end)
+        using query_embedding, match_count, similarity_threshold, null::bigint,
+              f.containment, f.predicate, f.vars, f.vaults;
+end
+$_$;
+
+--
+-- Name: ragpg_pgvector_version_num(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_pgvector_version_num() RETURNS integer
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    RETURN (SELECT ((((split_part(pg_extension.extversion, '.'::text, 1))::integer * 10000) + ((COALESCE(NULLIF("substring"(split_part(pg_extension.extversion, '.'::text, 2), '^\d+'::text), ''::text), '0'::text))::integer * 100)) + (COALESCE(NULLIF("substring"(split_part(pg_extension.extversion, '.'::text, 3), '^\d+'::text), ''::text), '0'::text))::integer) FROM pg_extension WHERE (pg_extension.extname = 'vector'::name));
+
+--
+-- Name: vaults; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.vaults (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    root_path text NOT NULL,
+    text_search_config regconfig DEFAULT 'english'::regconfig NOT NULL,
+    denylist text[] DEFAULT '{}'::text[] NOT NULL,
+    settings jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_indexed_at timestamp with time zone,
+    CONSTRAINT vaults_name_check CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'::text))
+);
+
+--
+-- Name: ragpg_query_lexemes(text, text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_query_lexemes(query_text text, vault_names text[] DEFAULT NULL::text[]) RETURNS TABLE(text_search_config regconfig, lexeme text, query_frequency integer)
+    LANGUAGE sql STABLE ROWS 16 PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    BEGIN ATOMIC
+ SELECT cfg.c,
+     u.lexeme,
+     COALESCE(cardinality(u.positions), 1) AS "coalesce"
+    FROM (( SELECT DISTINCT v.text_search_config AS c
+            FROM public.vaults v
+           WHERE ((ragpg_query_lexemes.vault_names IS NULL) OR (v.name = ANY (ragpg_query_lexemes.vault_names)))) cfg
+      CROSS JOIN LATERAL unnest(to_tsvector(cfg.c, COALESCE(ragpg_query_lexemes.query_text, ''::text))) u(lexeme, positions, weights))
+   ORDER BY cfg.c, u.lexeme;
+END;
 
 --
 -- Name: ragpg_refresh_model_functions(); Type: FUNCTION; Schema: public; Owner: -
@@ -193,6 +1215,38 @@ CREATE FUNCTION public.ragpg_tsvector_token_count(tsv tsvector) RETURNS integer
 
 CREATE TABLE public.alembic_version (
     version_num character varying(32) NOT NULL
+);
+
+--
+-- Name: api_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.api_keys (
+    id integer NOT NULL,
+    name text NOT NULL,
+    key_prefix text NOT NULL,
+    key_hash text NOT NULL,
+    vaults text[] DEFAULT '{}'::text[] NOT NULL,
+    all_vaults boolean DEFAULT false NOT NULL,
+    clearance text DEFAULT 'public'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone,
+    last_used_at timestamp with time zone,
+    CONSTRAINT api_keys_clearance_check CHECK ((clearance = ANY (ARRAY['public'::text, 'internal'::text, 'confidential'::text, 'restricted'::text]))),
+    CONSTRAINT api_keys_name_check CHECK (((length(name) >= 1) AND (length(name) <= 100)))
+);
+
+--
+-- Name: api_keys_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.api_keys ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.api_keys_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 --
@@ -305,19 +1359,18 @@ ALTER TABLE public.embedding_models ALTER COLUMN id ADD GENERATED ALWAYS AS IDEN
 );
 
 --
--- Name: vaults; Type: TABLE; Schema: public; Owner: -
+-- Name: index_runs; Type: TABLE; Schema: public; Owner: -
 --
 
-CREATE TABLE public.vaults (
-    id bigint NOT NULL,
-    name text NOT NULL,
-    root_path text NOT NULL,
-    text_search_config regconfig DEFAULT 'english'::regconfig NOT NULL,
-    denylist text[] DEFAULT '{}'::text[] NOT NULL,
-    settings jsonb DEFAULT '{}'::jsonb NOT NULL,
+CREATE TABLE public.index_runs (
+    id uuid NOT NULL,
+    vaults text[] DEFAULT '{}'::text[] NOT NULL,
+    status text DEFAULT 'queued'::text NOT NULL,
+    progress jsonb DEFAULT '{}'::jsonb NOT NULL,
+    error text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    last_indexed_at timestamp with time zone,
-    CONSTRAINT vaults_name_check CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'::text))
+    finished_at timestamp with time zone,
+    CONSTRAINT index_runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text])))
 );
 
 --
@@ -339,6 +1392,27 @@ ALTER TABLE public.vaults ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 
 ALTER TABLE ONLY public.alembic_version
     ADD CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num);
+
+--
+-- Name: api_keys api_keys_key_hash_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.api_keys
+    ADD CONSTRAINT api_keys_key_hash_key UNIQUE (key_hash);
+
+--
+-- Name: api_keys api_keys_name_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.api_keys
+    ADD CONSTRAINT api_keys_name_key UNIQUE (name);
+
+--
+-- Name: api_keys api_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.api_keys
+    ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
 
 --
 -- Name: bm25_term_stats bm25_term_stats_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -409,6 +1483,13 @@ ALTER TABLE ONLY public.embedding_models
 
 ALTER TABLE ONLY public.embedding_models
     ADD CONSTRAINT embedding_models_sql_name_key UNIQUE (sql_name);
+
+--
+-- Name: index_runs index_runs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.index_runs
+    ADD CONSTRAINT index_runs_pkey PRIMARY KEY (id);
 
 --
 -- Name: vaults vaults_name_key; Type: CONSTRAINT; Schema: public; Owner: -

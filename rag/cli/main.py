@@ -11,7 +11,10 @@ import click
 import psycopg
 import typer
 
-from rag.cli import db
+from rag.cli import ask as ask_cli
+from rag.cli import db, keys, serve
+from rag.cli import index as index_cli
+from rag.cli import vault as vault_cli
 from rag.cli.app import CliState
 from rag.errors import DatabaseError, RagError
 
@@ -23,6 +26,14 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(db.app, name="db")
+app.command("ask")(ask_cli.ask_command)
+app.command("search")(ask_cli.search_command)
+app.add_typer(keys.app, name="keys")
+app.add_typer(vault_cli.app, name="vault")
+app.command("index")(index_cli.index)
+app.command("reindex")(index_cli.reindex)
+app.command("watch")(index_cli.watch)
+app.command("serve")(serve.serve)
 
 
 @app.callback()

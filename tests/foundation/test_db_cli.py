@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from rag.store.migrate import head_revision
 from tests.support.cli import ragpg
 
 
@@ -42,7 +43,7 @@ def test_start_status_url_stop_and_adopt(data_dir):
     first = ragpg("db", "start", "--json", env=env)
     assert first.returncode == 0, first.stderr
     started = json.loads(first.stdout)
-    assert started["running"] and not started["adopted"] and started["revision"] == "0001"
+    assert started["running"] and not started["adopted"] and started["revision"] == head_revision()
 
     status = _status(data_dir)
     assert status["schema_current"] and status["pgvector"].startswith("0.8")

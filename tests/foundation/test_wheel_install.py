@@ -10,6 +10,8 @@ from pathlib import Path
 
 import psycopg
 
+from rag.store.migrate import head_revision
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -39,6 +41,6 @@ def test_pip_install_then_db_upgrade(tmp_path, pg_server):
                          cwd=tmp_path, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     with psycopg.connect(url) as conn:
-        assert conn.execute("select version_num from alembic_version").fetchone()[0] == "0001"
+        assert conn.execute("select version_num from alembic_version").fetchone()[0] == head_revision()
         assert conn.execute("select ragpg_sql_name('a', 'B-c')").fetchone()[0] == "a_b_c"
     pg_server.drop_database(name)
