@@ -86,6 +86,13 @@ class TracingSettings(_Group):
     langfuse_host: str | None = None
 
 
+class EvalSettings(_Group):
+    # `ragpg eval --baseline`: a metric more than this below its baseline value is a degradation (exit 3).
+    tolerance: float = Field(0.02, ge=0)
+    # `ragpg eval-beir`: documents retrieved per query (recall@depth; nDCG@10 and MRR@10 use the top 10).
+    beir_depth: int = Field(100, gt=0, le=1000)
+
+
 class _TomlFileSource(PydanticBaseSettingsSource):
     """Reads the optional TOML config file; the model's extra='forbid' rejects unknown keys."""
 
@@ -144,6 +151,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = LLMSettings()
     server: ServerSettings = ServerSettings()
     tracing: TracingSettings = TracingSettings()
+    eval: EvalSettings = EvalSettings()
     notes: NotesSettings = NotesSettings()
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

@@ -13,6 +13,7 @@ import typer
 
 from rag.cli import ask as ask_cli
 from rag.cli import db, keys, serve
+from rag.cli import eval as eval_cli
 from rag.cli import index as index_cli
 from rag.cli import vault as vault_cli
 from rag.cli.app import CliState
@@ -34,6 +35,8 @@ app.command("index")(index_cli.index)
 app.command("reindex")(index_cli.reindex)
 app.command("watch")(index_cli.watch)
 app.command("serve")(serve.serve)
+app.command("eval")(eval_cli.eval_command)
+app.command("eval-beir")(eval_cli.eval_beir_command)
 
 
 @app.callback()

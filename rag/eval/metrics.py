@@ -6,6 +6,8 @@ Relevance grades, one convention for every metric:
 
 Per case, over the document ranking (each source path at its first hit), k = the run's k:
   * recall@k       share of grade-2 sources within the top k; acceptable ones do not count
+  * recall@5       the same at a fixed cutoff of 5 (what a short answer draws on), reported
+                   for every k so runs at different depths still share one number
   * mrr@k          1 / rank of the first source of grade >= 1 within the top k (0 if none)
   * ndcg@10        graded nDCG with trec_eval's linear gains (2, 1) and log2 discount
   * chunk_recall@k share of must_include_chunk_refs among the top-k chunks
@@ -35,6 +37,7 @@ from rag.eval.results import CaseResult, EvalHit, EvalSummary
 GRADE_MUST_INCLUDE = 2
 GRADE_ACCEPTABLE = 1
 NDCG_CUTOFF = 10
+RECALL_FIXED_CUTOFF = 5
 DEFAULT_K = 10
 ABSTENTION_ACCURACY = "abstention_accuracy"
 FORBIDDEN_CLAIM_FREE = "forbidden_claim_free"
@@ -102,6 +105,7 @@ def retrieval_metrics(case: GoldenCase, hit: EvalHit, k: int) -> dict[str, float
     measures: dict[str, Measure] = {}
     if GRADE_MUST_INCLUDE in grades.values():
         measures[recall_name(k)] = R(rel=GRADE_MUST_INCLUDE) @ k
+        measures[recall_name(RECALL_FIXED_CUTOFF)] = R(rel=GRADE_MUST_INCLUDE) @ RECALL_FIXED_CUTOFF
     if grades:
         measures[mrr_name(k)] = RR(rel=GRADE_ACCEPTABLE) @ k
         measures[ndcg_name()] = nDCG @ NDCG_CUTOFF

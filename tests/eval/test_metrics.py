@@ -60,6 +60,7 @@ def test_cutoff_k_applies_to_recall_and_mrr_not_ndcg() -> None:
     result = score_case(case(must_include_source_paths=("a.md", "c.md")),
                         hit("a.md", "x.md", "y.md", "c.md"), k=3, depth=4)
     assert result.metrics["recall@3"] == 0.5
+    assert result.metrics["recall@5"] == 1.0  # the fixed cutoff sees c at rank 4
     assert result.metrics["mrr@3"] == 1.0
     assert result.metrics["ndcg@10"] == pytest.approx((2 + 2 / math.log2(5)) / (2 + 2 / math.log2(3)))
     assert result.metrics["ndcg@10"] == pytest.approx(0.877215, abs=1e-6)
@@ -90,7 +91,8 @@ def test_acceptable_only_case_has_no_recall() -> None:
 
 def test_empty_ranking_scores_zero_and_counts_as_abstaining() -> None:
     result = score_case(case(must_include_source_paths=("a.md",)), EvalHit(), k=10, depth=10)
-    assert result.metrics == {"recall@10": 0.0, "mrr@10": 0.0, "ndcg@10": 0.0, ABSTENTION_ACCURACY: 0.0}
+    assert result.metrics == {"recall@10": 0.0, "recall@5": 0.0, "mrr@10": 0.0, "ndcg@10": 0.0,
+                              ABSTENTION_ACCURACY: 0.0}
     assert result.abstained and not result.passed
     assert result.missing_sources == ("a.md",) and result.expected_ranks == {"a.md": None}
 
@@ -137,6 +139,6 @@ def test_summary_means_over_applicable_cases() -> None:
     assert summary.metrics["mrr@10"] == 0.25
     assert summary.metrics["ndcg@10"] == pytest.approx(0.619906 / 2, abs=1e-6)
     assert summary.metrics[ABSTENTION_ACCURACY] == pytest.approx(2 / 3)
-    assert summary.counts == {ABSTENTION_ACCURACY: 3, "mrr@10": 2, "ndcg@10": 2, "recall@10": 2}
-    assert summary.metric_set == (ABSTENTION_ACCURACY, "mrr@10", "ndcg@10", "recall@10")
+    assert summary.counts == {ABSTENTION_ACCURACY: 3, "mrr@10": 2, "ndcg@10": 2, "recall@10": 2, "recall@5": 2}
+    assert summary.metric_set == (ABSTENTION_ACCURACY, "mrr@10", "ndcg@10", "recall@10", "recall@5")
     assert (summary.cases, summary.passed, summary.profile, summary.mode) == (3, 2, "notes", "auto")

@@ -1,0 +1,120 @@
+"""`ragpg eval` and `ragpg eval-beir`: retrieval and answer quality, measured.
+
+Both follow the evaluation exit-code contract (`rag.eval.errors.EvalExit`): 0 ok, 1 runtime
+failure (database down, a search that failed), 2 malformed input (golden file, baseline,
+config, an unknown vault, a BEIR dataset that is not loaded), 3 degraded vs the baseline
+(`ragpg eval --baseline` only). Reports go to stdout (text, or JSON with --json); each error is
+one line on stderr.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from rag.cli.app import info, print_json, state
+
+GOLDEN_HELP = "Golden file (YAML, or JSON by its .json suffix): the cases to score."
+PROFILE_HELP = ("Retrieval profile. 'notes' runs the notes answering path (modes ask, search); "
+                "any profile runs compute_context with modes auto, base, hyde, rewrite, multi, reverse.")
+MODE_HELP = "Mode: ask or search (notes profile), or a compute_context mode. Default: ask for notes, else auto."
+
+
+def _exit_code(exc: BaseException) -> int:
+    from rag.errors import InputError
+    from rag.eval import EvalExit
+
+    return int(EvalExit.MALFORMED_INPUT if isinstance(exc, InputError) else EvalExit.RUNTIME_FAILURE)
+
+
+def _fail(exc: BaseException) -> typer.Exit:
+    info(f"error: {' '.join(str(exc).split()) or type(exc).__name__}")
+    return typer.Exit(_exit_code(exc))
+
+
+def _quiet_litellm() -> None:
+    try:
+        import litellm
+    except ImportError:  # pragma: no cover - litellm is a dependency
+        return
+    litellm.suppress_debug_info = True
+
+
+def eval_command(
+    ctx: typer.Context,
+    golden: Path = typer.Argument(..., help=GOLDEN_HELP),
+    baseline: Path | None = typer.Option(None, "--baseline", help="Compare with this baseline (JSON); "
+                                         "exit 3 when a metric falls below it by more than the tolerance."),
+    profile: str = typer.Option("notes", "--profile", help=PROFILE_HELP),
+    mode: str | None = typer.Option(None, "--mode", help=MODE_HELP),
+    k: int = typer.Option(10, "--k", help="Metric cutoff and retrieval depth (recall@k, MRR@k)."),
+    vault: list[str] = typer.Option([], "--vault", help="Search this vault for cases that name none "
+                                    "(repeatable). Default: every vault."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    save_baseline: Path | None = typer.Option(None, "--save-baseline", help="Write this run's summary as a "
+                                              "baseline file."),
+    tolerance: float | None = typer.Option(None, "--tolerance", help="Largest drop below the baseline that is "
+                                           "not a degradation. Default: setting eval.tolerance (0.02)."),
+) -> None:
+    """Score retrieval (recall@k, recall@5, MRR, nDCG@10) and answers (abstention, forbidden claims)
+    against a golden file; exit 3 when worse than --baseline."""
+    from rag.errors import RagError
+    from rag.eval import evaluate_command
+    from rag.eval.search import make_search_fn, resolve_mode
+    from rag.runtime import Runtime
+
+    try:
+        settings = state(ctx).settings
+        if settings.llm.model:
+            _quiet_litellm()
+        rt = Runtime.from_settings(settings, pool_max_size=2)
+        search_fn = make_search_fn(rt, profile, mode, vault)
+    except RagError as exc:
+        raise _fail(exc) from None
+    try:
+        code = evaluate_command(golden, search_fn=search_fn, baseline_path=baseline, save_baseline_path=save_baseline,
+                                k=k, tolerance=settings.eval.tolerance if tolerance is None else tolerance,
+                                json_out=json_out, profile=profile, mode=resolve_mode(profile, mode))
+    finally:
+        rt.close()
+    raise typer.Exit(code)
+
+
+def eval_beir_command(
+    ctx: typer.Context,
+    directory: Path = typer.Argument(..., help="BEIR dataset folder (queries.jsonl, qrels/<split>.tsv)."),
+    split: str = typer.Option("test", "--split", help="Which qrels file to score: qrels/<split>.tsv."),
+    vault: str | None = typer.Option(None, "--vault", help="The vault the corpus was loaded as. "
+                                     "Default: the folder's name."),
+    modes: str = typer.Option("vector,bm25,hybrid,auto", "--modes", help="Comma-separated retrieval modes: "
+                              "vector, bm25, hybrid, auto."),
+    json_out: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+) -> None:
+    """Retrieval quality on a BEIR dataset loaded as a vault: nDCG@10, recall@100 and MRR@10 per mode.
+
+    Load the corpus first: `ragpg vault add-beir NAME DIR`, then `ragpg index NAME`.
+    """
+    import psycopg
+
+    from rag.errors import RagError
+    from rag.eval.beir import eval_settings, load_beir_queries, parse_modes, render_text, run_beir
+    from rag.runtime import Runtime
+
+    try:
+        chosen = parse_modes(modes)
+        data = load_beir_queries(directory, split)
+        settings = eval_settings(state(ctx).settings)
+        if settings.llm.model:
+            _quiet_litellm()
+        rt = Runtime.from_settings(settings, pool_max_size=2)
+        try:
+            report = run_beir(rt, data, vault or data.name, chosen, progress=info)
+        finally:
+            rt.close()
+    except (RagError, psycopg.Error) as exc:
+        raise _fail(exc) from None
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        typer.echo(render_text(report), nl=False)
