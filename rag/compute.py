@@ -201,6 +201,9 @@ class _PassContext:
         llm = self.rt.llm
         if llm is None:
             return None
+        if run.llm_failures:  # it already failed in this request: a down LLM must not cost a timeout per call
+            run.notes.append(f"{prompt}: skipped after an earlier LLM failure")
+            return None
         try:
             return llm.complete([Message("user", load_prompt(prompt).render(**values))], max_tokens=LLM_MAX_TOKENS)
         except LLMError as exc:
@@ -241,8 +244,10 @@ def _route_correct(ctx: _PassContext, run: _Run, base: list[Candidate]) -> list[
     if rewritten:
         options["rewrite"] = ctx.run("rewrite", rewritten, ctx.embed(rewritten), run)
     if not options:
-        run.notes.append("LLM correction failed; falling back to pseudo-relevance feedback")
-        return _route_prf(ctx, run, base)
+        # A configured LLM that is down degrades to the base pass: the request stays as fast and as
+        # good as without Auto-RAG, and the failure is on record (decision `llm_failures`).
+        run.winner, run.reason = "base", "LLM correction failed: base pass used"
+        return base
     return _judge(ctx, run, base, options)
 
 

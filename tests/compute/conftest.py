@@ -1,0 +1,108 @@
+"""compute_context end to end: small vaults written as real files, indexed by the real pipeline into
+the per-test database (hash embedder), and runtimes with or without the LLM stub and a span capture."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import psycopg
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from rag.config import ChunkingSettings, LLMSettings, Settings
+from rag.ingest.pipeline import index_vaults
+from rag.runtime import Runtime
+from rag.trace import Tracer
+from rag.vaults import NewVault, add_vault
+from tests.compute import corpus
+from tests.support.llm_stub import LLMStub
+
+UNREACHABLE = "http://127.0.0.1:9"  # Langfuse host in span tests: nothing is ever sent there
+
+
+def llm_settings(stub: LLMStub, **extra: Any) -> LLMSettings:
+    return LLMSettings(model="openai/stub", api_base=f"{stub.url}/v1", api_key="sk-test",
+                       **{"timeout_s": 5.0, **extra})
+
+
+def capturing_tracer() -> tuple[Tracer, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    # Langfuse keeps one client per public key, so every capture gets a fresh key.
+    tracing = SimpleNamespace(langfuse_public_key=f"pk-lf-{uuid.uuid4().hex}", langfuse_secret_key="sk-lf-test",
+                              langfuse_host=UNREACHABLE)
+    tracer = Tracer.from_settings(SimpleNamespace(tracing=tracing), span_exporter=exporter,
+                                  tracer_provider=TracerProvider())
+    assert tracer.enabled
+    return tracer, exporter
+
+
+@dataclass
+class Env:
+    """Builds vaults on disk and runtimes over the per-test database."""
+
+    settings: Settings
+    conn: psycopg.Connection
+    root: Path
+    runtimes: list[Runtime] = field(default_factory=list)
+
+    def vault(self, name: str, files: dict[str, str], *, chunking: ChunkingSettings | None = None) -> Path:
+        path = self.root / name
+        for rel, text in files.items():
+            target = path / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        add_vault(self.conn, NewVault(name=name, path=path))
+        self.conn.commit()
+        settings = self.settings if chunking is None else self.settings.model_copy(update={"chunking": chunking})
+        report = index_vaults(settings, [name])
+        assert not report.failed, report.to_dict()
+        return path
+
+    def runtime(self, *, llm: LLMStub | None = None, tracer: Tracer | None = None, **llm_extra: Any) -> Runtime:
+        settings = self.settings
+        if llm is not None:
+            settings = settings.model_copy(update={"llm": llm_settings(llm, **llm_extra)})
+        extra: dict[str, Any] = {"_tracer": tracer} if tracer is not None else {}
+        rt = Runtime.from_settings(settings, pool_max_size=2, **extra)
+        self.runtimes.append(rt)
+        return rt
+
+    def chunk_count(self) -> int:
+        return self.conn.execute("select count(*) as n from chunks").fetchone()["n"]
+
+
+@pytest.fixture
+def env(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> Iterator[Env]:
+    e = Env(settings.model_copy(update={"profiles": corpus.PROFILES}), conn, tmp_path / "vaults")
+    yield e
+    for rt in e.runtimes:
+        rt.close()
+        rt.tracer.shutdown()
+
+
+@pytest.fixture
+def kb(env: Env) -> Env:
+    """The `kb` vault: three zorblax maintenance notes and three unrelated stories."""
+    env.vault("kb", corpus.KB)
+    return env
+
+
+@pytest.fixture
+def scripted(llm_stub: LLMStub) -> Callable[..., LLMStub]:
+    """Script the stub per prompt kind: `scripted(hyde="...", rewrite="...", multi="...", reverse="...")`."""
+
+    def script(**replies: str) -> LLMStub:
+        def respond(messages: list[dict[str, Any]]) -> str:
+            kind = corpus.prompt_kind(messages[-1]["content"])
+            return replies.get(kind, "stub reply")
+
+        llm_stub.responder = respond
+        return llm_stub
+
+    return script
