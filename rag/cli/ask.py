@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 VAULT_HELP = "Only this vault (repeatable). Default: every vault."
 FOLDER_HELP = "Look in this folder first: `folder` or `vault/folder` (repeatable)."
+LOW_CONFIDENCE_NOTE = "Your notes match this question only loosely, so check the sources below."
 
 
 def _runtime(ctx: typer.Context):
@@ -115,6 +116,8 @@ def render_answer(response: AskResponse) -> str:
     parts = ["Answer:"]
     if response.notice:
         parts.append(f"({response.notice})")
+    if response.confidence == "low" and not response.abstained:
+        parts.append(f"({LOW_CONFIDENCE_NOTE})")
     parts.append(response.answer)
     sources = source_lines(response.references)
     if sources:

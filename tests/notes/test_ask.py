@@ -384,3 +384,88 @@ def test_folders_weighted_below_reach_of_the_final_floor_are_not_searched(notes,
     assert [s["folder"] for s in resp.debug["folders"]["searched"]] == [f"work/f{i}" for i in range(6)]
     assert "from work/f6 on (weight 0.4)" in resp.debug["notes"][0]
     assert len(resp.debug["folders"]["selected"]) == 8
+
+
+def test_each_folder_scope_yields_at_most_15_candidates(notes, runtime):
+    q = notes.query_vector(Q)
+    for i in range(20):  # similarities 0.50 ... 0.69: the 15 best are n05 ... n19
+        notes.note("work", f"projects/n{i:02d}.md", [("# N", OFF_TOPIC)], embeddings=[toward(q, 0.5 + 0.01 * i, i)])
+    notes.note("work", "meetings/m.md", [("# M", OFF_TOPIC)], embeddings=[toward(q, 0.45, 99)])
+    resp = ask(Q, debug=True, runtime=runtime)
+    searched = resp.debug["folders"]["searched"]
+    assert searched == [{"folder": "work/projects", "found": 15, "added": 15},
+                        {"folder": "work/meetings", "found": 1, "added": 1}]
+    from_projects = sorted(c["path"] for c in resp.debug["candidates"] if c["folder"] == "work/projects")
+    assert from_projects == [f"projects/n{i:02d}.md" for i in range(5, 20)]
+
+
+def test_hybrid_first_stage_finds_passages_by_their_words(notes, runtime, monkeypatch):
+    q = notes.query_vector(Q)
+    notes.note("work", "projects/a.md", [("# Status", OFF_TOPIC)], embeddings=[toward(q, 0.8, 1)])
+    notes.note("work", "projects/b.md", [("# Plan", "Project alpha will ship in March.")],
+               embeddings=[toward(q, 0.7, 2)])
+    # One candidate a scope: the vector stage keeps the closer vector (a); the hybrid stage fuses in
+    # BM25, where only b matches the question's words, so b wins the fusion (ranks 2+1 beat rank 1).
+    use_settings(monkeypatch, candidates_per_scope=1)
+    vector = ask(Q, debug=True, runtime=runtime)
+    assert [c["path"] for c in vector.debug["candidates"]] == ["projects/a.md"]
+    use_settings(monkeypatch, candidates_per_scope=1, first_stage="hybrid")
+    hybrid = ask(Q, debug=True, runtime=runtime)
+    assert [c["path"] for c in hybrid.debug["candidates"]] == ["projects/b.md"]
+    assert hybrid.debug["candidates"][0]["vector"] == pytest.approx(0.7, abs=1e-5)  # the blend keeps the cosine
+    assert [r.rel_path for r in hybrid.references] == ["projects/b.md"]
+
+
+def test_llm_folder_ranking_orders_and_weights_the_scopes(notes, llm_runtime, llm_stub):
+    three_folders(notes, sims=(0.8, 0.8, 0.8))
+    script(llm_stub, folders='Sure. Ranked: ["work/recipes", "meetings", "work/projects"]', answer="ok")
+    resp = ask(Q, debug=True, runtime=llm_runtime)
+    sel = resp.debug["folders"]
+    assert sel["method"] == "llm" and sel["llm_answer"].startswith("Sure.")
+    assert [(s["folder"], s["source"], s["weight"]) for s in sel["selected"]] == [
+        ("work/recipes", "llm", 1.0), ("work/meetings", "llm", 0.9), ("work/projects", "llm", 0.8)]
+    cands = by_path(resp)
+    assert cands["recipes/soup.md"]["final"] == pytest.approx(0.56, abs=1e-5)
+    assert cands["meetings/m1.md"]["final"] == pytest.approx(0.504, abs=1e-5)
+    assert cands["projects/alpha.md"]["final"] == pytest.approx(0.448, abs=1e-5)
+
+
+def test_llm_folder_ranking_leaves_unlisted_folders_out(notes, llm_runtime, llm_stub):
+    three_folders(notes)
+    script(llm_stub, folders='["work/meetings"]', answer="ok")
+    resp = ask(Q, debug=True, runtime=llm_runtime)
+    assert [s["folder"] for s in resp.debug["folders"]["selected"]] == ["work/meetings"]
+    assert {c["path"] for c in resp.debug["candidates"]} == {"meetings/m1.md"}
+
+
+def test_folder_weight_can_push_a_passage_under_the_final_floor(notes, runtime):
+    q = notes.query_vector(Q)
+    # centroid order: projects (0.9), then meetings (0.62); 0.7 * 0.62 = 0.434 passes at weight 1.0,
+    # but the second folder weighs 0.9: 0.3906 < 0.4
+    notes.note("work", "projects/alpha.md", [("# Status", OFF_TOPIC)], embeddings=[toward(q, 0.9, 1)])
+    notes.note("work", "meetings/m1.md", [("# Minutes", OFF_TOPIC)], embeddings=[toward(q, 0.62, 2)])
+    resp = ask(Q, debug=True, runtime=runtime)
+    m = by_path(resp)["meetings/m1.md"]
+    assert m["folder_weight"] == 0.9 and m["final"] == pytest.approx(0.3906, abs=1e-5)
+    assert m["dropped"] == "below_final_floor"
+    assert [r.rel_path for r in resp.references] == ["projects/alpha.md"]
+
+
+def test_auto_k_limits_the_passages_answered_from(notes, runtime):
+    q = notes.query_vector(Q)
+    for i in range(10):
+        notes.note("work", f"projects/n{i}.md", [("# N", f"Project alpha note {i} says it ships soon.")],
+                   embeddings=[toward(q, 0.9 - 0.01 * i, i)])
+    brief = ask(Q, detail="brief", debug=True, runtime=runtime)
+    assert brief.debug["k"]["value"] == 3 and [c["rank"] for c in brief.debug["candidates"][:4]] == [1, 2, 3, None]
+    assert brief.debug["candidates"][3]["dropped"] == "beyond_k"
+    detailed = ask(Q, detail="detailed", debug=True, runtime=runtime)
+    assert sum(1 for c in detailed.debug["candidates"] if c["rank"]) == 8
+    broad_q = "Give me an overview of everything about project alpha shipping?"
+    qb = notes.query_vector(broad_q)
+    for i in range(10):
+        notes.note("other", f"n{i}.md", [("# N", f"Project alpha note {i} says shipping is soon.")],
+                   embeddings=[toward(qb, 0.9 - 0.01 * i, i)])
+    broad = ask(broad_q, vaults=["other"], debug=True, runtime=runtime)
+    assert broad.debug["k"]["value"] == 7 and "broad question" in broad.debug["k"]["reasons"][1]
+    assert max(c["rank"] or 0 for c in broad.debug["candidates"]) == 7 and len(broad.references) <= 7

@@ -8,13 +8,14 @@ import re
 
 import pytest
 
-from rag.cli.ask import render_answer, source_lines
+from rag.cli.ask import LOW_CONFIDENCE_NOTE, render_answer, source_lines
 from rag.cli.main import main
 from rag.notes.ask import NOTICE_NO_LLM, AskResponse, Reference
 from tests.notes.conftest import script, write_vault
 from tests.support.cli import ragpg
 
-JARGON = re.compile(r"score|chunk|embedding|context|vector", re.IGNORECASE)
+JARGON = re.compile(r"score|chunk|embedding|context|vector|lexical|rerank|retriev|similarity|candidate|cosine"
+                    r"|token|centroid|abstain|bm25|floor|prompt|llm|top[-_ ]?k|\bk\b", re.IGNORECASE)
 FILES = {
     "projects/alpha.md": "# Alpha\n\n## Timeline\n\nThe alpha project ship date is in March, after the beta review.\n\n"
                          "## Budget\n\nThe alpha project budget is forty thousand euros.\n",
@@ -127,7 +128,7 @@ def test_search_human_and_json(vault, capsys):
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["ask", "  "], 2, "error: the question is empty"),
     (["ask", QUESTION, "--vault", "nope"], 4, "error: unknown vault 'nope' (known vaults: empty, notes)"),
-    (["ask", QUESTION, "--folder", "projcts"], 2, "did you mean: "),
+    (["ask", QUESTION, "--folder", "projcts"], 2, "error: no folder named 'projcts' in notes; did you mean: projects"),
     (["ask", QUESTION, "--detail", "verbose"], 2, "error: detail must be one of: brief, normal, detailed"),
     (["ask", QUESTION, "--vault", "empty"], 4, "nothing is indexed in vault 'empty' yet: run `ragpg index`"),
     (["search", QUESTION, "--k", "0"], 2, "error: k must be a whole number between 1 and 100"),
@@ -158,3 +159,34 @@ def test_sources_are_deduplicated_by_source_and_location():
     abstained = AskResponse("I could not find this information in the available documents.", [], True,
                             "no_relevant_context", answered_by="none")
     assert render_answer(abstained) == "Answer:\nI could not find this information in the available documents."
+
+
+def test_ask_k_out_of_range_is_clamped_and_noted(vault, capsys):
+    code, out, err = run(capsys, "ask", QUESTION, "--k", "20", "--json", "--debug")
+    assert code == 0 and err == ""
+    k = json.loads(out)["debug"]["k"]
+    assert k["value"] == 8 and k["requested"] == 20 and "clamped to 8" in k["reasons"][0]
+    code, out, _ = run(capsys, "ask", QUESTION, "--k", "-2")
+    assert code == 0 and out.startswith("Answer:\n")
+
+
+def test_ask_abstains_in_plain_words(vault, capsys):
+    question = "Which zebra crossed the quantum volcano yesterday?"
+    code, out, err = run(capsys, "ask", question)
+    assert code == 0 and err == ""
+    assert out == "Answer:\nI could not find this information in the available documents.\n"
+    code, out, _ = run(capsys, "ask", question, "--json")
+    data = json.loads(out)
+    assert (data["abstained"], data["abstain_reason"], data["references"]) == (True, "no_relevant_context", [])
+    assert data["answer"] == "I could not find this information in the available documents."
+
+
+def test_low_confidence_answer_says_so_plainly():
+    ref = Reference("v", "a.md", "A", 0, 1, 4, "")
+    low = AskResponse("Alpha ships in March. [File: a.md, Section: A]", [ref], False, None, answered_by="extractive",
+                      notice=NOTICE_NO_LLM, confidence="low")
+    text = render_answer(low)
+    assert text.splitlines()[1:3] == [f"({NOTICE_NO_LLM})", f"({LOW_CONFIDENCE_NOTE})"]
+    assert not JARGON.search(text)
+    normal = AskResponse("Alpha ships in March.", [ref], False, None, confidence="normal")
+    assert LOW_CONFIDENCE_NOTE not in render_answer(normal)
