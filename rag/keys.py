@@ -50,9 +50,16 @@ def hash_key(plaintext: str) -> str:
 def create_key(conn: psycopg.Connection, name: str, *, vaults: list[str], clearance: str = "public",
                all_vaults: bool = False) -> tuple[ApiKey, str]:
     """Create a key; returns the row and the plaintext key (shown once, never stored)."""
+    from rag.vaults import validate_name
+
     levels_up_to(clearance)
+    if all_vaults and vaults:
+        raise InputError("a key is scoped to either --vault names or --all-vaults, not both")
     if not all_vaults and not vaults:
         raise InputError("a key needs at least one --vault, or --all-vaults")
+    for vault in vaults:
+        validate_name(vault)
+    vaults = list(dict.fromkeys(vaults))
     plaintext = KEY_PREFIX + secrets.token_urlsafe(KEY_RANDOM_BYTES)
     try:
         with conn.transaction(), conn.cursor(row_factory=class_row(ApiKey)) as cur:

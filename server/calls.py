@@ -49,11 +49,16 @@ def request_id(request: Request) -> str:
     return (request.scope.get("state") or {}).get("request_id") or ""
 
 
-async def call(request: Request, op: Callable[[Call], T], *, vaults: Sequence[str] | None = None) -> T:
+async def call(request: Request, op: Callable[[Call], T], *, vaults: Sequence[str] | None = None,
+               trace: str | None = None) -> T:
     """Run `op` for this request under admission control, with the caller's scope.
 
     Authentication touches the database, so it runs inside the admitted worker thread too: a
     flood of requests never queues on the connection pool.
+
+    Retrieval operations (rag.compute_context / ask / search) open the request's `rag:root` span
+    themselves, under the request id; for the other operations `trace` names the operation and
+    the span is opened here, so every admitted, authenticated request is one `rag:root` trace.
     """
     st = state_of(request)
     key = presented_key(request.headers)  # a malformed header fails before admission
@@ -65,6 +70,10 @@ async def call(request: Request, op: Callable[[Call], T], *, vaults: Sequence[st
         with rt.connection() as conn:
             principal = resolve_principal(conn, key, client)
         authorize_vaults(principal.scope, vaults)
-        return op(Call(scope=principal.scope, request_id=rid, runtime=rt, principal=principal.key_name))
+        c = Call(scope=principal.scope, request_id=rid, runtime=rt, principal=principal.key_name)
+        if trace is None:
+            return op(c)
+        with rt.tracer.root(request_id=rid, query=f"{request.method} {request.url.path}", mode=trace):
+            return op(c)
 
     return await st.admission.run(work)

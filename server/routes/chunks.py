@@ -27,4 +27,4 @@ async def get_chunk(vault: Annotated[str, Path(pattern=VAULT_NAME_PATTERN)],
             record = chunks.get_chunk(conn, vault, source_path, ordinal, scope=c.scope)
         return {**asdict(record), "ref": record.ref}
 
-    return await call(request, op, vaults=[vault])
+    return await call(request, op, vaults=[vault], trace="chunk")

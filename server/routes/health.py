@@ -15,6 +15,10 @@ from server.models import HealthResponse
 
 router = APIRouter(tags=["health"])
 
+# A probe answers within a few seconds even when the database is gone (requests wait up to the
+# pool's own timeout for a connection; a health check should not).
+HEALTH_TIMEOUT_S = 3.0
+
 
 @router.get("/healthz", response_model=HealthResponse, responses={503: {"model": HealthResponse}})
 async def healthz(request: Request) -> Any:
@@ -24,7 +28,7 @@ async def healthz(request: Request) -> Any:
 
     def check() -> tuple[int, dict[str, Any]]:
         try:
-            with st.runtime.connection() as conn:
+            with st.runtime.pool.connection(timeout=HEALTH_TIMEOUT_S) as conn:
                 revision = migrate.current_revision(conn)
         except (DatabaseError, psycopg.Error) as exc:
             return 503, {"status": "unavailable", "database": False, "schema_head": head,

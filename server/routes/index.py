@@ -31,7 +31,7 @@ async def start_index(body: IndexRequest, request: Request) -> Any:
     def op(c: Call) -> dict[str, Any]:
         return runner.start(body.vaults, scope=c.scope).to_dict()
 
-    run = await call(request, op, vaults=body.vaults)
+    run = await call(request, op, vaults=body.vaults, trace="index")
     payload = IndexRunResponse.model_validate(run).model_dump(mode="json")
     return JSONResponse(payload, status_code=202, headers={"Location": f"/v1/index/{payload['id']}"})
 
@@ -44,4 +44,4 @@ async def get_index_run(run_id: uuid.UUID, request: Request) -> dict[str, Any]:
         with c.runtime.connection() as conn:
             return index_runs.get_run(conn, run_id, scope=c.scope).to_dict()
 
-    return await call(request, op)
+    return await call(request, op, trace="index_status")

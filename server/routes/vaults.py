@@ -25,4 +25,4 @@ async def list_vaults(request: Request) -> dict[str, Any]:
                             "last_indexed_at": s.last_indexed_at}
                            for s in summaries if c.scope.allows_vault(s.name)]}
 
-    return await call(request, op)
+    return await call(request, op, trace="vaults")

@@ -3,25 +3,28 @@ clearance (restricted content never leaves without it), errors, one rag:root tra
 
 from __future__ import annotations
 
-import contextlib
+import json
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import rag
 from rag import keys as key_store
 from rag.config import Settings
 from rag.ingest.pipeline import index_vaults
 from rag.runtime import Runtime
+from rag.trace import ROOT_SPAN, Tracer
 from rag.vaults import NewVault, add_vault
 from tests.server.support import bearer, row_counts
 from tests.server.test_http import assert_error
 
-MISSING = [n for n in ("compute_context", "ask", "search") if not callable(getattr(rag, n, None))]
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"pending: rag.{', rag.'.join(MISSING)} not exported yet")
+META = "langfuse.observation.metadata."
 
 PUBLIC_MARK, INTERNAL_MARK, RESTRICTED_MARK, BETA_MARK = "SUNFLOWER", "BLUEHERON", "ZEBRAQUARTZ", "KINGFISHER"
 
@@ -136,46 +139,59 @@ def test_bad_input_writes_nothing(client: TestClient, corpus: dict[str, str], co
     assert after == before
 
 
-class RecordingTracer:
-    def __init__(self) -> None:
-        self.roots: list[dict[str, Any]] = []
-
-    @contextlib.contextmanager
-    def _noop(self):
-        yield _NoSpan()
-
-    def root(self, *, request_id: str, query: str, **attrs: Any):
-        self.roots.append({"request_id": request_id, "query": query, **attrs})
-        return self._noop()
-
-    def stage(self, stage: str, **attrs: Any):
-        return self._noop()
-
-    def selection(self, **attrs: Any):
-        return self._noop()
-
-    enabled = False
-
-
-class _NoSpan:
-    def set(self, **attrs: Any) -> None:
-        pass
-
-
-@pytest.mark.parametrize("endpoint", ["context", "search", "ask"])
-def test_one_root_trace_per_request_with_the_request_id(client: TestClient, runtime: Runtime,
-                                                        corpus: dict[str, str], endpoint: str) -> None:
-    tracer = RecordingTracer()
+@pytest.fixture
+def captured(runtime: Runtime, monkeypatch: pytest.MonkeyPatch):
+    """The runtime's tracer replaced by a real Langfuse tracer whose spans land in memory."""
+    monkeypatch.setenv("LANGFUSE_TRACING_ENABLED", "true")  # tests/conftest.py turns it off globally
+    exporter = InMemorySpanExporter()
+    tracing = SimpleNamespace(langfuse_public_key=f"pk-lf-{uuid.uuid4().hex}", langfuse_secret_key="sk-lf-test",
+                              langfuse_host="http://127.0.0.1:9")  # nothing is ever sent there
+    tracer = Tracer.from_settings(SimpleNamespace(tracing=tracing), span_exporter=exporter,
+                                  tracer_provider=TracerProvider())
+    assert tracer.enabled
     runtime._tracer = tracer
-    path, body = _request(endpoint)
-    resp = client.post(path, json=body, headers={**bearer(corpus["admin"]), "X-Request-ID": "trace-me-42"})
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["x-request-id"] == "trace-me-42"
-    assert [r["request_id"] for r in tracer.roots] == ["trace-me-42"]
-    # without a caller id one is generated, echoed, and used for the trace
-    resp = client.post(path, json=body, headers=bearer(corpus["admin"]))
-    assert tracer.roots[-1]["request_id"] == resp.headers["x-request-id"] and len(tracer.roots) == 2
+    yield tracer, exporter
+    tracer.shutdown()
 
 
-def _request(endpoint: str) -> tuple[str, dict[str, Any]]:
-    return ENDPOINTS[endpoint]("tomatoes watering")
+def roots(tracer: Tracer, exporter: InMemorySpanExporter) -> list[dict[str, Any]]:
+    tracer.flush()
+    found = [{k[len(META):]: json.loads(v) for k, v in s.attributes.items() if k.startswith(META)}
+             for s in exporter.get_finished_spans() if s.name == ROOT_SPAN]
+    exporter.clear()
+    return found
+
+
+def traced_requests(corpus: dict[str, str]) -> list[tuple[str, str, dict[str, Any] | None]]:
+    return [("POST", *ENDPOINTS[e]("tomatoes watering")) for e in ("context", "search", "ask")] + [
+        ("GET", "/v1/chunks/alpha/garden/tomatoes.md/0", None), ("GET", "/v1/vaults", None),
+        ("POST", "/v1/index", {"vaults": ["beta"]})]
+
+
+def test_one_root_trace_per_request_with_the_request_id(client: TestClient, app, captured,
+                                                        corpus: dict[str, str]) -> None:
+    tracer, exporter = captured
+    admin = bearer(corpus["admin"])
+    for n, (method, path, body) in enumerate(traced_requests(corpus)):
+        rid = f"trace-me-{n}"
+        resp = client.request(method, path, json=body, headers={**admin, "X-Request-ID": rid})
+        assert resp.status_code in (200, 202), resp.text
+        assert resp.headers["x-request-id"] == rid
+        if path == "/v1/index":
+            run_id = resp.json()["id"]
+            assert app.state.ragpg.index_runner.wait(30)
+            assert [r["requestId"] for r in roots(tracer, exporter)] == [rid], path
+            resp = client.get(f"/v1/index/{run_id}", headers={**admin, "X-Request-ID": "poll-1"})
+            assert resp.status_code == 200 and resp.json()["status"] == "succeeded", resp.text
+            rid = "poll-1"
+        assert [r["requestId"] for r in roots(tracer, exporter)] == [rid], path
+        # without a caller id one is generated, echoed, and used for the trace
+        resp = client.request(method, path, json=body, headers=admin)
+        assert resp.status_code in (200, 202), resp.text
+        if path == "/v1/index":
+            assert app.state.ragpg.index_runner.wait(30)
+        assert [r["requestId"] for r in roots(tracer, exporter)] == [resp.headers["x-request-id"]], path
+    # the retrieval roots carry rag's decision attributes
+    client.post("/v1/context", json={"query": "tomatoes watering"}, headers=admin)
+    (root,) = roots(tracer, exporter)
+    assert {"winner", "insufficient", "decisionSignature"} <= set(root)

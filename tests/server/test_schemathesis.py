@@ -8,19 +8,16 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 
-import rag
 from rag import keys as key_store
 from rag.config import Settings
 from rag.ingest.pipeline import index_vaults
 from rag.vaults import NewVault, add_vault
 from server.app import create_app
 
-schemathesis = pytest.importorskip("schemathesis")
-
-PENDING = [n for n in ("compute_context", "ask", "search") if not callable(getattr(rag, n, None))]
 MAX_EXAMPLES_PER_OPERATION = 25
 TIME_BUDGET_S = 40
 
@@ -37,10 +34,6 @@ def fuzz_target(runtime, conn: psycopg.Connection, settings: Settings, tmp_path:
     _, key = key_store.create_key(conn, "fuzz", vaults=["notes"], clearance="internal")
     app = create_app(runtime)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
-    if PENDING:
-        paths = {"compute_context": "/v1/context", "ask": "/v1/ask", "search": "/v1/search"}
-        pending_paths = [paths[n] for n in PENDING]
-        schema = schema.exclude(path=pending_paths)
     return app, schema, key
 
 
