@@ -72,10 +72,17 @@ def eval_command(
         search_fn = make_search_fn(rt, profile, mode, vault)
     except RagError as exc:
         raise _fail(exc) from None
+    def database_reachable() -> None:
+        from rag.store.database import connect
+
+        with connect(settings):
+            pass
+
     try:
         code = evaluate_command(golden, search_fn=search_fn, baseline_path=baseline, save_baseline_path=save_baseline,
                                 k=k, tolerance=settings.eval.tolerance if tolerance is None else tolerance,
-                                json_out=json_out, profile=profile, mode=resolve_mode(profile, mode))
+                                json_out=json_out, profile=profile, mode=resolve_mode(profile, mode),
+                                preflight=database_reachable)
     finally:
         rt.close()
     raise typer.Exit(code)
@@ -100,6 +107,7 @@ def eval_beir_command(
     from rag.errors import RagError
     from rag.eval.beir import eval_settings, load_beir_queries, parse_modes, render_text, run_beir
     from rag.runtime import Runtime
+    from rag.store.database import connect
 
     try:
         chosen = parse_modes(modes)
@@ -107,6 +115,8 @@ def eval_beir_command(
         settings = eval_settings(state(ctx).settings)
         if settings.llm.model:
             _quiet_litellm()
+        with connect(settings):  # an unreachable database fails here, at once
+            pass
         rt = Runtime.from_settings(settings, pool_max_size=2)
         try:
             report = run_beir(rt, data, vault or data.name, chosen, progress=info)

@@ -8,6 +8,7 @@ mode and passes it here. Output contract: the report goes to stdout (text, or JS
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -41,7 +42,10 @@ def evaluate_command(
     mode: str | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    preflight: Callable[[], None] | None = None,
 ) -> int:
+    """`preflight` runs after the inputs are validated and before the first case (e.g. a database
+    check, so an unreachable server is one clear error rather than a failure blamed on case 1)."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     try:
         validate_k(k)
@@ -49,6 +53,8 @@ def evaluate_command(
         golden = load_golden(golden_path)
         # Read the baseline before the run: a broken one should fail in seconds, not after it.
         baseline = load_baseline(baseline_path) if baseline_path is not None else None
+        if preflight is not None:
+            preflight()
         report = run_eval(golden, search_fn, k, profile=profile, mode=mode)
     except RagError as exc:
         return _fail(exc, err)
