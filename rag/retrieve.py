@@ -160,6 +160,8 @@ def map_database_error(exc: BaseException) -> Exception:
     state = exc.sqlstate or ""
     if isinstance(exc, psycopg.DataError) or state.startswith("22"):
         return InputError(message)
+    if state == "42704":  # undefined object: an unknown vault named in a filter
+        return NotFoundError(message)
     if state.startswith("54"):  # program limit exceeded: stack depth, statement too complex
         return InputError(f"input too complex: {message}")
     if state == "42883":
@@ -373,11 +375,15 @@ def match_lexical(conn: psycopg.Connection, query_text: str, *, match_count: int
                   k1: float | None = None, b: float | None = None) -> list[LexicalMatch]:
     """``match_lexical_chunks``: BM25 over each vault's text search configuration, best first.
 
-    Empty or stopword-only text gives an empty list.
+    Empty (or blank) text raises InputError; text without a searchable word (stopwords only,
+    punctuation only) gives an empty list.
     """
     s = _settings(settings)
+    text = _query_text(query_text, s)
+    if not text.strip():
+        raise InputError("query text is empty")
     params = {
-        "q": _query_text(query_text, s),
+        "q": text,
         "n": _check_count(match_count, "match_count", s),
         "f": _filter(conn, filter),
         "k1": s.bm25_k1 if k1 is None else k1,

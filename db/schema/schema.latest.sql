@@ -15,71 +15,14 @@ CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public;
 CREATE FUNCTION public.match_lexical_chunks(query_text text, match_count integer DEFAULT 10, filter jsonb DEFAULT '{}'::jsonb, k1 double precision DEFAULT 0.9, b double precision DEFAULT 0.4) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, bm25_score double precision)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'public', 'pg_catalog'
-    AS $_$
-declare
-    f record;
-    v_lexemes text[];
-    v_where text;
+    AS $$
 begin
-    perform ragpg_check_match_count(match_count);
-    perform ragpg_check_bm25_params(k1, b);
-    select * into f from ragpg_compile_filter(filter);
-    if query_text is null or btrim(query_text) = '' then
-        return;
+    if query_text is null or query_text !~ '[^[:space:]]' then
+        raise exception using errcode = '22023', message = 'query_text is empty';
     end if;
-    select array_agg(distinct q.lexeme) into v_lexemes from ragpg_query_lexemes(query_text, f.vaults) q;
-    if v_lexemes is null then
-        return;
-    end if;
-    -- Parameters: $1 query text, $2 match_count, $3 k1, $4 b, $5 containment, $6 predicate, $7 vars,
-    -- $8 vault names, $9 the OR tsquery, $10 the lexemes. v_where holds only fixed text.
-    v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
-               || case when f.vaults is not null
-                       then ' and c.vault_id in (select vv.id from vaults vv where vv.name = any($8))' else '' end;
-    return query execute
-        'with ql as (
-             select q.text_search_config as cfg, q.lexeme, q.query_frequency as qtf
-             from ragpg_query_lexemes($1, $8) q
-         ),
-         -- candidates from the GIN index, each with the tf of the query lexemes it holds (setweight
-         -- marks the query lexemes, ts_filter keeps only them); materialized so every tsvector is
-         -- read once
-         hits as materialized (
-             select c.id, c.vault_id, c.text_search_config as cfg, c.lexeme_count as dl, u.lexeme,
-                    coalesce(cardinality(u.positions), 1) as tf
-             from chunks c
-             cross join lateral unnest(ts_filter(setweight(c.content_tsv, ''A'', $10), ''{a}'')) u
-             where c.content_tsv @@ $9' || v_where || '
-         ),
-         scored as materialized (
-             select h.id,
-                    sum(ql.qtf * ln(1 + (s.chunk_count - t.chunk_frequency + 0.5::float8) / (t.chunk_frequency + 0.5::float8))
-                        * (h.tf * ($3 + 1))
-                        / (h.tf + $3 * (1 - $4 + $4 * h.dl / (s.total_length::float8 / s.chunk_count)))
-                    ) as bm25_score
-             from hits h
-             join ql on ql.cfg = h.cfg and ql.lexeme = h.lexeme
-             join bm25_vault_stats s on s.vault_id = h.vault_id
-             join bm25_term_stats t on t.vault_id = h.vault_id and t.lexeme = h.lexeme
-             group by h.id
-         ),
-         -- the match_count-th best score: only chunks at or above it need their fields and tie-breaks
-         cut as (
-             select min(x.bm25_score) as score
-             from (select sc.bm25_score from scored sc order by sc.bm25_score desc limit $2) x
-         )
-         select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
-         from scored sc
-         join chunks c on c.id = sc.id
-         join documents d on d.id = c.document_id
-         join vaults v on v.id = c.vault_id
-         where sc.bm25_score >= (select cut.score from cut)
-         order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
-         limit $2'
-        using query_text, match_count, k1, b, f.containment, f.predicate, f.vars, f.vaults,
-              ragpg_lexemes_tsquery(v_lexemes), v_lexemes;
+    return query select * from ragpg_match_lexical_impl(query_text, match_count, filter, k1, b);
 end
-$_$;
+$$;
 
 --
 -- Name: ragpg_bm25_stats_add(); Type: FUNCTION; Schema: public; Owner: -
@@ -221,6 +164,33 @@ begin
     if p_match_count is null or p_match_count < 1 or p_match_count > 1000 then
         raise exception using errcode = '22023',
             message = format('%s must be between 1 and 1000, got %s', p_name, coalesce(p_match_count::text, 'null'));
+    end if;
+end
+$$;
+
+--
+-- Name: ragpg_check_vault_names(text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_check_vault_names(p_names text[]) RETURNS void
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_missing text;
+begin
+    if p_names is null then
+        return;
+    end if;
+    select u.n into v_missing
+    from unnest(p_names) with ordinality as u(n, i)
+    where not exists (select 1 from vaults v where v.name = u.n)
+    order by u.i
+    limit 1;
+    if v_missing is not null then
+        raise exception using errcode = '42704',
+            message = format('unknown vault %L (known: %s)', v_missing,
+                             coalesce((select string_agg(v.name, ', ' order by v.name) from vaults v), 'none'));
     end if;
 end
 $$;
@@ -876,7 +846,7 @@ begin
     lex as (
         select m.chunk_id as id, m.bm25_score as bm,
                (row_number() over (order by m.bm25_score desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
-        from match_lexical_chunks(query_text, candidate_count, filter, k1, b) m
+        from ragpg_match_lexical_impl(query_text, candidate_count, filter, k1, b) m
     ),
     fused as (
         select coalesce(vec.id, lex.id) as id, vec.r as vr, vec.sim, lex.r as lr, lex.bm,
@@ -936,7 +906,7 @@ begin
                (row_number() over (partition by q.ord
                                    order by m.bm25_score desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
         from q
-        cross join lateral match_lexical_chunks(q.t, candidate_count, filter, k1, b) m
+        cross join lateral ragpg_match_lexical_impl(q.t, candidate_count, filter, k1, b) m
     ),
     hits as (
         select vec.id, vec.r as vr, vec.sim, null::integer as lr, null::float8 as bm,
@@ -1004,6 +974,80 @@ end
 $_$;
 
 --
+-- Name: ragpg_match_lexical_impl(text, integer, jsonb, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_match_lexical_impl(query_text text, match_count integer, filter jsonb, k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, bm25_score double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    f record;
+    v_lexemes text[];
+    v_where text;
+begin
+    perform ragpg_check_match_count(match_count);
+    perform ragpg_check_bm25_params(k1, b);
+    select * into f from ragpg_compile_filter(filter);
+    perform ragpg_check_vault_names(f.vaults);
+    if query_text is null or query_text !~ '[^[:space:]]' then
+        return;
+    end if;
+    select array_agg(distinct q.lexeme) into v_lexemes from ragpg_query_lexemes(query_text, f.vaults) q;
+    if v_lexemes is null then
+        return;
+    end if;
+    -- Parameters: $1 query text, $2 match_count, $3 k1, $4 b, $5 containment, $6 predicate, $7 vars,
+    -- $8 vault names, $9 the OR tsquery, $10 the lexemes. v_where holds only fixed text.
+    v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
+               || case when f.vaults is not null
+                       then ' and c.vault_id in (select vv.id from vaults vv where vv.name = any($8))' else '' end;
+    return query execute
+        'with ql as (
+             select q.text_search_config as cfg, q.lexeme, q.query_frequency as qtf
+             from ragpg_query_lexemes($1, $8) q
+         ),
+         -- candidates from the GIN index, each with the tf of the query lexemes it holds (setweight
+         -- marks the query lexemes, ts_filter keeps only them); materialized so every tsvector is
+         -- read once
+         hits as materialized (
+             select c.id, c.vault_id, c.text_search_config as cfg, c.lexeme_count as dl, u.lexeme,
+                    coalesce(cardinality(u.positions), 1) as tf
+             from chunks c
+             cross join lateral unnest(ts_filter(setweight(c.content_tsv, ''A'', $10), ''{a}'')) u
+             where c.content_tsv @@ $9' || v_where || '
+         ),
+         scored as materialized (
+             select h.id,
+                    sum(ql.qtf * ln(1 + (s.chunk_count - t.chunk_frequency + 0.5::float8) / (t.chunk_frequency + 0.5::float8))
+                        * (h.tf * ($3 + 1))
+                        / (h.tf + $3 * (1 - $4 + $4 * h.dl / (s.total_length::float8 / s.chunk_count)))
+                    ) as bm25_score
+             from hits h
+             join ql on ql.cfg = h.cfg and ql.lexeme = h.lexeme
+             join bm25_vault_stats s on s.vault_id = h.vault_id
+             join bm25_term_stats t on t.vault_id = h.vault_id and t.lexeme = h.lexeme
+             group by h.id
+         ),
+         -- the match_count-th best score: only chunks at or above it need their fields and tie-breaks
+         cut as (
+             select min(x.bm25_score) as score
+             from (select sc.bm25_score from scored sc order by sc.bm25_score desc limit $2) x
+         )
+         select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
+         from scored sc
+         join chunks c on c.id = sc.id
+         join documents d on d.id = c.document_id
+         join vaults v on v.id = c.vault_id
+         where sc.bm25_score >= (select cut.score from cut)
+         order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
+         limit $2'
+        using query_text, match_count, k1, b, f.containment, f.predicate, f.vars, f.vaults,
+              ragpg_lexemes_tsquery(v_lexemes), v_lexemes;
+end
+$_$;
+
+--
 -- Name: ragpg_match_native_impl(text, integer, text, public.vector, double precision, integer, jsonb, integer, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1027,6 +1071,7 @@ begin
             message = format('ef_search must be between 1 and 1000, got %s', coalesce(ef_search::text, 'null'));
     end if;
     select * into f from ragpg_compile_filter(filter);
+    perform ragpg_check_vault_names(f.vaults);
     v_filtered := f.containment <> '{}'::jsonb or f.predicate is not null or f.vaults is not null;
     -- Parameters of every query below: $1 query, $2 match_count, $3 threshold, $4 row limit,
     -- $5 containment, $6 predicate, $7 vars, $8 vault names. v_where holds only fixed text.

@@ -13,7 +13,8 @@
 --     $ne / $nin also match rows where the key is absent (they are the negations of $eq / $in);
 --     ranges compare numbers with numbers and strings with strings (ISO dates sort as strings);
 --   * $and / $or take arrays of filter objects; nested objects address nested keys;
---   * a top-level "vault" (a name, a list of names, or {"$in": [...]}) restricts by vault name.
+--   * a top-level "vault" (a name, a list of names, or {"$in": [...]}) restricts by vault name; the
+--     match functions reject a name that is not a vault (SQLSTATE 42704, `unknown vault 'x' (known: ...)`).
 -- Invalid shapes raise SQLSTATE 22023 with a one-line message starting `invalid filter:`.
 -- Keys appear in the jsonpath only as double-quoted member names with `\` and `"` escaped.
 -- (create or replace: when a signature changes, add `drop function if exists <old signature>;` first.)
@@ -83,6 +84,31 @@ begin
     end if;
     perform ragpg_invalid_filter('"vault" takes a vault name, a list of names, {"$eq": name} or {"$in": [names]}');
     return null;
+end
+$$;
+
+-- Raises 42704 (undefined_object) naming the first vault in `p_names` that does not exist, so a
+-- typo in {"vault": ...} is an error at the console rather than an empty result. Null: no check.
+create or replace function ragpg_check_vault_names(p_names text[]) returns void
+language plpgsql stable parallel safe
+set search_path = public, pg_catalog
+as $$
+declare
+    v_missing text;
+begin
+    if p_names is null then
+        return;
+    end if;
+    select u.n into v_missing
+    from unnest(p_names) with ordinality as u(n, i)
+    where not exists (select 1 from vaults v where v.name = u.n)
+    order by u.i
+    limit 1;
+    if v_missing is not null then
+        raise exception using errcode = '42704',
+            message = format('unknown vault %L (known: %s)', v_missing,
+                             coalesce((select string_agg(v.name, ', ' order by v.name) from vaults v), 'none'));
+    end if;
 end
 $$;
 

@@ -94,6 +94,7 @@ begin
             message = format('ef_search must be between 1 and 1000, got %s', coalesce(ef_search::text, 'null'));
     end if;
     select * into f from ragpg_compile_filter(filter);
+    perform ragpg_check_vault_names(f.vaults);
     v_filtered := f.containment <> '{}'::jsonb or f.predicate is not null or f.vaults is not null;
     -- Parameters of every query below: $1 query, $2 match_count, $3 threshold, $4 row limit,
     -- $5 containment, $6 predicate, $7 vars, $8 vault names. v_where holds only fixed text.

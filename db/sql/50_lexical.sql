@@ -51,9 +51,10 @@ return (
     from unnest(p_lexemes) l
 );
 
--- Chunks ranked by BM25. Empty or stopword-only query text gives an empty result.
-create or replace function match_lexical_chunks(query_text text, match_count integer default 10, filter jsonb default '{}',
-                                     k1 float8 default 0.9, b float8 default 0.4)
+-- Chunks ranked by BM25 (the implementation; the hybrid functions call it directly). Empty,
+-- stopword-only or punctuation-only query text gives an empty result here.
+create or replace function ragpg_match_lexical_impl(query_text text, match_count integer, filter jsonb,
+                                         k1 float8, b float8)
 returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
                content text, metadata jsonb, bm25_score float8)
 language plpgsql stable
@@ -67,7 +68,8 @@ begin
     perform ragpg_check_match_count(match_count);
     perform ragpg_check_bm25_params(k1, b);
     select * into f from ragpg_compile_filter(filter);
-    if query_text is null or btrim(query_text) = '' then
+    perform ragpg_check_vault_names(f.vaults);
+    if query_text is null or query_text !~ '[^[:space:]]' then
         return;
     end if;
     select array_agg(distinct q.lexeme) into v_lexemes from ragpg_query_lexemes(query_text, f.vaults) q;
@@ -121,5 +123,23 @@ begin
          limit $2'
         using query_text, match_count, k1, b, f.containment, f.predicate, f.vars, f.vaults,
               ragpg_lexemes_tsquery(v_lexemes), v_lexemes;
+end
+$$;
+
+-- Chunks ranked by BM25, for the console and rag.retrieve.match_lexical. Empty (or blank) query
+-- text is an error (22023); text without a searchable word (stopwords, punctuation) gives an
+-- empty result.
+create or replace function match_lexical_chunks(query_text text, match_count integer default 10, filter jsonb default '{}',
+                                     k1 float8 default 0.9, b float8 default 0.4)
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb, bm25_score float8)
+language plpgsql stable
+set search_path = public, pg_catalog
+as $$
+begin
+    if query_text is null or query_text !~ '[^[:space:]]' then
+        raise exception using errcode = '22023', message = 'query_text is empty';
+    end if;
+    return query select * from ragpg_match_lexical_impl(query_text, match_count, filter, k1, b);
 end
 $$;

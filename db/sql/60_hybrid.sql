@@ -85,7 +85,7 @@ begin
     lex as (
         select m.chunk_id as id, m.bm25_score as bm,
                (row_number() over (order by m.bm25_score desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
-        from match_lexical_chunks(query_text, candidate_count, filter, k1, b) m
+        from ragpg_match_lexical_impl(query_text, candidate_count, filter, k1, b) m
     ),
     fused as (
         select coalesce(vec.id, lex.id) as id, vec.r as vr, vec.sim, lex.r as lr, lex.bm,
@@ -148,7 +148,7 @@ begin
                (row_number() over (partition by q.ord
                                    order by m.bm25_score desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
         from q
-        cross join lateral match_lexical_chunks(q.t, candidate_count, filter, k1, b) m
+        cross join lateral ragpg_match_lexical_impl(q.t, candidate_count, filter, k1, b) m
     ),
     hits as (
         select vec.id, vec.r as vr, vec.sim, null::integer as lr, null::float8 as bm,

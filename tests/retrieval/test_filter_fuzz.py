@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag import retrieve
-from rag.errors import InputError
+from rag.errors import InputError, NotFoundError
 from tests.retrieval.corpus import hash_embedding
 from tests.retrieval.filter_cases import FILTER_CORPUS
 
@@ -56,8 +56,9 @@ def test_python_calls_return_rows_or_input_error(filter_db, filter_):
 @FUZZ
 @given(filter_=filters)
 def test_sql_compiler_raises_only_data_exceptions(filter_db, filter_):
-    """Straight to SQL (no Python checks): any failure is a class-22 data exception, never a jsonpath
-    syntax error (which would mean a key or value leaked into the path text) or an internal error."""
+    """Straight to SQL (no Python checks): any failure is a class-22 data exception (or 42704 for a vault
+    that does not exist), never a jsonpath syntax error (which would mean a key or value leaked into the
+    path text) or an internal error."""
     conn = filter_db.conn
     try:
         text = json.dumps(filter_)
@@ -68,6 +69,10 @@ def test_sql_compiler_raises_only_data_exceptions(filter_db, filter_):
             conn.execute("select * from ragpg_compile_filter(%s::jsonb)", (text,)).fetchall()
             conn.execute("select * from match_lexical_chunks('common', 10, %s::jsonb)", (text,)).fetchall()
     except psycopg.Error as exc:
-        assert exc.sqlstate is not None and exc.sqlstate.startswith("22"), (exc.sqlstate, str(exc))
-        assert retrieve.map_database_error(exc).__class__ is InputError
+        if exc.sqlstate == "42704":  # a "vault" naming no vault: NotFoundError, a kind of InputError
+            assert str(exc).startswith("unknown vault ")
+            assert retrieve.map_database_error(exc).__class__ is NotFoundError
+        else:
+            assert exc.sqlstate is not None and exc.sqlstate.startswith("22"), (exc.sqlstate, str(exc))
+            assert retrieve.map_database_error(exc).__class__ is InputError
     assert _chunk_count(conn) == CHUNKS

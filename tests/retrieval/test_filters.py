@@ -109,16 +109,41 @@ def test_compiled_filter_keeps_values_out_of_the_jsonpath(filter_db):
     assert (empty.containment, empty.predicate, empty.vars, empty.vaults) == ({}, None, {}, None)
 
 
-def test_unknown_vault_is_not_found_in_python_and_empty_in_sql(filter_db):
+def test_unknown_vault_is_not_found_in_python_and_in_sql(filter_db):
     conn, model = filter_db.conn, filter_db.model
     with pytest.raises(NotFoundError, match=r"^unknown vault 'gamma' \(known: alpha, beta\)$"):
         retrieve.match_lexical(conn, "common", filter={"vault": "gamma"})
     with pytest.raises(NotFoundError, match="unknown vault 'gamma'"):
         retrieve.match_vector(conn, model, hash_embedding("x", model.dims), filter={"vault": ["alpha", "gamma"]})
     with pytest.raises(NotFoundError, match="unknown vault 'gamma'"):
+        retrieve.match_hybrid(conn, model, "common", hash_embedding("x", model.dims), filter={"vault": "gamma"})
+    with pytest.raises(NotFoundError, match="unknown vault 'gamma'"):
         retrieve.match_folders(conn, model, hash_embedding("x", model.dims), vaults=["gamma"])
-    rows = sql_rows(filter_db, "select * from match_lexical_chunks('common', 10, '{\"vault\": \"gamma\"}')")
-    assert rows == []
+    # At the console: a clear message naming the vault (SQLSTATE 42704), not a silently empty result.
+    vector = query_vector(filter_db)
+    for query, params in (
+        ("select * from match_lexical_chunks('common', 10, %s::jsonb)", ()),
+        (sql.SQL("select * from {}(%s::vector, 0, 10, %s::jsonb)").format(
+            sql.Identifier(filter_db.model.match_function)), (vector,)),
+        (sql.SQL("select * from {}(%s::vector, 0, 10, %s::jsonb, exact_scan_max_rows => 0)").format(
+            sql.Identifier(filter_db.model.match_function)), (vector,)),
+        (sql.SQL("select * from {}('common', %s::vector, 10, %s::jsonb)").format(
+            sql.Identifier(filter_db.model.hybrid_function)), (vector,)),
+        (sql.SQL("select * from {}(array['common'], array[%s::vector], 10, %s::jsonb)").format(
+            sql.Identifier(filter_db.model.hybrid_multi_function)), (vector,)),
+    ):
+        for filter_ in ({"vault": "gamma"}, {"vault": {"$in": ["beta", "gamma"]}}):
+            with pytest.raises(psycopg.errors.UndefinedObject) as err:
+                sql_rows(filter_db, query, (*params, json.dumps(filter_)))
+            message = err.value.diag.message_primary
+            assert message == "unknown vault 'gamma' (known: alpha, beta)"
+            mapped = retrieve.map_database_error(err.value)
+            assert type(mapped) is NotFoundError and str(mapped) == message
+    # a known vault still filters, an empty list of vaults matches nothing
+    assert filter_db.names(r["chunk_id"] for r in sql_rows(
+        filter_db, "select chunk_id from match_lexical_chunks('common', 10, '{\"vault\": \"beta\"}')")) == {
+        "b1", "b2", "b3"}
+    assert sql_rows(filter_db, "select * from match_lexical_chunks('common', 10, '{\"vault\": []}')") == []
 
 
 def test_filter_values_from_python_types(filter_db):

@@ -6,6 +6,7 @@ import math
 import re
 from collections import Counter
 
+import psycopg
 import pytest
 
 from rag import retrieve
@@ -146,16 +147,26 @@ def test_statistics_and_configs_are_per_vault(conn):
     assert {r.vault for r in only_si} == {"si"} and len(only_si) == 2
 
 
-@pytest.mark.parametrize("text", ["", "   ", "\n\t ", None, "!!! ??? ..."])
-def test_empty_queries_give_an_empty_result(conn, plain, text):
-    assert retrieve.match_lexical(conn, text) == []
+@pytest.mark.parametrize("text", ["", "   ", "\n\t ", None])
+def test_empty_query_text_is_a_clear_error_in_python_and_sql(conn, plain, text):
+    with pytest.raises(InputError, match="^query text is empty$"):
+        retrieve.match_lexical(conn, text)
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as err, conn.transaction():
+        conn.execute("select * from match_lexical_chunks(%s)", (text,))
+    assert err.value.diag.message_primary == "query_text is empty"
+    assert type(retrieve.map_database_error(err.value)) is InputError
+    assert len(retrieve.match_lexical(conn, "cat", match_count=100)) == 2  # nothing lost, connection usable
+
+
+def test_query_without_searchable_words_gives_an_empty_result(conn, plain):
+    assert retrieve.match_lexical(conn, "!!! ??? ...") == []
+    assert conn.execute("select * from match_lexical_chunks('!!! ???')").fetchall() == []
 
 
 def test_stopword_only_query_on_an_english_vault(conn):
     add_chunks(conn, add_document(conn, add_vault(conn, "en"), "a.md"), ["the cat and the hat"])
     assert retrieve.match_lexical(conn, "the of and a") == []
-    rows = conn.execute("select * from match_lexical_chunks('   ')").fetchall()
-    assert rows == []
+    assert conn.execute("select * from match_lexical_chunks('the of and a')").fetchall() == []
 
 
 @pytest.mark.parametrize("text", [
