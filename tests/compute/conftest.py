@@ -31,6 +31,15 @@ def llm_settings(stub: LLMStub, **extra: Any) -> LLMSettings:
                        **{"timeout_s": 5.0, **extra})
 
 
+@pytest.fixture
+def capture(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Tracer, InMemorySpanExporter]]:
+    """A Langfuse tracer (dummy keys) whose spans land in memory."""
+    monkeypatch.setenv("LANGFUSE_TRACING_ENABLED", "true")  # tests/conftest.py turns it off globally
+    tracer, exporter = capturing_tracer()
+    yield tracer, exporter
+    tracer.shutdown()
+
+
 def capturing_tracer() -> tuple[Tracer, InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     # Langfuse keeps one client per public key, so every capture gets a fresh key.

@@ -1,0 +1,59 @@
+"""Bad input to compute_context: a clear one-line error (or a well-defined empty result), and no
+data lost."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rag.compute import acompute_context, compute_context
+from rag.errors import InputError, NotFoundError
+from tests.compute import corpus
+
+
+@pytest.mark.parametrize("query, kwargs, error, message", [
+    ("", {}, InputError, "query is empty"),
+    ("   \n\t ", {}, InputError, "query is empty"),
+    ("x" * 100 * 1024, {}, InputError, "query is 102400 characters; the limit is 20000"),
+    ("zorblax", {"profile": "nope"}, NotFoundError, "unknown profile 'nope' (known: chat, "),
+    ("zorblax", {"mode": "fast"}, InputError, "unknown mode 'fast' (use one of: auto, base, hyde, "),
+    ("zorblax", {"budget_tokens": -1}, InputError, "budget_tokens must be ≥ 0, got -1"),
+    ("zorblax", {"vaults": ["kb", "missing"]}, NotFoundError, "vault 'missing' not found"),
+])
+def test_clear_errors_and_no_data_lost(kb, query, kwargs, error, message):
+    before = kb.chunk_count()
+    rt = kb.runtime()
+    with pytest.raises(error) as info:
+        compute_context(query, runtime=rt, **kwargs)
+    text = str(info.value)
+    assert text.startswith(message) and "\n" not in text
+    assert kb.chunk_count() == before == 6
+    # the runtime is still good for the next request
+    assert compute_context(corpus.STRONG_QUERY, mode="base", runtime=rt).chunks
+
+
+def test_budget_smaller_than_any_chunk_is_an_empty_result(kb):
+    result = compute_context(corpus.STRONG_QUERY, budget_tokens=3, runtime=kb.runtime())
+    assert result.insufficient is True and result.decision["insufficient"] is True
+    assert (result.context, result.citations, result.used_tokens) == ("", [], 0)
+    assert result.chunks  # retrieval found things; none fit
+    assert all(i["notes"] == ["dropped: over budget"] for i in result.evidence_full["items"])
+
+
+def test_nothing_indexed_yet_is_a_clear_error(env):
+    env.conn.execute("insert into vaults (name, root_path) values ('empty', '/nowhere')")
+    env.conn.commit()
+    with pytest.raises(NotFoundError, match=r"^nothing is indexed with the embedding model hash/"):
+        compute_context("zorblax", runtime=env.runtime())
+
+
+def test_a_query_nothing_matches_is_well_defined(kb):
+    result = compute_context("qwxzj vbnmpl", profile="templates_lookup", runtime=kb.runtime())
+    assert (result.chunks, result.context, result.insufficient) == ([], "", True)
+    assert result.decision["weak_signals"] == ["few_matches"]
+
+
+def test_async_variant_raises_the_same_errors(kb):
+    with pytest.raises(InputError, match="^query is empty$"):
+        asyncio.run(acompute_context(" ", runtime=kb.runtime()))
