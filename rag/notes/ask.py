@@ -290,7 +290,7 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
         return AskResponse(ABSTAIN_ANSWER, [], True, ABSTAIN_REASON, None, "none", None, None)
 
     chunks = [item.candidate for item in kept]
-    answer, used, answered_by, notice = _answer(rt, ns, question, chunks, band, trace)
+    answer, used, answered_by, notice = _answer(rt, ns, question, chunks, [i.final for i in kept], band, trace)
     if answered_by == "llm" and _declined(answer):
         trace["abstain_point"] = "llm_found_no_answer"
         return AskResponse(ABSTAIN_ANSWER, [], True, ABSTAIN_REASON, None, "llm", None, None)
@@ -352,7 +352,7 @@ def _candidate_debug(item: Scored) -> dict[str, Any]:
             "text": c.content}
 
 
-def _answer(rt: Runtime, ns: NotesSettings, question: str, chunks: list[Candidate], band: str,
+def _answer(rt: Runtime, ns: NotesSettings, question: str, chunks: list[Candidate], scores: list[float], band: str,
             trace: dict[str, Any]) -> tuple[str, list[int], str, str | None]:
     """(answer, indexes of the passages it uses, answered_by, notice)."""
     llm = rt.llm
@@ -375,10 +375,30 @@ def _answer(rt: Runtime, ns: NotesSettings, question: str, chunks: list[Candidat
             if not match.used:
                 trace["citations"]["note"] = "the answer cites no passage; every passage used is referenced"
             return answer, used, "llm", None
-    answer, used = extractive_answer(question, chunks, ns)
+    answer, used = extractive_answer(question, chunks, ns, similarity=_similarity_to(rt, question),
+                                     passage_scores=scores)
     trace["citations"] = {"matched_chunks": [i + 1 for i in used], "unmatched_citations": [],
                           "matched_by_file_only": []}
     return answer, used, "extractive", NOTICE_NO_LLM if llm is None else NOTICE_LLM_FAILED
+
+
+def _similarity_to(rt: Runtime, question: str) -> Any:
+    """texts -> cosine similarity of each to the question, with the embedder the notes were indexed with;
+    None (term matching only) when the embedder fails."""
+    query = np.asarray(rt.embedder.embed_query(question), dtype=np.float64)
+    norm = float(np.linalg.norm(query)) or 1.0
+
+    def similarity(texts: list[str]) -> list[float]:
+        try:
+            vectors = np.asarray(rt.embedder.embed_documents(texts), dtype=np.float64)
+        except Exception as exc:  # noqa: BLE001 - a quoted answer never fails for want of sentence vectors
+            log.warning("embedding answer sentences failed, ranking them by their words: %s", exc)
+            return [0.0] * len(texts)
+        norms = np.linalg.norm(vectors, axis=1)
+        norms[norms == 0] = 1.0
+        return (vectors @ query / (norms * norm)).tolist()
+
+    return similarity
 
 
 def _declined(answer: str) -> bool:

@@ -1,26 +1,82 @@
 """The answer without a language model: the best-matching sentences of the top passages, each cited.
 
-A sentence scores the share of the question's content terms it contains; the best sentences of
-the top passages (at most `extractive_max_sentences`, only sentences sharing a term with the
-question, or else the top passage's first sentence) are quoted in reading order (passage rank,
-then position), each followed by `[File: name.md, Section: heading]`. Secrets are masked.
+Sentences come from the top passages (`extractive_top_chunks`), with markdown markup turned into
+plain text (wiki links show their text, embedded images and callout markers go); a sentence that
+introduces a list ("... the following file types:") carries the list's items with it.
+
+A sentence scores the weighted share of the question's content terms it contains (terms compared
+by a light stem, so "notes" matches "note"). A term's weight is its rarity among the passages the
+answer draws on, `log(1 + n / df)`: a word found in every passage (often the app or project name)
+says less about where the answer is than one found in a single passage. The best sentences (at most
+`extractive_max_sentences`, scoring at least half the best score; or else the top passage's first
+sentence) are quoted in reading order (passage rank, then position), each followed by
+`[File: name.md, Section: heading]`. Secrets are masked.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from rag.notes.format import citation_for
-from rag.notes.rerank import query_terms
+from rag.notes.rerank import query_terms, stem
 from rag.notes.settings import NotesSettings
 from rag.text import split_sentences, tokenize
 from rag.types import Candidate
 
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:\s.*)?$", re.MULTILINE)
+# A line in bold only, not ending like a sentence: a heading in all but name.
+_PSEUDO_HEADING = re.compile(r"^ {0,3}(\*\*|__)[^\n]*?[^.!\n]\1:?[ \t]*$", re.MULTILINE)
 _MIN_WORDS = 3
+_MAX_LIST_ITEMS = 8
+_MAX_LIST_CHARS = 400
+
+# Markdown / Obsidian markup -> plain text.
+_EMBED = re.compile(r"!\[\[[^\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)")
+_WIKI = re.compile(r"\[\[([^\]|#^\n]*)([#^][^\]|\n]*)?(?:\|([^\]\n]*))?\]\]")
+_LINK = re.compile(r"\[([^\]\n]+)\]\((?:[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+_EMPHASIS = re.compile(r"(\*\*|__|==|~~)(?=\S)(.+?)(?<=\S)\1")
+_ITALIC = re.compile(r"(?<![\w*_])([*_])(?=[^\s*_])([^*_\n]+?)(?<=[^\s*_])\1(?![\w*_])")
+_CALLOUT = re.compile(r"^\s*>\s?(?:\[![^\]\n]*\][+-]?\s*)?", re.MULTILINE)
+_HTML_TAG = re.compile(r"</?[a-zA-Z][^>\n]*>")
+
+
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+
+
+def _wiki_text(m: re.Match[str]) -> str:
+    target, anchor, alias = m.group(1), m.group(2), m.group(3)
+    if alias and alias.strip():
+        return alias.strip()
+    if target and target.strip():
+        return target.strip()
+    return (anchor or "").lstrip("#^").strip()
+
+
+def _plain_prose(text: str) -> str:
+    text = _EMBED.sub("", text)
+    text = _WIKI.sub(_wiki_text, text)
+    text = _LINK.sub(r"\1", text)
+    text = _HTML_TAG.sub("", text)
+    for _ in range(2):  # nested emphasis such as **==x==**
+        text = _EMPHASIS.sub(r"\2", text)
+    return _ITALIC.sub(r"\2", text)
+
+
+def plain(text: str) -> str:
+    """Markdown markup of one passage made readable as plain text (content is kept, markup goes).
+
+    Inline code is kept as written: `[[Example]]` in backticks shows the syntax being explained."""
+    text = _CALLOUT.sub("", text)
+    out, last = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out += [_plain_prose(text[last:m.start()]), m.group(0)]
+        last = m.end()
+    out.append(_plain_prose(text[last:]))
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -31,39 +87,106 @@ class Sentence:
     score: float
 
 
+_SPACE_BEFORE_PUNCT = re.compile(r"(?<=\w) +([.,;:!?])(?=\s|$)")  # left where a removed image or link stood
+
+
+def _flat(raw: str) -> str:
+    return _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(_BULLET.sub("", raw).split()))
+
+
 def _sentences(content: str) -> list[str]:
-    out = []
-    for raw in split_sentences(_HEADING_LINE.sub("", content)):
-        text = " ".join(_BULLET.sub("", raw).split())
-        if not text or text.startswith(("#", "```", "|")) or len(text.split()) < _MIN_WORDS:
+    """Readable sentences of a passage; list items follow the sentence that introduces them."""
+    out: list[str] = []
+    intro: str | None = None  # out[-1] before its list items, when it ends with ':'
+    items: list[str] = []
+    for raw in split_sentences(plain(_HEADING_LINE.sub("", _PSEUDO_HEADING.sub("", content)))):
+        is_item = bool(_BULLET.match(raw))
+        text = _flat(raw)
+        if not text or text.startswith(("```", "|", "#")):
+            intro = None
+            continue
+        if is_item and intro is not None:
+            if len(items) < _MAX_LIST_ITEMS and sum(len(i) for i in items) + len(text) <= _MAX_LIST_CHARS:
+                items.append(text.rstrip(";,. "))
+                out[-1] = f"{intro} {'; '.join(items)}."
+            continue  # an item past the limit is not quoted on its own either
+        intro, items = None, []
+        if len(text.split()) < _MIN_WORDS:
             continue
         out.append(text)
-    return out
+        if text.endswith(":"):
+            intro = text
+    return [t for t in out if not t.endswith(":")]  # an introduction whose list or code is not quoted
 
 
-def score_sentences(question: str, chunks: Sequence[Candidate]) -> list[Sentence]:
-    terms = query_terms(question)
+def _stems(text: str) -> set[str]:
+    return {stem(t) for t in tokenize(text)}
+
+
+def term_weights(terms: Sequence[str], chunks: Sequence[Candidate]) -> dict[str, float]:
+    """`log(1 + n / df)` per (stemmed) term over the passages; a term in none weighs as a term in one."""
+    n = max(len(chunks), 1)
+    docs = [_stems(plain(c.content)) | _stems(c.heading_path) for c in chunks]
+    weights = {}
+    for t in terms:
+        df = sum(1 for d in docs if t in d)
+        weights[t] = math.log(1 + n / max(df, 1))
+    return weights
+
+
+Similarity = Callable[[list[str]], Sequence[float]]
+
+
+def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[Candidate] | None = None, *,
+                    similarity: Similarity | None = None, semantic_weight: float = 0.5) -> list[Sentence]:
+    """Every sentence of `chunks`, scored by the weighted share of question terms it contains.
+
+    Term weights come from `pool` (default: `chunks`), the passages the answer draws on. With
+    `similarity` (texts -> cosine similarity of each to the question), the score blends
+    `(1 - semantic_weight) * term share + semantic_weight * max(similarity, 0)`, so a sentence
+    that answers in other words than the question's (a list of "file types" for "formats") counts.
+    """
+    terms = list(dict.fromkeys(stem(t) for t in query_terms(question)))
+    weights = term_weights(terms, pool if pool is not None else chunks)
+    total = sum(weights.values())
+    found = [(ci, pos, text) for ci, c in enumerate(chunks) for pos, text in enumerate(_sentences(c.content))]
+    sims: Sequence[float] = [0.0] * len(found)
+    if similarity is not None and found:
+        sims = similarity([text for _, _, text in found])
     scored = []
-    for ci, c in enumerate(chunks):
-        for pos, text in enumerate(_sentences(c.content)):
-            words = set(tokenize(text))
-            share = sum(1 for t in terms if t in words) / len(terms) if terms else 0.0
-            scored.append(Sentence(ci, pos, text, share))
+    for (ci, pos, text), sim in zip(found, sims, strict=True):
+        words = _stems(text)
+        share = sum(w for t, w in weights.items() if t in words) / total if total else 0.0
+        if similarity is not None:
+            share = (1 - semantic_weight) * share + semantic_weight * max(float(sim), 0.0)
+        scored.append(Sentence(ci, pos, text, share))
     return scored
 
 
-def extractive_answer(question: str, chunks: Sequence[Candidate], s: NotesSettings) -> tuple[str, list[int]]:
-    """The quoted answer and the indexes (into `chunks`) of the passages it quotes."""
+def extractive_answer(question: str, chunks: Sequence[Candidate], s: NotesSettings, *,
+                      similarity: Similarity | None = None,
+                      passage_scores: Sequence[float] | None = None) -> tuple[str, list[int]]:
+    """The quoted answer and the indexes (into `chunks`) of the passages it quotes.
+
+    `passage_scores` (the passages' final scores, best first) scale each sentence's score by its
+    passage's score relative to the best passage: a sentence from a weaker passage needs more."""
     from rag.ingest.guard import mask_secrets
 
     top = list(chunks[: s.extractive_top_chunks])
-    scored = score_sentences(question, top)
+    scored = score_sentences(question, top, chunks, similarity=similarity,
+                             semantic_weight=s.extractive_semantic_weight)
+    if passage_scores and passage_scores[0] > 0:
+        scored = [replace(x, score=x.score * min(passage_scores[x.chunk_index] / passage_scores[0], 1.0))
+                  for x in scored]
     best = sorted((x for x in scored if x.score > 0), key=lambda x: (-x.score, x.chunk_index, x.position))
+    if best:
+        cutoff = best[0].score * s.extractive_min_share_of_best
+        best = [x for x in best if x.score >= cutoff - 1e-12]
     chosen = best[: s.extractive_max_sentences]
     if not chosen and scored:
         chosen = [min(scored, key=lambda x: (x.chunk_index, x.position))]
     if not chosen and top:  # only headings or fragments: quote the top passage itself
-        text = " ".join(top[0].content.split())[: s.snippet_chars]
+        text = " ".join(plain(top[0].content).split())[: s.snippet_chars]
         chosen = [Sentence(0, 0, text, 0.0)]
     chosen.sort(key=lambda x: (x.chunk_index, x.position))
     lines = [f"{mask_secrets(x.text)} {citation_for(top[x.chunk_index])}" for x in chosen]

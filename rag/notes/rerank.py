@@ -29,6 +29,27 @@ def query_terms(question: str) -> list[str]:
     return unique(content_terms(question))
 
 
+def stem(token: str) -> str:
+    """A light English stem, enough to match inflections: notes/note, linked/linking/link,
+    creates/created/creating/create, libraries/library. Tokens of four letters or fewer are kept."""
+    t = token.removesuffix("'s")
+    if len(t) <= 4:
+        return t
+    if t.endswith("ies") and len(t) > 5:
+        t = t[:-3] + "y"
+    elif t.endswith(("sses", "xes", "ches", "shes", "zes")):
+        t = t[:-2]
+    elif t.endswith("s") and not t.endswith(("ss", "us", "is")):
+        t = t[:-1]
+    elif t.endswith(("ing", "ed")) and len(t) > 5 + (t[-1] == "g"):
+        t = t[:-3] if t.endswith("ing") else t[:-2]
+        if len(t) >= 4 and t[-1] == t[-2] and t[-1] not in "aeioulsz":  # running, shipped
+            t = t[:-1]
+    if len(t) > 4 and t.endswith("e"):
+        t = t[:-1]
+    return t
+
+
 def lexical_score(terms: Sequence[str], content: str, heading_path: str, s: NotesSettings) -> float:
     tokens = tokenize(content)
     if not terms:

@@ -51,6 +51,9 @@ class NotesSettings(BaseModel):
     folder_rank_max_tokens: int = Field(300, gt=0)
     extractive_max_sentences: int = Field(4, gt=0)
     extractive_top_chunks: int = Field(3, gt=0)
+    # A sentence's score: (1 - w) * weighted share of question terms + w * embedding similarity to the question.
+    extractive_semantic_weight: float = Field(0.5, ge=0, le=1)
+    extractive_min_share_of_best: float = Field(0.5, ge=0, le=1)  # quote sentences scoring >= this x the best
     snippet_chars: int = Field(280, gt=20)
     search_k_max: int = Field(100, gt=0)
     search_min_score: float = 0.0  # search lists only passages scoring above this (no floors otherwise)
