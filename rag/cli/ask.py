@@ -11,11 +11,15 @@ import json
 import logging
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import typer
 
 from rag.cli.app import print_json, state
-from rag.notes.ask import AskResponse, Reference, SearchResponse
+
+# The notes pipeline (numpy, litellm, ...) loads when `ask`/`search` runs, not at every `ragpg` start.
+if TYPE_CHECKING:
+    from rag.notes.ask import AskResponse, Reference, SearchResponse
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,6 @@ import sys
 import typer
 
 from rag.cli.app import print_json, state
-from rag.store import migrate
 from rag.store.database import embedded_server, mask_url, open_connection, resolve_database_url
 
 app = typer.Typer(help="Start, stop and upgrade the database (embedded PostgreSQL unless DATABASE_URL is set).",
@@ -27,6 +26,8 @@ def start(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", hel
     else:
         status = embedded_server(settings).start()
         url, adopted, pid = status.url or "", status.adopted, status.pid
+    from rag.store import migrate  # alembic + SQLAlchemy: loaded only by the commands that need them
+
     revision = migrate.upgrade(url)
     result = {"running": True, "embedded": not settings.database_url, "pid": pid, "adopted": adopted,
               "url": mask_url(url), "revision": revision}
@@ -66,6 +67,8 @@ def status(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", he
             _emit_status(result, json_out)
             raise typer.Exit(1)
         url = st.url
+    from rag.store import migrate  # alembic + SQLAlchemy: loaded only by the commands that need them
+
     with open_connection(url, register_vector=False) as conn:
         row = conn.execute(
             "select current_setting('server_version') as server_version,"
@@ -104,6 +107,8 @@ def upgrade(ctx: typer.Context, revision: str = typer.Argument("head", help="Tar
             json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """Create the pgvector extension if allowed, migrate the schema and re-apply SQL functions."""
     target = resolve_database_url(state(ctx).settings)
+    from rag.store import migrate  # alembic + SQLAlchemy: loaded only by the commands that need them
+
     done = migrate.upgrade(target, revision)
     if json_out:
         print_json({"revision": done})
@@ -115,6 +120,8 @@ def upgrade(ctx: typer.Context, revision: str = typer.Argument("head", help="Tar
 def dump_schema(ctx: typer.Context,
                 output: str = typer.Option("-", "--output", "-o", help="File to write, or - for stdout.")) -> None:
     """Print the schema (pg_dump, deterministic) as db/schema/schema.latest.sql holds it."""
+    from rag.store import migrate  # alembic + SQLAlchemy: loaded only by the commands that need them
+
     text = migrate.dump_schema(resolve_database_url(state(ctx).settings))
     if output == "-":
         sys.stdout.write(text)

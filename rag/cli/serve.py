@@ -9,7 +9,6 @@ import typer
 from rag import keys as key_store
 from rag.cli.app import info, state
 from rag.errors import ConfigError
-from rag.store import migrate
 from rag.store.database import open_connection, resolve_database_url
 
 # A spawned worker imports the whole app before it answers the supervisor's ping; on a busy host
@@ -39,6 +38,8 @@ def serve(ctx: typer.Context,
     host = host or settings.server.host
     port = port or settings.server.port
     url = resolve_database_url(settings)  # starts the embedded server when DATABASE_URL is unset
+    from rag.store import migrate  # alembic + SQLAlchemy: loaded only by the commands that need them
+
     with open_connection(url) as conn:
         has_keys = key_store.any_active_keys(conn)
         revision = migrate.current_revision(conn)
