@@ -29,6 +29,9 @@ from server.routes import chunks, health, index, retrieval, vaults
 # Besides `concurrency` request threads, the pool serves /healthz (one at a time) and the background
 # index runner's progress writes (one thread; the pipeline itself uses its own connection).
 POOL_HEADROOM = 2
+# /healthz runs one check at a time; a few more may wait, the rest get 429 at once (a probe that
+# queued behind a long line would time out anyway).
+HEALTH_QUEUE = 8
 
 DESCRIPTION = """Postgres-native retrieval for RAG.
 
@@ -72,7 +75,7 @@ def create_app(runtime: Runtime, *, lifespan_close: bool = False) -> FastAPI:
         runtime=runtime,
         admission=Admission(server_settings.concurrency, server_settings.queue_size, server_settings.retry_after_s),
         schema_head=migrate.head_revision(),
-        health_admission=Admission(1, server_settings.queue_size, server_settings.retry_after_s),
+        health_admission=Admission(1, min(server_settings.queue_size, HEALTH_QUEUE), server_settings.retry_after_s),
     )
     errors.install(app)
     for module in (retrieval, chunks, vaults, index, health):
