@@ -46,7 +46,8 @@ def test_watch_reindexes_the_changed_vault(aconn: psycopg.Connection, settings: 
 
         (notes / "b.md").write_text("# B\n\nbeta\n")
         wait_for(lambda: paths(aconn, "notes") == ["a.md", "b.md"])
-        assert [v.vault for v in reports[-1].vaults] == ["notes"]  # only the changed vault ran
+        wait_for(lambda: len(reports) >= 2)  # the report is handed over after the run's last commit
+        assert [v.vault for v in reports[1].vaults] == ["notes"]  # only the changed vault ran
 
         (notes / "b.md").rename(notes / "c.md")
         wait_for(lambda: paths(aconn, "notes") == ["a.md", "c.md"])
@@ -60,6 +61,41 @@ def test_watch_reindexes_the_changed_vault(aconn: psycopg.Connection, settings: 
         wait_for(lambda: paths(aconn, "notes") == ["a.md"])
         assert all(r.vaults[0].error is None for r in reports)
         assert paths(aconn, "other") == ["x.md"]
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert not thread.is_alive()
+
+
+def test_a_burst_of_saves_is_debounced_into_one_reindex(aconn: psycopg.Connection, settings: Settings,
+                                                         tmp_path: Path) -> None:
+    notes = write_files(tmp_path / "notes", {"a.md": "# A\n\nalpha\n"})
+    add(aconn, "notes", notes)
+    reports: list[IndexReport] = []
+    stop = threading.Event()
+    slow = with_settings(settings, ingest={"watch_debounce_ms": 400})
+    thread = threading.Thread(target=watch_vaults, args=(slow, ["notes"]),
+                              kwargs={"on_report": reports.append, "stop_event": stop}, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: len(reports) == 1)
+        time.sleep(0.5)
+        # Files the indexer ignores (other extensions, hidden folders) trigger nothing.
+        (notes / "image.png").write_bytes(b"\x89PNG")
+        (notes / ".obsidian").mkdir()
+        (notes / ".obsidian" / "workspace.md").write_text("ui state\n")
+        time.sleep(1.5)
+        assert len(reports) == 1
+
+        # Ten saves, each well inside the quiet period of the one before: one re-index picks up all.
+        for i in range(10):
+            (notes / f"burst{i}.md").write_text(f"# Burst {i}\n\nsaved in a hurry\n")
+            time.sleep(0.02)
+        wait_for(lambda: len(paths(aconn, "notes")) == 11)
+        time.sleep(1.5)  # a second, late re-index would show up here
+        assert len(reports) == 2, [r.to_dict() for r in reports]
+        burst = reports[1].vaults[0]
+        assert (burst.files_indexed, burst.files_unchanged) == (10, 1)
     finally:
         stop.set()
         thread.join(timeout=10)

@@ -1,0 +1,56 @@
+"""`ragpg index` on a terminal shows progress bars on stderr; piped or `--quiet`, it prints none."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+from pathlib import Path
+
+import psycopg
+
+from tests.ingest_db.helpers import RAGPG, cli_env, write_files
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """Run ragpg with stderr on a pseudo-terminal (stdout piped); returns (code, stdout, terminal text)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*RAGPG, *args], env={**env, "TERM": "xterm-256color", "COLUMNS": "100"},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    code = proc.wait(timeout=120)
+    os.close(master)
+    return code, out, ANSI.sub("", b"".join(chunks).decode(errors="replace"))
+
+
+def test_progress_bars_on_a_terminal_only(aconn: psycopg.Connection, db_url: str, tmp_path: Path) -> None:
+    root = write_files(tmp_path / "v", {f"n{i:02d}.md": f"# Note {i}\n\nbody {i}\n" for i in range(40)})
+    env = cli_env(db_url, tmp_path)
+    assert subprocess.run([*RAGPG, "vault", "add", "v", str(root)], env=env, capture_output=True).returncode == 0
+
+    code, out, terminal = run_on_a_terminal(["index", "v"], env)
+    assert code == 0 and out.startswith("v: 40 files seen, 40 indexed")
+    assert "v: files" in terminal and "v: chunks" in terminal, terminal
+    assert "40/40" in terminal, terminal  # the files bar reached its total
+    assert "━" in terminal  # rich's bar glyph
+
+    (root / "n00.md").write_text("# Note 0\n\nchanged\n")
+    code, out, terminal = run_on_a_terminal(["index", "v", "--quiet"], env)
+    assert code == 0 and "1 indexed" in out
+    assert "v: files" not in terminal and "━" not in terminal
+
+    piped = subprocess.run([*RAGPG, "reindex"], env=env, capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == ""  # not a terminal: no bar, no escape codes
