@@ -20,8 +20,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from rag.notes.format import citation_for
-from rag.notes.rerank import query_terms, stem
+from rag.notes.format import citation_for, plain
+from rag.notes.rerank import match_terms, stem
 from rag.notes.settings import NotesSettings
 from rag.text import split_sentences, tokenize
 from rag.types import Candidate
@@ -33,50 +33,6 @@ _PSEUDO_HEADING = re.compile(r"^ {0,3}(\*\*|__)[^\n]*?[^.!\n]\1:?[ \t]*$", re.MU
 _MIN_WORDS = 3
 _MAX_LIST_ITEMS = 8
 _MAX_LIST_CHARS = 400
-
-# Markdown / Obsidian markup -> plain text.
-_EMBED = re.compile(r"!\[\[[^\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)")
-_WIKI = re.compile(r"\[\[([^\]|#^\n]*)([#^][^\]|\n]*)?(?:\|([^\]\n]*))?\]\]")
-_LINK = re.compile(r"\[([^\]\n]+)\]\((?:[^)\s]+)(?:\s+\"[^\"]*\")?\)")
-_EMPHASIS = re.compile(r"(\*\*|__|==|~~)(?=\S)(.+?)(?<=\S)\1")
-_ITALIC = re.compile(r"(?<![\w*_])([*_])(?=[^\s*_])([^*_\n]+?)(?<=[^\s*_])\1(?![\w*_])")
-_CALLOUT = re.compile(r"^\s*>\s?(?:\[![^\]\n]*\][+-]?\s*)?", re.MULTILINE)
-_HTML_TAG = re.compile(r"</?[a-zA-Z][^>\n]*>")
-
-
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
-
-
-def _wiki_text(m: re.Match[str]) -> str:
-    target, anchor, alias = m.group(1), m.group(2), m.group(3)
-    if alias and alias.strip():
-        return alias.strip()
-    if target and target.strip():
-        return target.strip()
-    return (anchor or "").lstrip("#^").strip()
-
-
-def _plain_prose(text: str) -> str:
-    text = _EMBED.sub("", text)
-    text = _WIKI.sub(_wiki_text, text)
-    text = _LINK.sub(r"\1", text)
-    text = _HTML_TAG.sub("", text)
-    for _ in range(2):  # nested emphasis such as **==x==**
-        text = _EMPHASIS.sub(r"\2", text)
-    return _ITALIC.sub(r"\2", text)
-
-
-def plain(text: str) -> str:
-    """Markdown markup of one passage made readable as plain text (content is kept, markup goes).
-
-    Inline code is kept as written: `[[Example]]` in backticks shows the syntax being explained."""
-    text = _CALLOUT.sub("", text)
-    out, last = [], 0
-    for m in _CODE_SPAN.finditer(text):
-        out += [_plain_prose(text[last:m.start()]), m.group(0)]
-        last = m.end()
-    out.append(_plain_prose(text[last:]))
-    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -146,7 +102,7 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
     `(1 - semantic_weight) * term share + semantic_weight * max(similarity, 0)`, so a sentence
     that answers in other words than the question's (a list of "file types" for "formats") counts.
     """
-    terms = list(dict.fromkeys(stem(t) for t in query_terms(question)))
+    terms = match_terms(question)
     weights = term_weights(terms, pool if pool is not None else chunks)
     total = sum(weights.values())
     found = [(ci, pos, text) for ci, c in enumerate(chunks) for pos, text in enumerate(_sentences(c.content))]

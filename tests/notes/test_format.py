@@ -207,7 +207,7 @@ def test_stems_match_inflections():
     pairs = [("notes", "note"), ("linked", "link"), ("linking", "links"), ("created", "create"),
              ("libraries", "library"), ("shipped", "ships"), ("running", "run"), ("backing", "back")]
     assert all(stem(a) == stem(b) for a, b in pairs)
-    assert stem("status") == "status" and stem("news") == "news"
+    assert stem("keys") == "key" and stem("status") == "status" and stem("access") == "access"
 
 
 def test_a_word_found_in_every_passage_weighs_less():
@@ -246,3 +246,13 @@ def test_sentences_of_weaker_passages_need_more():
     assert used == [0, 1]
     scaled, used = extractive_answer("How do backups work?", chunks, NotesSettings(), passage_scores=[0.8, 0.35])
     assert used == [0] and scaled == "Backups run every night on the server. [File: a.md, Section: A]"
+
+
+def test_plain_text_keeps_code_blocks_and_placeholders():
+    from rag.notes.format import plain
+
+    text = "Run with id=<command-id> <b>now</b>.\n```bash\nid=<command-id> [[y]] **z**\n```\nThen [[w]]."
+    assert plain(text) == "Run with id=<command-id> now.\n```bash\nid=<command-id> [[y]] **z**\n```\nThen w."
+    # search snippets read as plain text too
+    assert snippet("See [[Command palette|the palette]] for **all** commands.", ["palette"], 80) == (
+        "See the palette for all commands.")

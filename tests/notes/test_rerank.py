@@ -39,6 +39,14 @@ def test_query_terms_drop_stopwords_and_repeats():
     assert query_terms("How do I rotate the backup keys? Backup keys!") == ["rotate", "backup", "keys"]
 
 
+def test_phrasal_verbs_also_match_their_one_word_form():
+    assert query_terms("How do I back up and log in?") == ["back", "log", "backup", "login"]
+    # "back up my vault" finds a passage that only says "backup": 1 match in 20 tokens -> 0.5 -> capped
+    text = "Use a backup tool to keep copies. " + " ".join(["filler"] * 13)
+    assert lexical_score(query_terms("How do I back up my vault?"), text, "", S) == pytest.approx(0.4)
+    assert lexical_score(query_terms("How do I back my vault?"), text, "", S) == 0.0
+
+
 def test_lexical_score_normalised_by_chunk_length():
     terms = ["rotate", "backup", "keys"]
     # 50 tokens, 1 match: 1/50*10 = 0.2 (under the 0.4 cap), no heading bonus
@@ -46,7 +54,7 @@ def test_lexical_score_normalised_by_chunk_length():
     assert lexical_score(terms, text, "", S) == pytest.approx(0.2)
     # 40 tokens, 3 matches (backup twice, keys once): 3/40*10 = 0.75 -> capped at 0.4; heading bonus +0.1
     text = "backup backup keys " + " ".join(["filler"] * 37)
-    assert lexical_score(terms, text, "# Ops > ## Key rotation", S) == pytest.approx(0.4)
+    assert lexical_score(terms, text, "# Ops > ## Key rotation", S) == pytest.approx(0.4)  # exact tokens only
     assert lexical_score(terms, text, "# Ops > ## Backup", S) == pytest.approx(0.5)
     # no term at all: 0; the heading alone still earns the bonus
     assert lexical_score(terms, "nothing relevant here", "# Keys", S) == pytest.approx(0.1)
