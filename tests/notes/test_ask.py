@@ -469,3 +469,18 @@ def test_auto_k_limits_the_passages_answered_from(notes, runtime):
     broad = ask(broad_q, vaults=["other"], debug=True, runtime=runtime)
     assert broad.debug["k"]["value"] == 7 and "broad question" in broad.debug["k"]["reasons"][1]
     assert max(c["rank"] or 0 for c in broad.debug["candidates"]) == 7 and len(broad.references) <= 7
+
+
+def test_public_entry_point_matches_the_issue(notes, runtime):
+    import inspect
+
+    import rag
+
+    params = inspect.signature(rag.ask).parameters
+    assert list(params)[:6] == ["question", "vaults", "folders", "k", "detail", "debug"]
+    assert (params["k"].default, params["detail"].default, params["debug"].default) == (None, "normal", False)
+    two_notes(notes)
+    resp = rag.ask(Q, runtime=runtime)
+    assert isinstance(resp, rag.AskResponse) and resp.debug is None and not resp.abstained
+    assert set(resp.references[0].to_dict()) >= {"vault", "rel_path", "heading_path", "chunk_index", "lines",
+                                                 "snippet"}
