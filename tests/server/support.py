@@ -79,5 +79,18 @@ def row_counts(conn: psycopg.Connection) -> dict[str, int]:
     return counts
 
 
+def assert_pool_idle(pool, timeout: float = 10.0) -> dict[str, int]:
+    """No connection checked out and nobody waiting. `pool_size` also counts a connection still being
+    opened by a pool growing in the background, so wait for that to settle first."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while (stats := pool.get_stats()).get("pool_size", 0) != stats.get("pool_available", 0):
+        assert time.monotonic() < deadline, f"connections still checked out: {stats}"
+        time.sleep(0.05)
+    assert stats.get("requests_waiting", 0) == 0, stats
+    return stats
+
+
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}

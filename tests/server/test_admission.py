@@ -14,6 +14,7 @@ import pytest
 
 import rag
 from server.app import create_app
+from tests.server.support import assert_pool_idle
 
 SLOW_S = 0.3
 
@@ -61,9 +62,7 @@ def test_flood_gets_only_200_and_429(make_runtime, conn, monkeypatch: pytest.Mon
     state = app.state.ragpg
     assert state.admission.in_flight == 0
     assert state.admission.rejected_total == statuses[429]
-    stats = rt.pool.get_stats()
-    assert stats.get("requests_waiting", 0) == 0
-    assert stats.get("pool_size", 0) - stats.get("pool_available", 0) == 0, stats  # no connection in use
+    assert_pool_idle(rt.pool)  # no connection leaked or still in use, nobody waiting for one
     # and the server is healthy afterwards
     async def one() -> int:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:

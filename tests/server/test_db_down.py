@@ -21,7 +21,7 @@ from rag.config import Settings
 from rag.runtime import Runtime
 from server.app import create_app, pool_size_for
 from tests.server.conftest import LOOPBACK, with_server
-from tests.server.support import bearer, seed
+from tests.server.support import assert_pool_idle, bearer, seed
 from tests.server.test_http import assert_error
 
 
@@ -154,7 +154,6 @@ def test_every_endpoint_503_while_the_database_is_down(settings: Settings, conn:
                     break
             assert client.get("/v1/vaults", headers=h).status_code == 200
             assert client.get("/v1/chunks/alpha/notes/public.md/0", headers=h).status_code == 200
-            stats = rt.pool.get_stats()
-            assert stats.get("pool_size", 0) - stats.get("pool_available", 0) == 0, stats
+            assert_pool_idle(rt.pool)
     finally:
         rt.close()
