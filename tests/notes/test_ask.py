@@ -484,3 +484,19 @@ def test_public_entry_point_matches_the_issue(notes, runtime):
     assert isinstance(resp, rag.AskResponse) and resp.debug is None and not resp.abstained
     assert set(resp.references[0].to_dict()) >= {"vault", "rel_path", "heading_path", "chunk_index", "lines",
                                                  "snippet"}
+
+
+def test_without_centroids_every_folder_is_searched_in_name_order(notes, runtime, monkeypatch):
+    from rag.errors import DatabaseError
+
+    three_folders(notes, sims=(0.5, 0.2, 0.9))
+
+    def unavailable(*_args, **_kwargs):
+        raise DatabaseError("match_folders is missing")
+
+    monkeypatch.setattr(ask_module.retrieve, "match_folders", unavailable)
+    resp = ask(Q, debug=True, runtime=runtime)
+    sel = resp.debug["folders"]
+    assert sel["method"] == "all" and "folder centroids unavailable" in sel["notes"][0]
+    assert [s["folder"] for s in sel["selected"]] == ["work/meetings", "work/projects", "work/recipes"]
+    assert not resp.abstained  # recipes (0.9) still answers, at weight 0.8: 0.504
