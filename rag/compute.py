@@ -31,7 +31,6 @@ from rag.trace import decision_signature
 from rag.types import Candidate, RankedChunk
 from rag.vaults import resolve_vault_names
 
-DECISION_MARGIN = 0.02
 PRF_TOP_DOCS = 3
 PRF_MAX_TERMS = 6
 MULTI_QUERY_COUNT = 3
@@ -224,7 +223,8 @@ def _judge(ctx: _PassContext, run: _Run, base: list[Candidate], options: dict[st
     best: tuple[autorag.Decision, list[Candidate]] | None = None
     reasons = []
     for name, items in options.items():
-        d = autorag.score_decision(base_score, ctx.set_score(items), corrected_name=name, margin=DECISION_MARGIN)
+        d = autorag.score_decision(base_score, ctx.set_score(items), corrected_name=name,
+                                  margin=ctx.prof.decision_margin)
         reasons.append(d.reason)
         if d.winner != "base" and (best is None or d.corrected.score > best[0].corrected.score):
             best = (d, items)

@@ -75,6 +75,8 @@ class Profile(BaseModel):
     min_matches: int = Field(3, ge=0)
     density_min_share: float = Field(0.25, ge=0, le=1)
     flat_spread_max: float = Field(0.02, ge=0)
+    # a correction replaces the base pass only when its set score beats base by this much (rag.autorag.score_decision)
+    decision_margin: float = Field(0.02, ge=0)
     # how many chunks a consumer (e.g. `ask`) keeps
     k_min: int = Field(3, gt=0)
     k_max: int = Field(8, gt=0)

@@ -41,6 +41,7 @@ PROFILES = {
     # vector only and three results, so a pass's result set is a real choice among the six notes
     "focused": {"base": "chat", "retrieval": "vector", "match_count": 3},
     "focused_multi": {"base": "focused", "ragMultiQueryMode": True},
+    "cautious": {"base": "focused", "decision_margin": 0.5},
     "uncapped": {"base": "chat", "per_source_cap": 50},
 }
 

@@ -52,6 +52,14 @@ def test_weak_base_pass_corrected_by_hyde_wins(kb, scripted):
     assert d["llm_failures"] == []
 
 
+def test_decision_margin_is_a_profile_setting(kb, scripted):
+    stub = scripted(hyde=corpus.HYDE_GOOD, rewrite=corpus.WEAK_QUERY)
+    result = compute_context(corpus.WEAK_QUERY, profile="cautious", runtime=kb.runtime(llm=stub))
+    d = result.decision
+    assert (d["route"], d["winner"]) == ("correct", "base")  # the same +0.15 win is not enough here
+    assert "< margin 0.5" in d["reason"]
+
+
 def test_weak_base_pass_kept_when_correction_is_worse(kb, scripted):
     base = compute_context(corpus.WEAK_QUERY, profile="focused", mode="base", runtime=kb.runtime())
     stub = scripted(hyde=corpus.HYDE_BAD, rewrite=corpus.HYDE_BAD)
