@@ -278,6 +278,8 @@ def run_beir(rt: Runtime, data: BeirQueries, vault: str, modes: Sequence[str],
         return [r.source_path for r in rows]
 
     def bm25(conn: Any, qid: str, text: str) -> list[str]:
+        if not text.strip():  # a blank query finds nothing (match_lexical refuses blank text)
+            return []
         return [r.source_path for r in retrieve.match_lexical(conn, text, match_count=depth, filter=filter_,
                                                               settings=s)]
 
