@@ -236,6 +236,7 @@ def compute_context_figures(url: str, ds: Dataset, embedder: Any, spec: str, n_q
             times: list[float] = []
             run: dict[str, list[str]] = {}
             routes: dict[str, int] = {}
+            winners: dict[str, int] = {}
             warm = min(WARMUP_QUERIES, len(test_ids))
             for n, i in enumerate(list(range(warm)) + list(range(len(test_ids)))):
                 started = time.perf_counter()
@@ -247,8 +248,12 @@ def compute_context_figures(url: str, ds: Dataset, embedder: Any, spec: str, n_q
                 run[test_ids[i]] = [r.candidate.source_path for r in result.chunks]
                 route = result.decision.get("route", "?")
                 routes[route] = routes.get(route, 0) + 1
-            out[mode] = {**_stats(times), "ndcg_at_10": round(sr.ndcg_at_10(qrels, run), 4), "routes": routes}
-            print(f"  compute_context {mode}: p50 {out[mode]['p50_ms']:.1f} ms, routes {routes}", flush=True)
+                winner = result.decision.get("winner", "?")
+                winners[winner] = winners.get(winner, 0) + 1
+            out[mode] = {**_stats(times), "ndcg_at_10": round(sr.ndcg_at_10(qrels, run), 4), "routes": routes,
+                         "winners": winners}
+            print(f"  compute_context {mode}: p50 {out[mode]['p50_ms']:.1f} ms, routes {routes}, winners {winners}",
+                  flush=True)
     finally:
         rt.close()
     return out
