@@ -16,7 +16,7 @@ from tests.compute import corpus
     ("", {}, InputError, "query is empty"),
     ("   \n\t ", {}, InputError, "query is empty"),
     ("x" * 100 * 1024, {}, InputError, "query is 102400 characters; the limit is 20000"),
-    ("zorblax", {"profile": "nope"}, NotFoundError, "unknown profile 'nope' (known: chat, "),
+    ("zorblax", {"profile": "nope"}, NotFoundError, "unknown profile 'nope' (known: cautious, chat, "),
     ("zorblax", {"mode": "fast"}, InputError, "unknown mode 'fast' (use one of: auto, base, hyde, "),
     ("zorblax", {"budget_tokens": -1}, InputError, "budget_tokens must be ≥ 0, got -1"),
     ("zorblax", {"vaults": ["kb", "missing"]}, NotFoundError, "vault 'missing' not found"),
