@@ -267,18 +267,25 @@ class _VaultRun:
             start += len(doc.chunks)
 
     def embed_texts(self, texts: Sequence[str], owners: Sequence[str]) -> np.ndarray:
-        """Embed in provider-sized slices so a failure names the file whose chunks were in flight."""
+        """Embed in provider-sized slices so a failure names the file whose chunks were in flight.
+
+        Texts are sliced in order of length, not document order: a batch is padded to its longest
+        text, so mixing short and long chunks costs a transformer about twice the work (measured
+        with the local model on the Obsidian help vault). Rows come back in the caller's order.
+        """
         size = max(1, self.embedder.batch_size)
-        parts = [np.zeros((0, self.model.dims), dtype=np.float32)]
+        order = np.argsort(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)), kind="stable")
+        vectors = np.zeros((len(texts), self.model.dims), dtype=np.float32)
         for start in range(0, len(texts), size):
+            rows = order[start : start + size]
             try:
-                parts.append(self.embedder.embed_documents(texts[start : start + size]))
+                vectors[rows] = self.embedder.embed_documents([texts[i] for i in rows])
             except Exception as exc:  # any provider failure becomes one line naming the file
-                files = sorted(set(owners[start : start + size]))
+                files = sorted({owners[i] for i in rows})
                 named = files[0] + (f" (and {len(files) - 1} more)" if len(files) > 1 else "")
                 cause = str(exc) if isinstance(exc, RagError) else f"{type(exc).__name__}: {exc}"
                 raise EmbeddingError(f"embedding failed for {named} in vault '{self.vault.name}': {cause}") from exc
-        return np.concatenate(parts, axis=0)
+        return vectors
 
     def backfill_embeddings(self) -> None:
         """Vectors for stored chunks the current model lacks (e.g. after switching models)."""

@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import psycopg
 
 from rag.config import Settings
@@ -165,3 +166,33 @@ def test_cli_index_summary(cli, tmp_path: Path) -> None:
     assert code == 4 and err.strip() == "error: vault 'nope' not found (see `ragpg vault list`)"
     code, out, err = cli("reindex", "--quiet")
     assert code == 0 and out.startswith("v: 2 files seen, 0 indexed, 2 unchanged, 0 skipped, 0 removed; 0 chunks")
+
+
+def test_chunks_are_embedded_in_length_order_and_each_vector_lands_on_its_chunk(
+        aconn: psycopg.Connection, settings: Settings, tmp_path: Path) -> None:
+    from rag.embed.hash import HashEmbedder
+    from rag.ingest.store import embedding_text
+
+    class Recording(HashEmbedder):  # the hash model (same table), its batches recorded
+        batches: list[list[str]] = []
+
+        def embed_batch(self, texts):  # type: ignore[no-untyped-def]
+            Recording.batches.append(list(texts))
+            return super().embed_batch(texts)
+
+    files = {f"n{i}.md": f"# Note {i}\n\n" + "\n\n".join("word " * (5 + (i * 37 + j * 11) % 60) for j in range(3))
+             for i in range(6)}
+    add(aconn, "v", write_files(tmp_path / "v", files))
+    small = with_settings(settings, embedding={"batch_size": 4}, chunking={"soft_bytes": 120, "hard_bytes": 400})
+    embedder = Recording(small.embedding.hash_dims, batch_size=4)
+    report = index_vaults(small, embedder=embedder).vaults[0]
+    assert report.error is None and report.chunks_written >= 12  # several batches of 4
+    lengths = [[len(t) for t in batch] for batch in Recording.batches]
+    flat = [n for batch in lengths for n in batch]
+    assert flat == sorted(flat), lengths  # one flush: batches cut from the length-sorted texts
+    rows = aconn.execute("select c.heading_path, c.content, e.embedding from chunks c "
+                         "join embeddings_hash_feature_hash_384 e on e.chunk_id = c.id").fetchall()
+    assert len(rows) == report.chunks_written
+    for r in rows:
+        expected = embedder.embed_documents([embedding_text(r["heading_path"], r["content"])])[0]
+        assert np.allclose(np.asarray(r["embedding"], dtype=np.float32), expected, atol=1e-6)
