@@ -56,6 +56,9 @@ class Runtime:
                 url = resolve_database_url(self.settings)
                 self._pool = ConnectionPool(url, min_size=POOL_MIN_SIZE, max_size=self.pool_max_size,
                                             kwargs={"row_factory": dict_row}, configure=_configure,
+                                            # a connection left dead by a database restart is
+                                            # replaced before use instead of failing one request
+                                            check=ConnectionPool.check_connection,
                                             timeout=POOL_TIMEOUT_S, open=False, name="ragpg")
                 try:
                     self._pool.open(wait=True, timeout=POOL_TIMEOUT_S)

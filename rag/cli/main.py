@@ -10,6 +10,8 @@ from pathlib import Path
 import click
 import psycopg
 import typer
+import typer.exceptions
+from typer._click import exceptions as typer_click
 
 from rag.cli import ask as ask_cli
 from rag.cli import db, keys, serve
@@ -65,12 +67,13 @@ def main(argv: list[str] | None = None) -> int:
         first = str(exc).strip().splitlines()
         typer.echo(f"error: database error: {first[0] if first else type(exc).__name__}", err=True)
         return DatabaseError.exit_code
-    except click.exceptions.Exit as exc:
+    except (click.exceptions.Exit, typer.exceptions.Exit) as exc:
         return exc.exit_code
-    except click.ClickException as exc:
+    # typer ≥ 0.29 raises usage errors from its vendored click, not from click itself.
+    except (click.ClickException, typer_click.ClickException) as exc:
         exc.show()
         return exc.exit_code
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.exceptions.Abort):
         typer.echo("aborted", err=True)
         return 130
     except KeyboardInterrupt:

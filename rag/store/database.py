@@ -38,6 +38,11 @@ def resolve_database_url(settings: Settings, *, start: bool = True) -> str:
         raise DatabaseError("the embedded server is not running; run `ragpg db start`")
     started = server.start()
     assert started.url is not None
+    # The embedded database is ragpg's own: bring its schema to head on first start, so
+    # `ragpg vault add` on a fresh machine works without a separate `ragpg db upgrade`.
+    from rag.store import migrate
+
+    migrate.upgrade(started.url)
     return started.url
 
 

@@ -131,3 +131,16 @@ def test_every_command_has_help():
                  ["db", "url", "--help"], ["db", "upgrade", "--help"], ["db", "stop", "--help"]):
         out = ragpg(*args)
         assert out.returncode == 0 and "Usage" in out.stdout, args
+
+
+def test_first_command_on_a_fresh_data_dir_prepares_the_schema(data_dir, tmp_path):
+    """No `ragpg db start` first: the first command that needs the database starts and migrates it."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nhello\n")
+    env = {**_env(data_dir), "RAGPG_EMBEDDING__MODEL": "hash"}
+    added = ragpg("vault", "add", "notes", str(notes), env=env)
+    assert added.returncode == 0, added.stderr
+    assert _status(data_dir)["schema_current"]
+    listed = ragpg("vault", "list", "--json", env=env)
+    assert listed.returncode == 0 and "notes" in listed.stdout
