@@ -25,61 +25,64 @@ end
 $$;
 
 --
--- Name: ragpg_bm25_stats_add(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_bm25_stats_sync(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_bm25_stats_add() RETURNS trigger
+CREATE FUNCTION public.ragpg_bm25_stats_sync() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'public', 'pg_catalog'
     AS $$
 begin
-    insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
-    select vault_id, count(*), sum(lexeme_count) from new_rows group by vault_id
-    on conflict (vault_id) do update
-        set chunk_count = s.chunk_count + excluded.chunk_count,
-            total_length = s.total_length + excluded.total_length;
+    if tg_op in ('DELETE', 'UPDATE') then
+        update bm25_vault_stats s
+        set chunk_count = s.chunk_count - o.n, total_length = s.total_length - o.len
+        from (select vault_id, count(*) as n, sum(lexeme_count) as len from old_rows group by vault_id) o
+        where s.vault_id = o.vault_id;
 
-    -- Ordered so concurrent writers lock term rows in the same order (no deadlocks).
-    insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
-    select n.vault_id, u.lexeme, count(*)
-    from new_rows n cross join lateral unnest(n.content_tsv) as u
-    group by n.vault_id, u.lexeme
-    order by n.vault_id, u.lexeme
-    on conflict (vault_id, lexeme) do update
-        set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
-    return null;
-end
-$$;
+        -- By primary key: every posting of an old row is (its vault, one of its lexemes, its id).
+        delete from bm25_postings p
+        using old_rows o cross join lateral unnest(o.content_tsv) as u
+        where p.vault_id = o.vault_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
 
---
--- Name: ragpg_bm25_stats_remove(); Type: FUNCTION; Schema: public; Owner: -
---
+        with gone as (
+            select o.vault_id, u.lexeme, count(*) as n
+            from old_rows o cross join lateral unnest(o.content_tsv) as u
+            group by o.vault_id, u.lexeme
+        )
+        update bm25_term_stats t
+        set chunk_frequency = t.chunk_frequency - g.n
+        from gone g
+        where t.vault_id = g.vault_id and t.lexeme = g.lexeme;
 
-CREATE FUNCTION public.ragpg_bm25_stats_remove() RETURNS trigger
-    LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
-    AS $$
-begin
-    update bm25_vault_stats s
-    set chunk_count = s.chunk_count - o.n, total_length = s.total_length - o.len
-    from (select vault_id, count(*) as n, sum(lexeme_count) as len from old_rows group by vault_id) o
-    where s.vault_id = o.vault_id;
+        -- Only the lexemes just touched can have dropped to zero.
+        delete from bm25_term_stats t
+        using (select distinct o.vault_id, u.lexeme
+               from old_rows o cross join lateral unnest(o.content_tsv) as u) g
+        where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.chunk_frequency <= 0;
+    end if;
 
-    with gone as (
-        select o.vault_id, u.lexeme, count(*) as n
-        from old_rows o cross join lateral unnest(o.content_tsv) as u
-        group by o.vault_id, u.lexeme
-    )
-    update bm25_term_stats t
-    set chunk_frequency = t.chunk_frequency - g.n
-    from gone g
-    where t.vault_id = g.vault_id and t.lexeme = g.lexeme;
+    if tg_op in ('INSERT', 'UPDATE') then
+        insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
+        select vault_id, count(*), sum(lexeme_count) from new_rows group by vault_id
+        on conflict (vault_id) do update
+            set chunk_count = s.chunk_count + excluded.chunk_count,
+                total_length = s.total_length + excluded.total_length;
 
-    -- Only the lexemes just touched can have dropped to zero.
-    delete from bm25_term_stats t
-    using (select distinct o.vault_id, u.lexeme
-           from old_rows o cross join lateral unnest(o.content_tsv) as u) g
-    where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.chunk_frequency <= 0;
+        -- Ordered so concurrent writers lock term rows in the same order (no deadlocks).
+        insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
+        select n.vault_id, u.lexeme, count(*)
+        from new_rows n cross join lateral unnest(n.content_tsv) as u
+        group by n.vault_id, u.lexeme
+        order by n.vault_id, u.lexeme
+        on conflict (vault_id, lexeme) do update
+            set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
+
+        -- tf: the lexeme's positions in the chunk (1 when the tsvector holds none).
+        insert into bm25_postings (vault_id, lexeme, chunk_id, tf, dl, text_search_config)
+        select n.vault_id, u.lexeme, n.id, coalesce(cardinality(u.positions), 1), n.lexeme_count,
+               n.text_search_config
+        from new_rows n cross join lateral unnest(n.content_tsv) as u;
+    end if;
     return null;
 end
 $$;
@@ -786,15 +789,6 @@ CREATE FUNCTION public.ragpg_langchain_chunk_id(p_id text) RETURNS bigint
     RETURN ((('x'::text || "left"(md5(p_id), 16)))::bit(64))::bigint;
 
 --
--- Name: ragpg_lexemes_tsquery(text[]); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.ragpg_lexemes_tsquery(p_lexemes text[]) RETURNS tsquery
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
-    RETURN (SELECT (string_agg(((''''::text || replace(replace(l.l, '\'::text, '\\'::text), ''''::text, ''''''::text)) || ''''::text), ' | '::text))::tsquery AS string_agg FROM unnest(ragpg_lexemes_tsquery.p_lexemes) l(l));
-
---
 -- Name: ragpg_match_folders_impl(text, integer, text, public.vector, bigint[], integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -983,8 +977,8 @@ CREATE FUNCTION public.ragpg_match_lexical_impl(query_text text, match_count int
     AS $_$
 declare
     f record;
-    v_lexemes text[];
-    v_where text;
+    t record;
+    v_filter text;
 begin
     perform ragpg_check_match_count(match_count);
     perform ragpg_check_bm25_params(k1, b);
@@ -993,46 +987,50 @@ begin
     if query_text is null or query_text !~ '[^[:space:]]' then
         return;
     end if;
-    select array_agg(distinct q.lexeme) into v_lexemes from ragpg_query_lexemes(query_text, f.vaults) q;
-    if v_lexemes is null then
+    -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
+    -- the vault's average chunk length. Each pair is one primary-key probe of bm25_term_stats
+    -- (limit 1 keeps the lateral subquery from being flattened into a join on lexeme alone, which
+    -- reads the whole table). Empty vaults are skipped: no postings, and avgdl would divide by zero.
+    select array_agg(s.vault_id) as vault_ids, array_agg(q.text_search_config) as cfgs,
+           array_agg(q.lexeme) as lexemes,
+           array_agg(q.query_frequency
+                     * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8) / (ts.chunk_frequency + 0.5::float8))) as weights,
+           array_agg(s.total_length::float8 / s.chunk_count) as avgdls
+    into t
+    from bm25_vault_stats s
+    cross join ragpg_query_lexemes(query_text, f.vaults) q
+    cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
+                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts
+    where s.chunk_count > 0
+      and (f.vaults is null or s.vault_id in (select vv.id from vaults vv where vv.name = any(f.vaults)));
+    if t.vault_ids is null then
         return;
     end if;
-    -- Parameters: $1 query text, $2 match_count, $3 k1, $4 b, $5 containment, $6 predicate, $7 vars,
-    -- $8 vault names, $9 the OR tsquery, $10 the lexemes. v_where holds only fixed text.
-    v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
-               || case when f.vaults is not null
-                       then ' and c.vault_id in (select vv.id from vaults vv where vv.name = any($8))' else '' end;
+    -- Parameters: $1 k1, $2 b, $3 match_count, $4 containment, $5 predicate, $6 vars, $7..$11 the
+    -- term arrays. v_filter holds only fixed text. The terms arrive as arrays so the planner
+    -- expects a handful of rows and probes bm25_postings by (vault, lexeme), index-only. A
+    -- metadata filter needs the chunk row, so it is checked once per scored chunk, before the
+    -- match_count cut.
+    v_filter := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 4);
     return query execute
-        'with ql as (
-             select q.text_search_config as cfg, q.lexeme, q.query_frequency as qtf
-             from ragpg_query_lexemes($1, $8) q
-         ),
-         -- candidates from the GIN index, each with the tf of the query lexemes it holds (setweight
-         -- marks the query lexemes, ts_filter keeps only them); materialized so every tsvector is
-         -- read once
-         hits as materialized (
-             select c.id, c.vault_id, c.text_search_config as cfg, c.lexeme_count as dl, u.lexeme,
-                    coalesce(cardinality(u.positions), 1) as tf
-             from chunks c
-             cross join lateral unnest(ts_filter(setweight(c.content_tsv, ''A'', $10), ''{a}'')) u
-             where c.content_tsv @@ $9' || v_where || '
-         ),
-         scored as materialized (
-             select h.id,
-                    sum(ql.qtf * ln(1 + (s.chunk_count - t.chunk_frequency + 0.5::float8) / (t.chunk_frequency + 0.5::float8))
-                        * (h.tf * ($3 + 1))
-                        / (h.tf + $3 * (1 - $4 + $4 * h.dl / (s.total_length::float8 / s.chunk_count)))
-                    ) as bm25_score
-             from hits h
-             join ql on ql.cfg = h.cfg and ql.lexeme = h.lexeme
-             join bm25_vault_stats s on s.vault_id = h.vault_id
-             join bm25_term_stats t on t.vault_id = h.vault_id and t.lexeme = h.lexeme
-             group by h.id
+        'with scored as materialized (
+             select r.id, r.bm25_score
+             from (select p.chunk_id as id,
+                          sum(tm.w * (p.tf * ($1 + 1))
+                              / (p.tf + $1 * (1 - $2 + $2 * p.dl / tm.avgdl))
+                          ) as bm25_score
+                   from unnest($7, $8, $9, $10, $11) as tm (vault_id, cfg, lexeme, w, avgdl)
+                   -- each chunk is scored with the lexemes of its own config (the posting carries it)
+                   join bm25_postings p
+                     on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.text_search_config = tm.cfg
+                   group by p.chunk_id) r'
+             || case when v_filter <> ''
+                     then ' where exists (select from chunks c where c.id = r.id' || v_filter || ')' else '' end || '
          ),
          -- the match_count-th best score: only chunks at or above it need their fields and tie-breaks
          cut as (
              select min(x.bm25_score) as score
-             from (select sc.bm25_score from scored sc order by sc.bm25_score desc limit $2) x
+             from (select sc.bm25_score from scored sc order by sc.bm25_score desc limit $3) x
          )
          select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
          from scored sc
@@ -1041,9 +1039,9 @@ begin
          join vaults v on v.id = c.vault_id
          where sc.bm25_score >= (select cut.score from cut)
          order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
-         limit $2'
-        using query_text, match_count, k1, b, f.containment, f.predicate, f.vars, f.vaults,
-              ragpg_lexemes_tsquery(v_lexemes), v_lexemes;
+         limit $3'
+        using k1, b, match_count, f.containment, f.predicate, f.vars,
+              t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls;
 end
 $_$;
 
@@ -1295,6 +1293,19 @@ ALTER TABLE public.api_keys ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: bm25_postings; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.bm25_postings (
+    vault_id bigint NOT NULL,
+    lexeme text NOT NULL,
+    chunk_id bigint NOT NULL,
+    tf integer NOT NULL,
+    dl integer NOT NULL,
+    text_search_config regconfig NOT NULL
+);
+
+--
 -- Name: bm25_term_stats; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1460,6 +1471,13 @@ ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
 
 --
+-- Name: bm25_postings bm25_postings_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_postings
+    ADD CONSTRAINT bm25_postings_pkey PRIMARY KEY (vault_id, lexeme, chunk_id) INCLUDE (tf, dl, text_search_config);
+
+--
 -- Name: bm25_term_stats bm25_term_stats_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1578,25 +1596,19 @@ CREATE INDEX documents_vault_folder_idx ON public.documents USING btree (vault_i
 -- Name: chunks chunks_bm25_delete; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER chunks_bm25_delete AFTER DELETE ON public.chunks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ragpg_bm25_stats_remove();
+CREATE TRIGGER chunks_bm25_delete AFTER DELETE ON public.chunks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ragpg_bm25_stats_sync();
 
 --
 -- Name: chunks chunks_bm25_insert; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER chunks_bm25_insert AFTER INSERT ON public.chunks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ragpg_bm25_stats_add();
+CREATE TRIGGER chunks_bm25_insert AFTER INSERT ON public.chunks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ragpg_bm25_stats_sync();
 
 --
--- Name: chunks chunks_bm25_update_add; Type: TRIGGER; Schema: public; Owner: -
+-- Name: chunks chunks_bm25_update; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER chunks_bm25_update_add AFTER UPDATE ON public.chunks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ragpg_bm25_stats_add();
-
---
--- Name: chunks chunks_bm25_update_remove; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER chunks_bm25_update_remove AFTER UPDATE ON public.chunks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ragpg_bm25_stats_remove();
+CREATE TRIGGER chunks_bm25_update AFTER UPDATE ON public.chunks REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ragpg_bm25_stats_sync();
 
 --
 -- Name: bm25_term_stats bm25_term_stats_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

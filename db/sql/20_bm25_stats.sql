@@ -1,70 +1,86 @@
--- Corpus statistics for BM25 (chunk count, total length, per-lexeme chunk frequency),
--- maintained by statement-level triggers so a batch insert updates each lexeme once.
+-- Corpus statistics for BM25 (chunk count, total length, per-lexeme chunk frequency) and the
+-- postings (vault, lexeme) -> (chunk, tf, dl) that scoring reads (db/sql/50_lexical.sql),
+-- maintained by statement-level triggers so a batch insert updates each lexeme once and writes
+-- all its postings in one set-based insert.
+--
+-- One function serves insert, delete and update: an update must remove the old rows' postings
+-- before adding the new rows' (same primary keys), and two separate update triggers would fire
+-- in name order, not in that one. Transition tables: old_rows (delete, update), new_rows
+-- (insert, update).
 
-create or replace function ragpg_bm25_stats_add() returns trigger
+create or replace function ragpg_bm25_stats_sync() returns trigger
 language plpgsql volatile
 set search_path = public, pg_catalog
 as $$
 begin
-    insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
-    select vault_id, count(*), sum(lexeme_count) from new_rows group by vault_id
-    on conflict (vault_id) do update
-        set chunk_count = s.chunk_count + excluded.chunk_count,
-            total_length = s.total_length + excluded.total_length;
+    if tg_op in ('DELETE', 'UPDATE') then
+        update bm25_vault_stats s
+        set chunk_count = s.chunk_count - o.n, total_length = s.total_length - o.len
+        from (select vault_id, count(*) as n, sum(lexeme_count) as len from old_rows group by vault_id) o
+        where s.vault_id = o.vault_id;
 
-    -- Ordered so concurrent writers lock term rows in the same order (no deadlocks).
-    insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
-    select n.vault_id, u.lexeme, count(*)
-    from new_rows n cross join lateral unnest(n.content_tsv) as u
-    group by n.vault_id, u.lexeme
-    order by n.vault_id, u.lexeme
-    on conflict (vault_id, lexeme) do update
-        set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
-    return null;
-end
-$$;
+        -- By primary key: every posting of an old row is (its vault, one of its lexemes, its id).
+        delete from bm25_postings p
+        using old_rows o cross join lateral unnest(o.content_tsv) as u
+        where p.vault_id = o.vault_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
 
-create or replace function ragpg_bm25_stats_remove() returns trigger
-language plpgsql volatile
-set search_path = public, pg_catalog
-as $$
-begin
-    update bm25_vault_stats s
-    set chunk_count = s.chunk_count - o.n, total_length = s.total_length - o.len
-    from (select vault_id, count(*) as n, sum(lexeme_count) as len from old_rows group by vault_id) o
-    where s.vault_id = o.vault_id;
+        with gone as (
+            select o.vault_id, u.lexeme, count(*) as n
+            from old_rows o cross join lateral unnest(o.content_tsv) as u
+            group by o.vault_id, u.lexeme
+        )
+        update bm25_term_stats t
+        set chunk_frequency = t.chunk_frequency - g.n
+        from gone g
+        where t.vault_id = g.vault_id and t.lexeme = g.lexeme;
 
-    with gone as (
-        select o.vault_id, u.lexeme, count(*) as n
-        from old_rows o cross join lateral unnest(o.content_tsv) as u
-        group by o.vault_id, u.lexeme
-    )
-    update bm25_term_stats t
-    set chunk_frequency = t.chunk_frequency - g.n
-    from gone g
-    where t.vault_id = g.vault_id and t.lexeme = g.lexeme;
+        -- Only the lexemes just touched can have dropped to zero.
+        delete from bm25_term_stats t
+        using (select distinct o.vault_id, u.lexeme
+               from old_rows o cross join lateral unnest(o.content_tsv) as u) g
+        where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.chunk_frequency <= 0;
+    end if;
 
-    -- Only the lexemes just touched can have dropped to zero.
-    delete from bm25_term_stats t
-    using (select distinct o.vault_id, u.lexeme
-           from old_rows o cross join lateral unnest(o.content_tsv) as u) g
-    where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.chunk_frequency <= 0;
+    if tg_op in ('INSERT', 'UPDATE') then
+        insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
+        select vault_id, count(*), sum(lexeme_count) from new_rows group by vault_id
+        on conflict (vault_id) do update
+            set chunk_count = s.chunk_count + excluded.chunk_count,
+                total_length = s.total_length + excluded.total_length;
+
+        -- Ordered so concurrent writers lock term rows in the same order (no deadlocks).
+        insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
+        select n.vault_id, u.lexeme, count(*)
+        from new_rows n cross join lateral unnest(n.content_tsv) as u
+        group by n.vault_id, u.lexeme
+        order by n.vault_id, u.lexeme
+        on conflict (vault_id, lexeme) do update
+            set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
+
+        -- tf: the lexeme's positions in the chunk (1 when the tsvector holds none).
+        insert into bm25_postings (vault_id, lexeme, chunk_id, tf, dl, text_search_config)
+        select n.vault_id, u.lexeme, n.id, coalesce(cardinality(u.positions), 1), n.lexeme_count,
+               n.text_search_config
+        from new_rows n cross join lateral unnest(n.content_tsv) as u;
+    end if;
     return null;
 end
 $$;
 
 create or replace trigger chunks_bm25_insert
     after insert on chunks referencing new table as new_rows
-    for each statement execute function ragpg_bm25_stats_add();
+    for each statement execute function ragpg_bm25_stats_sync();
 
 create or replace trigger chunks_bm25_delete
     after delete on chunks referencing old table as old_rows
-    for each statement execute function ragpg_bm25_stats_remove();
+    for each statement execute function ragpg_bm25_stats_sync();
 
-create or replace trigger chunks_bm25_update_remove
-    after update on chunks referencing old table as old_rows
-    for each statement execute function ragpg_bm25_stats_remove();
+create or replace trigger chunks_bm25_update
+    after update on chunks referencing old table as old_rows new table as new_rows
+    for each statement execute function ragpg_bm25_stats_sync();
 
-create or replace trigger chunks_bm25_update_add
-    after update on chunks referencing new table as new_rows
-    for each statement execute function ragpg_bm25_stats_add();
+-- Replaced by ragpg_bm25_stats_sync and chunks_bm25_update (revision 0003).
+drop trigger if exists chunks_bm25_update_remove on chunks;
+drop trigger if exists chunks_bm25_update_add on chunks;
+drop function if exists ragpg_bm25_stats_add();
+drop function if exists ragpg_bm25_stats_remove();

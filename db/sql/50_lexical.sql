@@ -8,7 +8,9 @@
 -- triggers in 20_bm25_stats.sql). qtf is how often t occurs in the query (Anserini's bag-of-words
 -- query weights repeated terms the same way). Query lexemes come from to_tsvector(<config>, query)
 -- for each text search configuration of the vaults searched, and every chunk is scored with the
--- lexemes of its own config. Candidates come from the GIN index (content_tsv @@ 'a' | 'b' | ...).
+-- lexemes of its own config. tf and dl come from bm25_postings (one row per vault, lexeme and
+-- chunk, maintained by the same triggers), read index-only for just the query lexemes: unnesting
+-- every candidate's tsvector instead cost tens of milliseconds, as OR queries match much of a corpus.
 -- (create or replace: when a signature changes, add `drop function if exists <old signature>;` first.)
 
 create or replace function ragpg_check_bm25_params(k1 float8, b float8) returns void
@@ -42,14 +44,8 @@ begin atomic
     order by 1, 2;
 end;
 
--- 'a' | 'b' | ... from lexemes, each quoted (quotes and backslashes doubled); null for none.
-create or replace function ragpg_lexemes_tsquery(p_lexemes text[]) returns tsquery
-language sql immutable parallel safe strict
-set search_path = pg_catalog
-return (
-    select string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery
-    from unnest(p_lexemes) l
-);
+-- No longer used (scoring reads bm25_postings instead of the GIN index).
+drop function if exists ragpg_lexemes_tsquery(text[]);
 
 -- Chunks ranked by BM25 (the implementation; the hybrid functions call it directly). Empty,
 -- stopword-only or punctuation-only query text gives an empty result here.
@@ -62,8 +58,8 @@ set search_path = public, pg_catalog
 as $$
 declare
     f record;
-    v_lexemes text[];
-    v_where text;
+    t record;
+    v_filter text;
 begin
     perform ragpg_check_match_count(match_count);
     perform ragpg_check_bm25_params(k1, b);
@@ -72,46 +68,50 @@ begin
     if query_text is null or query_text !~ '[^[:space:]]' then
         return;
     end if;
-    select array_agg(distinct q.lexeme) into v_lexemes from ragpg_query_lexemes(query_text, f.vaults) q;
-    if v_lexemes is null then
+    -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
+    -- the vault's average chunk length. Each pair is one primary-key probe of bm25_term_stats
+    -- (limit 1 keeps the lateral subquery from being flattened into a join on lexeme alone, which
+    -- reads the whole table). Empty vaults are skipped: no postings, and avgdl would divide by zero.
+    select array_agg(s.vault_id) as vault_ids, array_agg(q.text_search_config) as cfgs,
+           array_agg(q.lexeme) as lexemes,
+           array_agg(q.query_frequency
+                     * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8) / (ts.chunk_frequency + 0.5::float8))) as weights,
+           array_agg(s.total_length::float8 / s.chunk_count) as avgdls
+    into t
+    from bm25_vault_stats s
+    cross join ragpg_query_lexemes(query_text, f.vaults) q
+    cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
+                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts
+    where s.chunk_count > 0
+      and (f.vaults is null or s.vault_id in (select vv.id from vaults vv where vv.name = any(f.vaults)));
+    if t.vault_ids is null then
         return;
     end if;
-    -- Parameters: $1 query text, $2 match_count, $3 k1, $4 b, $5 containment, $6 predicate, $7 vars,
-    -- $8 vault names, $9 the OR tsquery, $10 the lexemes. v_where holds only fixed text.
-    v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
-               || case when f.vaults is not null
-                       then ' and c.vault_id in (select vv.id from vaults vv where vv.name = any($8))' else '' end;
+    -- Parameters: $1 k1, $2 b, $3 match_count, $4 containment, $5 predicate, $6 vars, $7..$11 the
+    -- term arrays. v_filter holds only fixed text. The terms arrive as arrays so the planner
+    -- expects a handful of rows and probes bm25_postings by (vault, lexeme), index-only. A
+    -- metadata filter needs the chunk row, so it is checked once per scored chunk, before the
+    -- match_count cut.
+    v_filter := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 4);
     return query execute
-        'with ql as (
-             select q.text_search_config as cfg, q.lexeme, q.query_frequency as qtf
-             from ragpg_query_lexemes($1, $8) q
-         ),
-         -- candidates from the GIN index, each with the tf of the query lexemes it holds (setweight
-         -- marks the query lexemes, ts_filter keeps only them); materialized so every tsvector is
-         -- read once
-         hits as materialized (
-             select c.id, c.vault_id, c.text_search_config as cfg, c.lexeme_count as dl, u.lexeme,
-                    coalesce(cardinality(u.positions), 1) as tf
-             from chunks c
-             cross join lateral unnest(ts_filter(setweight(c.content_tsv, ''A'', $10), ''{a}'')) u
-             where c.content_tsv @@ $9' || v_where || '
-         ),
-         scored as materialized (
-             select h.id,
-                    sum(ql.qtf * ln(1 + (s.chunk_count - t.chunk_frequency + 0.5::float8) / (t.chunk_frequency + 0.5::float8))
-                        * (h.tf * ($3 + 1))
-                        / (h.tf + $3 * (1 - $4 + $4 * h.dl / (s.total_length::float8 / s.chunk_count)))
-                    ) as bm25_score
-             from hits h
-             join ql on ql.cfg = h.cfg and ql.lexeme = h.lexeme
-             join bm25_vault_stats s on s.vault_id = h.vault_id
-             join bm25_term_stats t on t.vault_id = h.vault_id and t.lexeme = h.lexeme
-             group by h.id
+        'with scored as materialized (
+             select r.id, r.bm25_score
+             from (select p.chunk_id as id,
+                          sum(tm.w * (p.tf * ($1 + 1))
+                              / (p.tf + $1 * (1 - $2 + $2 * p.dl / tm.avgdl))
+                          ) as bm25_score
+                   from unnest($7, $8, $9, $10, $11) as tm (vault_id, cfg, lexeme, w, avgdl)
+                   -- each chunk is scored with the lexemes of its own config (the posting carries it)
+                   join bm25_postings p
+                     on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.text_search_config = tm.cfg
+                   group by p.chunk_id) r'
+             || case when v_filter <> ''
+                     then ' where exists (select from chunks c where c.id = r.id' || v_filter || ')' else '' end || '
          ),
          -- the match_count-th best score: only chunks at or above it need their fields and tie-breaks
          cut as (
              select min(x.bm25_score) as score
-             from (select sc.bm25_score from scored sc order by sc.bm25_score desc limit $2) x
+             from (select sc.bm25_score from scored sc order by sc.bm25_score desc limit $3) x
          )
          select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
          from scored sc
@@ -120,9 +120,9 @@ begin
          join vaults v on v.id = c.vault_id
          where sc.bm25_score >= (select cut.score from cut)
          order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
-         limit $2'
-        using query_text, match_count, k1, b, f.containment, f.predicate, f.vars, f.vaults,
-              ragpg_lexemes_tsquery(v_lexemes), v_lexemes;
+         limit $3'
+        using k1, b, match_count, f.containment, f.predicate, f.vars,
+              t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls;
 end
 $$;
 

@@ -114,6 +114,32 @@ def test_bm25_statistics_follow_inserts_and_deletes(conn):
         "chunk_count": 1, "total_length": 3}
 
 
+def test_bm25_postings_follow_inserts_updates_and_deletes(conn):
+    """bm25_postings always equals what the chunks' tsvectors say, whatever statements changed them."""
+    expected = ("select c.vault_id, u.lexeme, c.id as chunk_id, coalesce(cardinality(u.positions), 1) as tf,"
+                " c.lexeme_count as dl, c.text_search_config::text as cfg"
+                " from chunks c cross join lateral unnest(c.content_tsv) u order by 1, 2, 3")
+    actual = ("select vault_id, lexeme, chunk_id, tf, dl, text_search_config::text as cfg"
+              " from bm25_postings order by 1, 2, 3")
+    a = conn.execute("insert into vaults (name, root_path) values ('p', '/p') returning id").fetchone()["id"]
+    b = conn.execute("insert into vaults (name, root_path) values ('q', '/q') returning id").fetchone()["id"]
+    doc = conn.execute("insert into documents (vault_id, source_path, document_version, size_bytes)"
+                       " values (%s, 'a.md', 'x', 1) returning id", (a,)).fetchone()["id"]
+    conn.execute("insert into chunks (document_id, vault_id, ordinal, content) values"
+                 " (%s, %s, 0, 'cats chase mice'), (%s, %s, 1, 'cats sleep all day, cats'),"
+                 " (%s, %s, 2, 'dogs bark')", (doc, a, doc, a, doc, a))
+    assert conn.execute(actual).fetchall() == conn.execute(expected).fetchall()
+    conn.execute("update chunks set content = content || ' and mice sleep' where ordinal >= 1")
+    conn.execute("update chunks set vault_id = %s, text_search_config = 'simple' where ordinal = 0", (b,))
+    conn.execute("update chunks set metadata = '{\"k\": 1}'")
+    assert conn.execute(actual).fetchall() == conn.execute(expected).fetchall()
+    conn.execute("delete from chunks where ordinal = 1")
+    assert conn.execute(actual).fetchall() == conn.execute(expected).fetchall()
+    assert {r["vault_id"] for r in conn.execute(actual).fetchall()} == {a, b}
+    conn.execute("delete from vaults where id = %s", (a,))  # cascades to every chunk (the document is in a)
+    assert conn.execute(actual).fetchall() == conn.execute(expected).fetchall() == []
+
+
 def test_ensure_pgvector_reports_too_old_server_version_cleanly(conn):
     assert migrate.ensure_pgvector(conn).startswith("0.")
 
