@@ -52,6 +52,43 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
     )),
 }
 
+# For each pattern above (same order), literals of which every match contains at least one, in
+# lower case. A substring test on the lower-cased text rules a pattern out far faster than running
+# it (the guard was a third of the indexer's Python time), and exactly: a pattern none of whose
+# literals occur cannot match. IGNORECASE also matches "ı", "İ" and "ſ" to ASCII letters, which
+# str.lower() does not map to them, so text holding one of those runs every pattern.
+_LITERALS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "policy_override_attempt": (
+        ("ignore", "disregard", "forget", "skip", "bypass", "override"),
+        ("ignore", "disregard", "forget", "bypass", "override"),
+        ("system",),
+        ("now",),
+        ("now",),
+        ("instructions",),
+        ("mode",),
+    ),
+    "tool_call_attempt": (
+        ("tool", "function"),
+        ("execute",),
+        ("{",),
+        ("<",),
+        ("rm", "curl", "mkfs", "if="),
+    ),
+    "instruction_like": (
+        ("ai", "a.i.", "language", "llm", "chatbot"),
+        ("assistant", "system"),
+        ("<|", "[inst]", "[/inst]", "<<sys>>"),
+        ("only",),
+        ("user",),
+        ("telling",),
+        ("ai", "llm", "language", "assistant", "chatbot"),
+    ),
+}
+_RULES_WITH_LITERALS: dict[str, tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]] = {
+    flag: tuple(zip(patterns, _LITERALS[flag], strict=True)) for flag, patterns in _PATTERNS.items()
+}
+_UNLOWERED_CASE_VARIANTS = ("\u0130", "\u0131", "\u017f")  # İ ı ſ
+
 # Risk = 1 - prod((1 - weight) ** hits) over flags: one weak hint stays low, an override attempt
 # alone is already high, and independent signals compound. Hits per flag are capped so a
 # page quoting one phrase many times does not saturate by repetition alone.
@@ -68,10 +105,12 @@ class RiskAssessment:
 
 def assess_injection(text: str) -> RiskAssessment:
     normalised = _normalise(text)
+    lowered = None if any(c in normalised for c in _UNLOWERED_CASE_VARIANTS) else normalised.lower()
     flags: list[str] = []
     keep = 1.0
-    for flag, patterns in _PATTERNS.items():
-        hits = _distinct_hits(normalised, patterns)
+    for flag, rules in _RULES_WITH_LITERALS.items():
+        patterns = tuple(p for p, literals in rules if lowered is None or any(w in lowered for w in literals))
+        hits = _distinct_hits(normalised, patterns) if patterns else 0
         if hits:
             flags.append(flag)
             keep *= (1.0 - RISK_WEIGHTS[flag]) ** min(hits, _MAX_HITS_PER_FLAG)

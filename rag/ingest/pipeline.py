@@ -15,13 +15,10 @@ Guarantees (each one tested):
 from __future__ import annotations
 
 import hashlib
-import queue
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from types import TracebackType
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,8 +29,10 @@ from rag.embed import Embedder, get_embedder
 from rag.errors import EmbeddingError, RagError
 from rag.ingest import beir, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
+from rag.ingest.hnsw import BulkLoadPolicy
 from rag.ingest.parse import parse_document
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
+from rag.ingest.writer import BatchWriter
 from rag.retrieve import EmbeddingModelRef, get_model, register_model
 from rag.store.database import connect
 from rag.vaults import Vault, mark_indexed, resolve_vaults
@@ -192,7 +191,7 @@ class _VaultRun:
         self.embedder, self.model, self.progress = embedder, model, progress
         self.report = VaultReport(vault.name, embedder.model_key)
         self.pending: list[store.PreparedDocument] = []
-        self.writer: _BatchWriter | None = None
+        self.writer: BatchWriter | None = None
 
     def execute(self) -> None:
         sources, skipped = discover(self.vault, self.settings)
@@ -202,7 +201,7 @@ class _VaultRun:
         stored = store.stored_versions(self.conn, self.vault.id)
         keep = {s.path for s in skipped if s.reason in KEEP_ON_SKIP}
         # While the writer thread owns the connection, this thread reads, parses and embeds.
-        with _BatchWriter(self.write) as self.writer:
+        with BatchWriter(self.write) as self.writer:
             for source in sources:
                 if self.visit(source, stored):
                     keep.add(source.path)
@@ -251,7 +250,10 @@ class _VaultRun:
 
     def write(self, docs: list[store.PreparedDocument]) -> None:
         """Runs on the writer thread: one transaction for the batch."""
-        written = store.write_documents(self.conn, self.vault.id, self.vault.text_search_config, docs, self.model)
+        ingest = self.settings.ingest
+        bulk = BulkLoadPolicy(ingest.bulk_load_min_vectors, ingest.bulk_load_min_fraction)
+        written = store.write_documents(self.conn, self.vault.id, self.vault.text_search_config, docs, self.model,
+                                        bulk)
         self.report.files_indexed += len(docs)
         self.report.chunks_written += written
         self.progress.files_done(len(docs))
@@ -300,48 +302,6 @@ class _VaultRun:
             self.report.chunks_reembedded += len(chunks)
             self.progress.chunks_done(len(chunks))
             after = chunks[-1].id
-
-
-class _BatchWriter:
-    """Writes batches on a thread, so Postgres (HNSW inserts, tsvectors, BM25 triggers) works while
-    Python parses and embeds the next batch. A short queue keeps memory bounded; the first write
-    error stops further writes and is re-raised in the caller's thread."""
-
-    QUEUE_DEPTH = 2
-
-    def __init__(self, write: Callable[[list[store.PreparedDocument]], None]) -> None:
-        self._write = write
-        self._queue: queue.Queue[list[store.PreparedDocument] | None] = queue.Queue(self.QUEUE_DEPTH)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._loop, name="ragpg-index-writer", daemon=True)
-
-    def __enter__(self) -> _BatchWriter:
-        self._thread.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        # Batches already embedded are still committed when the caller fails: less to redo next run.
-        self._queue.put(None)
-        self._thread.join()
-        if exc is None:
-            self._raise_if_failed()
-
-    def put(self, docs: list[store.PreparedDocument]) -> None:
-        self._raise_if_failed()
-        self._queue.put(docs)
-
-    def _raise_if_failed(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    def _loop(self) -> None:
-        while (docs := self._queue.get()) is not None:
-            if self._error is None:
-                try:
-                    self._write(docs)
-                except BaseException as exc:  # handed to the caller's thread, which re-raises it
-                    self._error = exc
 
 
 # --- discovering sources --------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from psycopg.types.json import Jsonb
 
 from rag.ingest.chunk import Chunk
 from rag.ingest.guard import assess_injection
+from rag.ingest.hnsw import BulkLoadPolicy, indexes_rebuilt
 from rag.retrieve import EmbeddingModelRef
 from rag.tokens import count_tokens
 
@@ -168,11 +169,13 @@ _INSERT_CHUNKS = sql.SQL(
 
 
 def write_documents(conn: psycopg.Connection, vault_id: int, text_search_config: str,
-                    docs: Sequence[PreparedDocument], model: EmbeddingModelRef) -> int:
+                    docs: Sequence[PreparedDocument], model: EmbeddingModelRef,
+                    bulk: BulkLoadPolicy | None = None) -> int:
     """Replace `docs` (old chunks and vectors out, new ones in) in ONE transaction; returns chunks written.
 
     Every document must carry its vectors: embedding happens before, outside the transaction, so
-    the write is short and a killed process leaves each document either old or new.
+    the write is short and a killed process leaves each document either old or new. When `bulk`
+    applies to the batch's size, the model's HNSW index is rebuilt instead of inserted into.
     """
     if not docs:
         return 0
@@ -190,7 +193,11 @@ def write_documents(conn: psycopg.Connection, vault_id: int, text_search_config:
             for chunk, vector in zip(doc.chunks, doc.vectors, strict=True):
                 ids.append(chunk_ids[(doc_id, chunk.ordinal)])
                 vectors.append(vector)
-        copy_embeddings(conn, model, ids, vectors)
+        if bulk is not None and bulk.applies(conn, model.embedding_table, len(ids)):
+            with indexes_rebuilt(conn, model.embedding_table):
+                copy_embeddings(conn, model, ids, vectors)
+        else:
+            copy_embeddings(conn, model, ids, vectors)
     return len(ids)
 
 
