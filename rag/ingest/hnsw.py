@@ -38,6 +38,11 @@ class BulkLoadPolicy:
     def applies(self, conn: psycopg.Connection, table: str, n: int) -> bool:
         if n < self.min_vectors:
             return False
+        # Two writers of this table (index runs of two vaults) that both counted under their
+        # ACCESS SHARE lock and then both asked for `drop index`'s ACCESS EXCLUSIVE one would
+        # deadlock. This self-conflicting mode serialises bulk candidates up front; searches and
+        # plain inserts are not blocked by it.
+        conn.execute(sql.SQL("lock table {} in share update exclusive mode").format(sql.Identifier(table)))
         # Bulk iff existing rows <= n / min_fraction; counting stops one row past that bound, so the
         # check costs O(n) even on a huge table.
         bound = math.floor(n / self.min_fraction)

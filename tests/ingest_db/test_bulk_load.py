@@ -3,6 +3,7 @@ definition, valid, every vector on its chunk); a small write on a bigger table i
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +68,33 @@ def test_bulk_load_rebuilds_the_index_and_small_writes_insert(aconn: psycopg.Con
         plan = aconn.execute(f"explain select chunk_id from {TABLE} order by embedding <=> %s::vector "  # noqa: S608
                              "limit 3", (str(list(map(float, rows[0]["embedding"]))),)).fetchall()
     assert any("hnsw_idx" in next(iter(p.values())) for p in plan)
+
+
+def test_concurrent_bulk_loads_of_two_vaults_do_not_deadlock(aconn: psycopg.Connection, settings: Settings,
+                                                             tmp_path: Path) -> None:
+    # Both runs count rows, then want the table's ACCESS EXCLUSIVE lock: without serialising the
+    # bulk candidates first, one of them is killed as a deadlock (seen without the lock).
+    for name in ("a", "b"):
+        add(aconn, name, write_files(tmp_path / name, notes(0, 300)))
+    bulky = with_settings(settings, ingest={"bulk_load_min_vectors": 4, "bulk_load_min_fraction": 0.01,
+                                            "upsert_batch_documents": 4})
+    index(bulky, "a")  # registers the model; then both vaults load concurrently
+    aconn.execute("delete from chunks")
+    aconn.execute("delete from documents")
+    reports: dict[str, Any] = {}
+
+    def run(name: str) -> None:
+        try:
+            reports[name] = index(bulky, name).vaults[0]
+        except Exception as exc:  # e.g. psycopg's DeadlockDetected, shown by the assertion below
+            reports[name] = exc
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [(getattr(r, "error", r), getattr(r, "chunks_written", 0)) for r in (reports["a"], reports["b"])] == [
+        (None, 600), (None, 600)]
+    assert embedding_count(aconn, TABLE, "a") == embedding_count(aconn, TABLE, "b") == 600
+    assert hnsw_index(aconn)["valid"]
