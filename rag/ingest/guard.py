@@ -195,9 +195,23 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...
 )
 
 
+# For each rule in _SECRET_RULES (same order): lower-case literals one of which every match must
+# contain. Most text holds none of them, and a substring test is far cheaper than the regex scan
+# (masking runs on every snippet shown and every prompt sent, so it sits on the query path).
+_SECRET_RULE_LITERALS: tuple[tuple[str, ...], ...] = (
+    ("-----begin",), ("-----end",), ("eyj",), ("eyj",), ("sk-",), ("k_live_", "k_test_"), ("aiza",),
+    ("gh", "github_pat_"), ("xox",), ("akia", "asia"), ("aws_secret_access_key",),
+    ("password", "passwd", "passphrase", "pwd"), ("api",), ("secret", "token"), ("authorization",),
+    ("bearer",), ("://",),
+)
+assert len(_SECRET_RULE_LITERALS) == len(_SECRET_RULES)
+
+
 def mask_secrets(text: str) -> str:
-    for pattern, replace in _SECRET_RULES:
-        text = pattern.sub(replace, text)
+    lowered = text.lower()
+    for (pattern, replace), literals in zip(_SECRET_RULES, _SECRET_RULE_LITERALS, strict=True):
+        if any(literal in lowered for literal in literals):
+            text = pattern.sub(replace, text)
     return text
 
 
