@@ -62,7 +62,10 @@ class RetrievalSettings(_Group):
     bm25_k1: float = Field(0.9, gt=0)
     bm25_b: float = Field(0.4, ge=0, le=1)
     rrf_k: int = Field(60, gt=0)
-    exact_scan_max_rows: int = Field(10000, ge=0)
+    # A filtered vector search scans the matching rows exactly when there are at most this many
+    # (~4 µs a row at 384 dims); broader filters use HNSW with iterative scans. 10000 made a
+    # search restricted to a 5k-chunk vault 5x slower than the index path, for no recall gain.
+    exact_scan_max_rows: int = Field(2000, ge=0)
     hnsw_ef_search: int = Field(100, gt=0)
     max_match_count: int = Field(1000, gt=0)
     max_query_chars: int = Field(20000, gt=0)

@@ -321,7 +321,7 @@ begin
                             filter jsonb default %L, similarity_threshold float8 default 0,
                             rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
                             k1 float8 default 0.9, b float8 default 0.4,
-                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
+                            exact_scan_max_rows integer default 2000, ef_search integer default 100)
          returns table (%s, %s)
          language sql stable
          set search_path = public, pg_catalog %s
@@ -342,7 +342,7 @@ begin
                             filter jsonb default %L, similarity_threshold float8 default 0,
                             rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
                             k1 float8 default 0.9, b float8 default 0.4,
-                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
+                            exact_scan_max_rows integer default 2000, ef_search integer default 100)
          returns table (%s, %s, vector_hits integer, lexical_hits integer)
          language sql stable
          set search_path = public, pg_catalog %s
@@ -381,7 +381,7 @@ begin
     perform ragpg_define_function(m.match_function, 'vector, float8, integer, jsonb, integer, integer', format(
         '%I(query_embedding vector, similarity_threshold float8 default 0,
             match_count integer default 10, filter jsonb default %L,
-            exact_scan_max_rows integer default 10000, ef_search integer default 100)
+            exact_scan_max_rows integer default 2000, ef_search integer default 100)
          returns table (%s, similarity float8)
          language sql stable
          set search_path = public, pg_catalog %s

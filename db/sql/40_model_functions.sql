@@ -244,7 +244,7 @@ begin
     perform ragpg_define_function(m.match_function, 'vector, float8, integer, jsonb, integer, integer', format(
         '%I(query_embedding vector, similarity_threshold float8 default 0,
             match_count integer default 10, filter jsonb default %L,
-            exact_scan_max_rows integer default 10000, ef_search integer default 100)
+            exact_scan_max_rows integer default 2000, ef_search integer default 100)
          returns table (%s, similarity float8)
          language sql stable
          set search_path = public, pg_catalog %s
