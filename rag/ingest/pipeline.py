@@ -3,8 +3,8 @@
 Guarantees (each one tested):
 - a file whose sha256 (`document_version`) is unchanged is not parsed or embedded again;
 - changed documents are embedded OUTSIDE any transaction, then written a small batch per
-  transaction (old chunks out, new ones in), so a killed run leaves every document old or new
-  and rerunning finishes the job;
+  transaction (old chunks out, new ones in; batches queued behind a slow write are merged into
+  the next one), so a killed run leaves every document old or new and rerunning finishes the job;
 - documents whose files are gone are deleted; a file skipped as `unreadable` (or one the parser
   chokes on, `parse_error`) keeps its old version, any other skip removes it (the index mirrors disk);
 - every chunk ends up with a vector in the CURRENT model's table: chunks stored under another
