@@ -179,16 +179,21 @@ def resolve_vault_names(conn: psycopg.Connection, names: Sequence[str] | None) -
     return wanted
 
 
-def list_vaults(conn: psycopg.Connection) -> list[VaultSummary]:
-    """Every vault with its document and chunk counts."""
+def list_vaults(conn: psycopg.Connection, readable_levels: Sequence[str] | None = None) -> list[VaultSummary]:
+    """Every vault with its document and chunk counts; with `readable_levels`, only documents (and
+    their chunks) at those confidentiality levels are counted, so a caller without clearance cannot
+    learn how much restricted material a vault holds."""
+    visible = sql.SQL("true") if readable_levels is None else sql.SQL("d.confidentiality = any(%(levels)s)")
     query = sql.SQL(
         "select {}, "
-        " (select count(*) from documents d where d.vault_id = v.id)::int as documents, "
-        " (select count(*) from chunks c where c.vault_id = v.id)::int as chunks "
+        " (select count(*) from documents d where d.vault_id = v.id and {visible})::int as documents, "
+        " (select count(*) from chunks c join documents d on d.id = c.document_id"
+        "   where c.vault_id = v.id and {visible})::int as chunks "
         "from vaults v order by v.name"
-    ).format(_VAULT_COLUMNS)
+    ).format(_VAULT_COLUMNS, visible=visible)
+    params = {} if readable_levels is None else {"levels": list(readable_levels)}
     with conn.cursor(row_factory=class_row(VaultSummary)) as cur:
-        return cur.execute(query).fetchall()
+        return cur.execute(query, params).fetchall()
 
 
 def remove_vault(conn: psycopg.Connection, name: str) -> VaultSummary:

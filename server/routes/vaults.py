@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from rag import vaults as vault_store
+from rag.access import levels_up_to
 from server.calls import Call, call
 from server.models import VaultsResponse
 from server.routes.common import errors
@@ -20,7 +21,7 @@ async def list_vaults(request: Request) -> dict[str, Any]:
 
     def op(c: Call) -> dict[str, Any]:
         with c.runtime.connection() as conn:
-            summaries = vault_store.list_vaults(conn)
+            summaries = vault_store.list_vaults(conn, readable_levels=levels_up_to(c.scope.clearance))
         return {"vaults": [{"name": s.name, "documents": s.documents, "chunks": s.chunks,
                             "last_indexed_at": s.last_indexed_at}
                            for s in summaries if c.scope.allows_vault(s.name)]}

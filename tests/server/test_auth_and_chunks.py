@@ -124,6 +124,18 @@ def test_vault_listing_is_scoped(client: TestClient, keys: Keys) -> None:
     assert "root_path" not in client.get("/v1/vaults", headers=bearer(keys.admin)).text
 
 
+def test_vault_counts_leave_out_what_the_key_may_not_read(client: TestClient, keys: Keys) -> None:
+    """A public key learns nothing about how much internal or restricted material a vault holds."""
+    def alpha(key: str) -> dict:
+        return client.get("/v1/vaults", headers=bearer(key)).json()["vaults"][0]
+
+    full = alpha(keys.alpha_restricted)
+    public = alpha(keys.alpha_public)
+    assert (full["documents"], full["chunks"]) == (3, 4)
+    assert public["documents"] < full["documents"] and public["chunks"] < full["chunks"]
+    assert (public["documents"], public["chunks"]) == (1, 2)
+
+
 def test_auth_failures_write_nothing(client: TestClient, keys: Keys, seeded: psycopg.Connection) -> None:
     before = row_counts(seeded)
     assert client.post("/v1/index", json={"vaults": ["alpha"]}).status_code == 401
