@@ -70,8 +70,8 @@ def attach_spans(conn: psycopg.Connection, candidates: list[Candidate]) -> list[
     if not candidates:
         return candidates
     rows = conn.execute(
-        "select id, start_line, end_line, start_byte, end_byte, risk_score, risk_flags"
-        " from chunks where id = any(%s)", ([c.chunk_id for c in candidates],)).fetchall()
+        sql.SQL("select id, start_line, end_line, start_byte, end_byte, risk_score, risk_flags"
+                " from chunks where id = any(%s)"), ([c.chunk_id for c in candidates],)).fetchall()
     by_id = {r["id"]: r for r in rows}
     out = []
     for c in candidates:

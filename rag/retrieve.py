@@ -70,7 +70,9 @@ class EmbeddingModelRef:
 
 
 @dataclass(frozen=True)
-class VectorMatch:
+class ChunkMatch:
+    """The chunk fields every match function returns (its score columns are in the subclasses)."""
+
     chunk_id: int
     vault: str
     source_path: str
@@ -78,32 +80,22 @@ class VectorMatch:
     heading_path: str
     content: str
     metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class VectorMatch(ChunkMatch):
     similarity: float
 
 
 @dataclass(frozen=True)
-class LexicalMatch:
-    chunk_id: int
-    vault: str
-    source_path: str
-    chunk_ordinal: int
-    heading_path: str
-    content: str
-    metadata: dict[str, Any]
+class LexicalMatch(ChunkMatch):
     bm25_score: float
 
 
 @dataclass(frozen=True)
-class HybridMatch:
+class HybridMatch(ChunkMatch):
     """A fused result; a rank (and its score) is None when the chunk was not in that list."""
 
-    chunk_id: int
-    vault: str
-    source_path: str
-    chunk_ordinal: int
-    heading_path: str
-    content: str
-    metadata: dict[str, Any]
     vector_rank: int | None
     similarity: float | None
     lexical_rank: int | None

@@ -67,32 +67,28 @@ def error_body(code: str, message: str, details: list[dict[str, Any]] | None = N
     return {"error": err}
 
 
+# Most specific first: the first entry the exception is an instance of decides.
+_STATUS_BY_ERROR: tuple[tuple[type[BaseException], int, str], ...] = (
+    (PayloadTooLarge, 413, "payload_too_large"),
+    (Unauthorized, 401, "unauthorized"),
+    (AuthError, 403, "forbidden"),
+    (AdmissionError, 429, "over_capacity"),
+    (NotFoundError, 404, "not_found"),
+    # A broken server-side setting (e.g. a profile in the config file), not the caller's fault.
+    (ConfigError, 500, "server_misconfigured"),
+    (InputError, 400, "invalid_input"),
+    (DatabaseError, 503, "database_unavailable"),
+    (EmbeddingError, 502, "embedding_failed"),
+    (LLMError, 502, "llm_failed"),
+    (RagError, 500, "internal_error"),
+)
+
+
 def classify(exc: BaseException) -> tuple[int, str, str]:
     """(status, code, message) for an exception; unknown ones are a 500 without internals."""
-    message = str(exc) or type(exc).__name__
-    if isinstance(exc, PayloadTooLarge):
-        return 413, "payload_too_large", message
-    if isinstance(exc, Unauthorized):
-        return 401, "unauthorized", message
-    if isinstance(exc, AuthError):
-        return 403, "forbidden", message
-    if isinstance(exc, AdmissionError):
-        return 429, "over_capacity", message
-    if isinstance(exc, NotFoundError):
-        return 404, "not_found", message
-    if isinstance(exc, ConfigError):
-        # A broken server-side setting (e.g. a profile in the config file), not the caller's fault.
-        return 500, "server_misconfigured", message
-    if isinstance(exc, InputError):
-        return 400, "invalid_input", message
-    if isinstance(exc, DatabaseError):
-        return 503, "database_unavailable", message
-    if isinstance(exc, EmbeddingError):
-        return 502, "embedding_failed", message
-    if isinstance(exc, LLMError):
-        return 502, "llm_failed", message
-    if isinstance(exc, RagError):
-        return 500, "internal_error", message
+    for error_type, status, code in _STATUS_BY_ERROR:
+        if isinstance(exc, error_type):
+            return status, code, str(exc) or type(exc).__name__
     if isinstance(exc, psycopg.OperationalError):
         return 503, "database_unavailable", "database unavailable"
     if isinstance(exc, psycopg.errors.InvalidParameterValue) and str(exc).startswith("invalid filter:"):
