@@ -338,7 +338,7 @@ declare
 begin
     containment := '{}';
     vars := '{}';
-    if filter is null then
+    if filter is null or filter = '{}'::jsonb then
         return;
     end if;
     if jsonb_typeof(filter) <> 'object' then
@@ -346,6 +346,11 @@ begin
     end if;
     if octet_length(filter::text) > 65536 then
         perform ragpg_invalid_filter('larger than 64 kB');
+    end if;
+    -- Just a vault restriction (what compute_context sends): no predicate to build.
+    if filter ? 'vault' and (select count(*) from jsonb_object_keys(filter)) = 1 then
+        vaults := ragpg_filter_vault_names(filter -> 'vault');
+        return;
     end if;
     select * into v_part from ragpg_filter_compile_object(filter, 1, '{}', true);
     containment := v_part.containment;

@@ -65,17 +65,18 @@ begin
 end
 $$;
 
--- Nearest chunks of one model's embedding table, with filter-aware planning:
---   * no filter: HNSW index scan (ef_search raised to match_count), re-sorted;
---   * a filter matching at most exact_scan_max_rows chunks: exact scan over just those chunks;
---   * a broader filter: HNSW with iterative scans (pgvector >= 0.8, set by the wrapper), re-sorted.
--- Ties: source_path, chunk_ordinal, chunk_id.
-create or replace function ragpg_match_native_impl(p_table text, p_dims integer, p_model text,
-                                        query_embedding vector, similarity_threshold float8, match_count integer,
-                                        filter jsonb, exact_scan_max_rows integer, ef_search integer)
-returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
-               content text, metadata jsonb, similarity float8)
-language plpgsql stable
+-- Nearest chunks of one model's embedding table, ids and similarities only (the hybrid functions
+-- fuse these lists and fetch each chunk's fields once, at the end), with filter-aware planning:
+--   * no filter: HNSW index scan (ef_search raised to match_count);
+--   * a filter matching at most exact_scan_max_rows chunks: exact scan over just those chunks,
+--     returning every chunk at least as similar as the match_count-th (ties at the cut are kept
+--     for the caller's tie-break);
+--   * a broader filter: HNSW with iterative scans (pgvector >= 0.8, set by the wrapper).
+create or replace function ragpg_vector_scores(p_table text, p_dims integer, p_model text,
+                                    query_embedding vector, similarity_threshold float8, match_count integer,
+                                    filter jsonb, exact_scan_max_rows integer, ef_search integer)
+returns table (chunk_id bigint, similarity float8)
+language plpgsql stable rows 60
 set search_path = public, pg_catalog
 as $$
 declare
@@ -83,6 +84,7 @@ declare
     v_where text;
     v_filtered boolean;
     v_rows bigint;
+    v_total bigint;
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
     if exact_scan_max_rows is null or exact_scan_max_rows < 0 then
@@ -103,23 +105,37 @@ begin
                        then ' and c.vault_id in (select vv.id from vaults vv where vv.name = any($8))' else '' end;
     perform set_config('hnsw.ef_search', greatest(ef_search, match_count)::text, true);
 
-    if v_filtered then
+    if v_filtered and f.containment = '{}'::jsonb and f.predicate is null then
+        -- Only a vault restriction (what compute_context sends): the per-vault chunk counts tell
+        -- how many chunks it keeps, and one that keeps every chunk is no filter at all.
+        select coalesce(sum(s.chunk_count) filter (where v.name = any(f.vaults)), 0), coalesce(sum(s.chunk_count), 0)
+        into v_rows, v_total
+        from bm25_vault_stats s join vaults v on v.id = s.vault_id;
+        if v_rows = v_total then
+            v_filtered := false;
+            v_where := '';
+        end if;
+    elsif v_filtered then
         execute 'select count(*) from (select 1 from chunks c where true' || v_where || ' limit $4) s'
             into v_rows
             using query_embedding, match_count, similarity_threshold, exact_scan_max_rows::bigint + 1,
                   f.containment, f.predicate, f.vars, f.vaults;
+    end if;
+
+    if v_filtered then
         if v_rows <= exact_scan_max_rows then
             -- cosine_distance() rather than <=>: the exact scan must not be turned into an index scan.
             return query execute format(
-                'select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
-                        1 - cosine_distance(e.embedding, $1)
-                 from chunks c
-                 join %I e on e.chunk_id = c.id
-                 join documents d on d.id = c.document_id
-                 join vaults v on v.id = c.vault_id
-                 where 1 - cosine_distance(e.embedding, $1) >= $3 %s
-                 order by cosine_distance(e.embedding, $1), d.source_path, c.ordinal, c.id
-                 limit $2', p_table, v_where)
+                'with d as materialized (
+                     select e.chunk_id, cosine_distance(e.embedding, $1) as distance
+                     from chunks c
+                     join %I e on e.chunk_id = c.id
+                     where 1 - cosine_distance(e.embedding, $1) >= $3 %s)
+                 select d.chunk_id, 1 - d.distance
+                 from d
+                 where d.distance <= (select max(x.distance)
+                                      from (select d2.distance from d d2 order by d2.distance limit $2) x)',
+                p_table, v_where)
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults;
             return;
@@ -127,23 +143,40 @@ begin
     end if;
 
     return query execute format(
-        'with nn as materialized (
-             select e.chunk_id, e.embedding <=> $1 as distance
-             from %I e %s
-             order by e.embedding <=> $1
-             limit $2)
-         select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, 1 - nn.distance
-         from nn
-         join chunks c on c.id = nn.chunk_id
-         join documents d on d.id = c.document_id
-         join vaults v on v.id = c.vault_id
-         where 1 - nn.distance >= $3
-         order by nn.distance, d.source_path, c.ordinal, c.id',
+        'select nn.chunk_id, 1 - nn.distance
+         from (select e.chunk_id, e.embedding <=> $1 as distance
+               from %I e %s
+               order by e.embedding <=> $1
+               limit $2) nn
+         where 1 - nn.distance >= $3',
         p_table,
         case when v_filtered then 'join chunks c on c.id = e.chunk_id where true' || v_where else '' end)
         using query_embedding, match_count, similarity_threshold, null::bigint,
               f.containment, f.predicate, f.vars, f.vaults;
 end
+$$;
+
+-- Nearest chunks with their fields (the implementation of match_native_chunks_<model>).
+-- Ties: source_path, chunk_ordinal, chunk_id.
+create or replace function ragpg_match_native_impl(p_table text, p_dims integer, p_model text,
+                                        query_embedding vector, similarity_threshold float8, match_count integer,
+                                        filter jsonb, exact_scan_max_rows integer, ef_search integer)
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb, similarity float8)
+language sql stable rows 10
+set search_path = public, pg_catalog
+-- a string body, not begin atomic: the migrations' downgrade drops functions one by one and
+-- must not find this one already gone with its scorer
+as $$
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.similarity
+    from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold, match_count,
+                             filter, exact_scan_max_rows, ef_search) sc
+    join chunks c on c.id = sc.chunk_id
+    join documents d on d.id = c.document_id
+    join vaults v on v.id = c.vault_id
+    order by sc.similarity desc, d.source_path, c.ordinal, c.id
+    -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)
+    limit greatest(match_count, 1)
 $$;
 
 -- A stable bigint for a LangChain row id (LangChain ids are strings).

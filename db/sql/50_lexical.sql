@@ -47,21 +47,23 @@ end;
 -- No longer used (scoring reads bm25_postings instead of the GIN index).
 drop function if exists ragpg_lexemes_tsquery(text[]);
 
--- Chunks ranked by BM25 (the implementation; the hybrid functions call it directly). Empty,
--- stopword-only or punctuation-only query text gives an empty result here.
-create or replace function ragpg_match_lexical_impl(query_text text, match_count integer, filter jsonb,
-                                         k1 float8, b float8)
-returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
-               content text, metadata jsonb, bm25_score float8)
-language plpgsql stable
+-- BM25 scores of the best chunks, ids only (the hybrid functions fuse these lists and fetch each
+-- chunk's fields once, at the end). Every chunk scoring at least the candidate_count-th best score
+-- is returned, so ties at the cut are kept for the caller's tie-break (source_path, ordinal, id).
+-- Empty, stopword-only or punctuation-only query text gives an empty result here.
+create or replace function ragpg_lexical_scores(query_text text, candidate_count integer, filter jsonb,
+                                     k1 float8, b float8)
+returns table (chunk_id bigint, bm25_score float8)
+language plpgsql stable rows 60
 set search_path = public, pg_catalog
 as $$
+#variable_conflict use_column
 declare
     f record;
     t record;
     v_filter text;
 begin
-    perform ragpg_check_match_count(match_count);
+    perform ragpg_check_match_count(candidate_count, 'match_count');
     perform ragpg_check_bm25_params(k1, b);
     select * into f from ragpg_compile_filter(filter);
     perform ragpg_check_vault_names(f.vaults);
@@ -87,43 +89,72 @@ begin
     if t.vault_ids is null then
         return;
     end if;
-    -- Parameters: $1 k1, $2 b, $3 match_count, $4 containment, $5 predicate, $6 vars, $7..$11 the
-    -- term arrays. v_filter holds only fixed text. The terms arrive as arrays so the planner
-    -- expects a handful of rows and probes bm25_postings by (vault, lexeme), index-only. A
-    -- metadata filter needs the chunk row, so it is checked once per scored chunk, before the
-    -- match_count cut.
     v_filter := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 4);
+    if v_filter = '' then
+        -- The common case (no metadata filter; vaults are already in the term list): static SQL,
+        -- so the plan is cached instead of being made again on every call. The terms arrive as
+        -- arrays so the planner expects a handful of rows and probes bm25_postings by (vault,
+        -- lexeme), index-only; each chunk is scored with the lexemes of its own config.
+        -- (The config test sits in the aggregate's filter rather than the join: as a join
+        -- condition it made the planner expect a few rows and sort thousands for a group
+        -- aggregate, where hashing is twice as fast. A chunk with no posting in its own config
+        -- scores null and is left out.)
+        return query
+        with scored as materialized (
+            select p.chunk_id as id,
+                   sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
+                       filter (where p.text_search_config = tm.cfg) as score
+            from unnest(t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
+            join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme
+            group by p.chunk_id
+        )
+        select sc.id, sc.score
+        from scored sc
+        where sc.score >= (select min(x.score)
+                           from (select s2.score from scored s2 where s2.score is not null
+                                 order by s2.score desc limit candidate_count) x);
+        return;
+    end if;
+    -- With a metadata filter: parameters $1 k1, $2 b, $3 candidate_count, $4 containment,
+    -- $5 predicate, $6 vars, $7..$11 the term arrays; v_filter holds only fixed text. The filter
+    -- needs the chunk row, so it is checked once per scored chunk, before the cut.
     return query execute
         'with scored as materialized (
-             select r.id, r.bm25_score
+             select r.id, r.score
              from (select p.chunk_id as id,
-                          sum(tm.w * (p.tf * ($1 + 1))
-                              / (p.tf + $1 * (1 - $2 + $2 * p.dl / tm.avgdl))
-                          ) as bm25_score
+                          sum(tm.w * (p.tf * ($1 + 1)) / (p.tf + $1 * (1 - $2 + $2 * p.dl / tm.avgdl))) as score
                    from unnest($7, $8, $9, $10, $11) as tm (vault_id, cfg, lexeme, w, avgdl)
-                   -- each chunk is scored with the lexemes of its own config (the posting carries it)
                    join bm25_postings p
                      on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.text_search_config = tm.cfg
-                   group by p.chunk_id) r'
-             || case when v_filter <> ''
-                     then ' where exists (select from chunks c where c.id = r.id' || v_filter || ')' else '' end || '
-         ),
-         -- the match_count-th best score: only chunks at or above it need their fields and tie-breaks
-         cut as (
-             select min(x.bm25_score) as score
-             from (select sc.bm25_score from scored sc order by sc.bm25_score desc limit $3) x
+                   group by p.chunk_id) r
+             where exists (select from chunks c where c.id = r.id' || v_filter || ')
          )
-         select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
+         select sc.id, sc.score
          from scored sc
-         join chunks c on c.id = sc.id
-         join documents d on d.id = c.document_id
-         join vaults v on v.id = c.vault_id
-         where sc.bm25_score >= (select cut.score from cut)
-         order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
-         limit $3'
-        using k1, b, match_count, f.containment, f.predicate, f.vars,
+         where sc.score >= (select min(x.score) from (select s2.score from scored s2 order by s2.score desc limit $3) x)'
+        using k1, b, candidate_count, f.containment, f.predicate, f.vars,
               t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls;
 end
+$$;
+
+-- Chunks ranked by BM25 with their fields (the implementation of match_lexical_chunks).
+create or replace function ragpg_match_lexical_impl(query_text text, match_count integer, filter jsonb,
+                                         k1 float8, b float8)
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb, bm25_score float8)
+language sql stable rows 10
+set search_path = public, pg_catalog
+-- a string body, not begin atomic: the migrations' downgrade drops functions one by one and
+-- must not find this one already gone with its scorer
+as $$
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
+    from ragpg_lexical_scores(query_text, match_count, filter, k1, b) sc
+    join chunks c on c.id = sc.chunk_id
+    join documents d on d.id = c.document_id
+    join vaults v on v.id = c.vault_id
+    order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
+    -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)
+    limit greatest(match_count, 1)
 $$;
 
 -- Chunks ranked by BM25, for the console and rag.retrieve.match_lexical. Empty (or blank) query

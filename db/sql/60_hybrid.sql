@@ -59,6 +59,10 @@ begin
 end
 $$;
 
+-- Both lists come from the id-only scorers (ragpg_vector_scores, ragpg_lexical_scores); the
+-- candidates' tie-break fields are read once by primary key, and the chunk fields only for the
+-- match_count rows returned (declared row counts keep the planner on index lookups: a guess of
+-- 1000 rows per function had it hash-join whole tables).
 create or replace function ragpg_match_hybrid_impl(p_table text, p_dims integer, p_model text,
                                         query_text text, query_embedding vector, match_count integer, filter jsonb,
                                         similarity_threshold float8, rrf_k integer, weights jsonb,
@@ -67,7 +71,7 @@ create or replace function ragpg_match_hybrid_impl(p_table text, p_dims integer,
 returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
                content text, metadata jsonb, vector_rank integer, similarity float8, lexical_rank integer,
                bm25_score float8, rrf_score float8)
-language plpgsql stable
+language plpgsql stable rows 10
 set search_path = public, pg_catalog
 as $$
 #variable_conflict use_column
@@ -76,31 +80,52 @@ declare
 begin
     select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
     return query
-    with vec as (
-        select m.chunk_id as id, m.similarity as sim,
-               (row_number() over (order by m.similarity desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
-        from ragpg_match_native_impl(p_table, p_dims, p_model, query_embedding, similarity_threshold,
-                                     candidate_count, filter, exact_scan_max_rows, ef_search) m
+    with cand as materialized (
+        select coalesce(vec.chunk_id, lex.chunk_id) as id, vec.similarity as sim, lex.bm25_score as bm
+        from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold,
+                                 candidate_count, filter, exact_scan_max_rows, ef_search) vec
+        full join ragpg_lexical_scores(query_text, candidate_count, filter, k1, b) lex
+          on lex.chunk_id = vec.chunk_id
     ),
-    lex as (
-        select m.chunk_id as id, m.bm25_score as bm,
-               (row_number() over (order by m.bm25_score desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
-        from ragpg_match_lexical_impl(query_text, candidate_count, filter, k1, b) m
+    keyed as materialized (
+        select cand.id, cand.sim, cand.bm, d.source_path as sp, c.ordinal as ord
+        from cand
+        join chunks c on c.id = cand.id
+        join documents d on d.id = c.document_id
+    ),
+    vr as (
+        select k.id, (row_number() over (order by k.sim desc, k.sp, k.ord, k.id))::integer as r
+        from keyed k where k.sim is not null
+    ),
+    lr as (
+        select k.id, (row_number() over (order by k.bm desc, k.sp, k.ord, k.id))::integer as r
+        from keyed k where k.bm is not null
     ),
     fused as (
-        select coalesce(vec.id, lex.id) as id, vec.r as vr, vec.sim, lex.r as lr, lex.bm,
-               coalesce(w.vector_weight / (rrf_k + vec.r), 0) + coalesce(w.lexical_weight / (rrf_k + lex.r), 0) as score
-        from vec full join lex on lex.id = vec.id
+        -- a list is candidate_count long: ties kept at a scorer's cut are dropped here
+        select k.id, k.sp, k.ord, vr.r as vr, lr.r as lr,
+               case when vr.r is not null then k.sim end as sim, case when lr.r is not null then k.bm end as bm
+        from keyed k
+        left join vr on vr.id = k.id and vr.r <= candidate_count
+        left join lr on lr.id = k.id and lr.r <= candidate_count
+    ),
+    scored as (
+        select fu.*,
+               coalesce(w.vector_weight / (rrf_k + fu.vr), 0) + coalesce(w.lexical_weight / (rrf_k + fu.lr), 0) as score
+        from fused fu
+        where fu.vr is not null or fu.lr is not null
+    ),
+    top as (
+        select sc.* from scored sc
+        order by sc.score desc, least(coalesce(sc.vr, 2147483647), coalesce(sc.lr, 2147483647)), sc.sp, sc.ord, sc.id
+        limit match_count
     )
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
-           fu.vr, fu.sim, fu.lr, fu.bm, fu.score
-    from fused fu
-    join chunks c on c.id = fu.id
-    join documents d on d.id = c.document_id
+    select c.id, v.name, t.sp, c.ordinal, c.heading_path, c.content, c.metadata,
+           t.vr, t.sim, t.lr, t.bm, t.score
+    from top t
+    join chunks c on c.id = t.id
     join vaults v on v.id = c.vault_id
-    order by fu.score desc, least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647)),
-             d.source_path, c.ordinal, c.id
-    limit match_count;
+    order by t.score desc, least(coalesce(t.vr, 2147483647), coalesce(t.lr, 2147483647)), t.sp, t.ord, t.id;
 end
 $$;
 
@@ -112,7 +137,7 @@ create or replace function ragpg_match_hybrid_multi_impl(p_table text, p_dims in
 returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
                content text, metadata jsonb, vector_rank integer, similarity float8, lexical_rank integer,
                bm25_score float8, rrf_score float8, vector_hits integer, lexical_hits integer)
-language plpgsql stable
+language plpgsql stable rows 10
 set search_path = public, pg_catalog
 as $$
 #variable_conflict use_column
@@ -135,44 +160,51 @@ begin
         select u.t, u.e, u.ord
         from unnest(query_texts, query_embeddings) with ordinality as u(t, e, ord)
     ),
-    vec as (
-        select q.ord, m.chunk_id as id, m.similarity as sim,
-               (row_number() over (partition by q.ord
-                                   order by m.similarity desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
+    -- one row per (query, list, chunk): kind 'v' or 'l', with the list's score
+    hits as materialized (
+        select q.ord, 'v'::text as kind, m.chunk_id as id, m.similarity as s
         from (select * from q where q.e is not null) q  -- a null embedding has no vector list
-        cross join lateral ragpg_match_native_impl(p_table, p_dims, p_model, q.e, similarity_threshold,
-                                                   candidate_count, filter, exact_scan_max_rows, ef_search) m
-    ),
-    lex as (
-        select q.ord, m.chunk_id as id, m.bm25_score as bm,
-               (row_number() over (partition by q.ord
-                                   order by m.bm25_score desc, m.source_path, m.chunk_ordinal, m.chunk_id))::integer as r
-        from q
-        cross join lateral ragpg_match_lexical_impl(q.t, candidate_count, filter, k1, b) m
-    ),
-    hits as (
-        select vec.id, vec.r as vr, vec.sim, null::integer as lr, null::float8 as bm,
-               w.vector_weight / (rrf_k + vec.r) as contribution
-        from vec
+        cross join lateral ragpg_vector_scores(p_table, p_dims, p_model, q.e, similarity_threshold,
+                                               candidate_count, filter, exact_scan_max_rows, ef_search) m
         union all
-        select lex.id, null, null, lex.r, lex.bm, w.lexical_weight / (rrf_k + lex.r)
-        from lex
+        select q.ord, 'l', m.chunk_id, m.bm25_score
+        from q
+        cross join lateral ragpg_lexical_scores(q.t, candidate_count, filter, k1, b) m
+    ),
+    keys as materialized (
+        select c.id, d.source_path as sp, c.ordinal as ord
+        from (select distinct h.id from hits h) h
+        join chunks c on c.id = h.id
+        join documents d on d.id = c.document_id
+    ),
+    ranked as (
+        select h.id, h.kind, h.s,
+               (row_number() over (partition by h.ord, h.kind order by h.s desc, k.sp, k.ord, k.id))::integer as r
+        from hits h join keys k on k.id = h.id
     ),
     fused as (
-        select h.id, min(h.vr) as vr, max(h.sim) as sim, min(h.lr) as lr, max(h.bm) as bm,
-               sum(h.contribution) as score, count(h.vr)::integer as vh, count(h.lr)::integer as lh
-        from hits h
-        group by h.id
+        -- a list is candidate_count long: ties kept at a scorer's cut are dropped here
+        select r.id, min(r.r) filter (where r.kind = 'v') as vr, max(r.s) filter (where r.kind = 'v') as sim,
+               min(r.r) filter (where r.kind = 'l') as lr, max(r.s) filter (where r.kind = 'l') as bm,
+               sum(case when r.kind = 'v' then w.vector_weight else w.lexical_weight end / (rrf_k + r.r)) as score,
+               (count(*) filter (where r.kind = 'v'))::integer as vh,
+               (count(*) filter (where r.kind = 'l'))::integer as lh
+        from ranked r
+        where r.r <= candidate_count
+        group by r.id
+    ),
+    top as (
+        select fu.*, k.sp, k.ord
+        from fused fu join keys k on k.id = fu.id
+        order by fu.score desc, least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647)), k.sp, k.ord, fu.id
+        limit match_count
     )
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
-           fu.vr, fu.sim, fu.lr, fu.bm, fu.score, fu.vh, fu.lh
-    from fused fu
-    join chunks c on c.id = fu.id
-    join documents d on d.id = c.document_id
+    select c.id, v.name, t.sp, c.ordinal, c.heading_path, c.content, c.metadata,
+           t.vr, t.sim, t.lr, t.bm, t.score, t.vh, t.lh
+    from top t
+    join chunks c on c.id = t.id
     join vaults v on v.id = c.vault_id
-    order by fu.score desc, least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647)),
-             d.source_path, c.ordinal, c.id
-    limit match_count;
+    order by t.score desc, least(coalesce(t.vr, 2147483647), coalesce(t.lr, 2147483647)), t.sp, t.ord, t.id;
 end
 $$;
 
