@@ -8,6 +8,32 @@
 -- in name order, not in that one. Transition tables: old_rows (delete, update), new_rows
 -- (insert, update).
 
+-- content_tsv and lexeme_count (revision 0004): ONE to_tsvector per chunk, where two generated
+-- columns ran the parser and stemmer twice. Like generated columns they cannot be written
+-- directly: an insert always computes them, an update recomputes them when the text or its config
+-- changed and otherwise keeps the old values.
+create or replace function ragpg_chunks_tsvector() returns trigger
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+begin
+    if tg_op = 'UPDATE' and new.heading_path is not distinct from old.heading_path
+            and new.content is not distinct from old.content
+            and new.text_search_config is not distinct from old.text_search_config then
+        new.content_tsv := old.content_tsv;
+        new.lexeme_count := old.lexeme_count;
+        return new;
+    end if;
+    new.content_tsv := to_tsvector(new.text_search_config, new.heading_path || ' ' || new.content);
+    new.lexeme_count := ragpg_tsvector_token_count(new.content_tsv);
+    return new;
+end
+$$;
+
+create or replace trigger chunks_tsvector
+    before insert or update on chunks
+    for each row execute function ragpg_chunks_tsvector();
+
 create or replace function ragpg_bm25_stats_sync() returns trigger
 language plpgsql volatile
 set search_path = public, pg_catalog
@@ -57,11 +83,14 @@ begin
         on conflict (vault_id, lexeme) do update
             set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
 
-        -- tf: the lexeme's positions in the chunk (1 when the tsvector holds none).
+        -- tf: the lexeme's positions in the chunk (1 when the tsvector holds none). In primary-key
+        -- order: the btree then fills leaf pages left to right instead of jumping between them
+        -- (a third less time for SciFact's ~490k postings).
         insert into bm25_postings (vault_id, lexeme, chunk_id, tf, dl, text_search_config)
         select n.vault_id, u.lexeme, n.id, coalesce(cardinality(u.positions), 1), n.lexeme_count,
                n.text_search_config
-        from new_rows n cross join lateral unnest(n.content_tsv) as u;
+        from new_rows n cross join lateral unnest(n.content_tsv) as u
+        order by n.vault_id, u.lexeme, n.id;
     end if;
     return null;
 end
