@@ -8,9 +8,8 @@ Chunks are taken greedily in rank order. Each one either
 - is dropped as a duplicate when the same normalised text from another place is already in;
 - or starts a new block.
 The change is kept only if the whole rendered context (headers, separators and all) still counts
-at most `budget_tokens` with `rag.tokens.count_tokens` (decided from per-block counts away
-from the limit and by an exact count near it; the returned text is always counted exactly, and
-the fill is redone with exact counts should the estimate ever mislead); otherwise the chunk is
+at most `budget_tokens` with `rag.tokens.count_tokens` — exactly, from per-block counts that add
+up (see `_Fill.total`), with each chunk's text counted once at index time; otherwise the chunk is
 dropped as over budget and later, smaller chunks may still fit. Blocks appear in the order of their best rank.
 A dropped chunk whose text ends up inside a block of its own document anyway (neighbours grew the
 block later) is cited after all, so "text in the context" and "cited" stay the same thing.
@@ -27,16 +26,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rag.errors import InputError
-from rag.tokens import count_tokens
+from rag.tokens import count_framed, count_tokens, tokenizer
 from rag.types import RankedChunk
 
 BLOCK_SEPARATOR = "\n\n"
 GAP_JOIN = "\n\n"  # a blank line between consecutive chunks whose text does not touch (layout only)
 MIN_TEXT_OVERLAP_CHARS = 16  # shorter suffix/prefix matches are taken as coincidence, not overlap
 MARKER_PREFIX = "S"
-# Token counts of concatenated blocks differ from the sum of the parts only where whitespace at a
-# boundary merges; this many tokens per block bound that difference with room to spare.
-BOUNDARY_SLACK_TOKENS = 2
 TITLE_KEY = "title"
 URL_KEY = "url"
 
@@ -279,33 +275,39 @@ def _normalised(text: str) -> str:
 @dataclass
 class _Fill:
     budget: int
-    exact: bool  # count every candidate context exactly (the fallback when an estimate misled)
     mask: bool
     spans: list[_Span] = field(default_factory=list)
     markers: dict[tuple[str, str], str] = field(default_factory=dict)
     kept_text: dict[str, str] = field(default_factory=dict)  # normalised content → ref of the kept chunk
     dropped: list[Dropped] = field(default_factory=list)
-    block_tokens: dict[str, int] = field(default_factory=dict)  # rendered block → count, for this fill
+    block_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)  # rendered block → counts
 
-    def estimate(self, blocks: Sequence[Block]) -> int:
-        """Sum of per-block counts plus separators; within a few tokens of the exact count."""
-        for b in blocks:
-            if b.rendered not in self.block_tokens:
-                self.block_tokens[b.rendered] = count_tokens(b.rendered)
-        separators = count_tokens(BLOCK_SEPARATOR) * max(0, len(blocks) - 1)
-        return sum(self.block_tokens[b.rendered] for b in blocks) + separators
+    def block_counts(self, b: Block) -> tuple[int, int]:
+        """Exact tokens of the block alone and of the block followed by the separator. A block
+        that is one chunk's unchanged text reuses the count made at index time: only its edges
+        are encoded again (rag.tokens.count_framed)."""
+        counts = self.block_tokens.get(b.rendered)
+        if counts is None:
+            c = b.chunks[0].candidate if len(b.chunks) == 1 else None
+            known = c is not None and bool(c.token_count) and b.text == c.content
+            body_tokens = c.token_count if known and c is not None and c.token_count else count_tokens(b.text)
+            head = b.header + "\n"
+            counts = (count_framed(head, b.text, "", body_tokens),
+                      count_framed(head, b.text, BLOCK_SEPARATOR, body_tokens))
+            self.block_tokens[b.rendered] = counts
+        return counts
+
+    def total(self, blocks: Sequence[Block]) -> int:
+        """count_tokens(_render(blocks)), exactly, from per-block counts: every header starts with
+        "[", where no tokenizer piece begins before the separator, so the counts add up."""
+        if not blocks:
+            return 0
+        if tokenizer().encoding is None:  # the byte estimate rounds up per text: it does not add up
+            return count_tokens(_render(blocks))
+        return sum(self.block_counts(b)[1] for b in blocks[:-1]) + self.block_counts(blocks[-1])[0]
 
     def fits(self, spans: Sequence[_Span], markers: Mapping[tuple[str, str], str]) -> bool:
-        blocks = _blocks(spans, markers, self.mask)
-        if not self.exact:
-            # Re-encoding the whole context for every chunk is quadratic; per-block counts decide
-            # unless the total is within the boundary slack of the budget.
-            estimate, slack = self.estimate(blocks), BOUNDARY_SLACK_TOKENS * len(blocks)
-            if estimate - slack > self.budget:
-                return False
-            if estimate + slack <= self.budget:
-                return True
-        return count_tokens(_render(blocks)) <= self.budget
+        return self.total(_blocks(spans, markers, self.mask)) <= self.budget
 
     def try_add(self, r: RankedChunk) -> None:
         norm = _normalised(r.candidate.content)
@@ -348,8 +350,8 @@ class _Fill:
         return False
 
 
-def _fill(ranked: Sequence[RankedChunk], budget: int, *, exact: bool, mask: bool) -> _Fill:
-    fill = _Fill(budget, exact, mask)
+def _fill(ranked: Sequence[RankedChunk], budget: int, *, mask: bool) -> _Fill:
+    fill = _Fill(budget, mask)
     for r in sorted(ranked, key=lambda item: item.rank):
         fill.try_add(r)
     fill.sweep()
@@ -362,15 +364,9 @@ def assemble_context(ranked: Sequence[RankedChunk], *, budget_tokens: int,
     goes to a hosted model; off by default so blocks stay the exact source text."""
     if budget_tokens < 0:
         raise InputError(f"budget_tokens must be ≥ 0, got {budget_tokens}")
-    fill = _fill(ranked, budget_tokens, exact=False, mask=mask_secrets)
+    fill = _fill(ranked, budget_tokens, mask=mask_secrets)
     blocks = _blocks(fill.spans, fill.markers, mask_secrets)
-    text = _render(blocks)
-    used = count_tokens(text)
-    if used > budget_tokens:  # the estimate's slack did not hold: redo with exact counts throughout
-        fill = _fill(ranked, budget_tokens, exact=True, mask=mask_secrets)
-        blocks = _blocks(fill.spans, fill.markers, mask_secrets)
-        text = _render(blocks)
-        used = count_tokens(text)
+    text, used = _render(blocks), fill.total(blocks)
     return AssembledContext(text=text, blocks=blocks, citations=tuple(b.citation for b in blocks),
                             used_tokens=used, insufficient=not blocks, dropped=tuple(fill.dropped),
                             budget_tokens=budget_tokens)

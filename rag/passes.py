@@ -70,7 +70,7 @@ def attach_spans(conn: psycopg.Connection, candidates: list[Candidate]) -> list[
     if not candidates:
         return candidates
     rows = conn.execute(
-        sql.SQL("select id, start_line, end_line, start_byte, end_byte, risk_score, risk_flags"
+        sql.SQL("select id, start_line, end_line, start_byte, end_byte, risk_score, risk_flags, token_count"
                 " from chunks where id = any(%s)"), ([c.chunk_id for c in candidates],)).fetchall()
     by_id = {r["id"]: r for r in rows}
     out = []
@@ -81,7 +81,7 @@ def attach_spans(conn: psycopg.Connection, candidates: list[Candidate]) -> list[
             continue
         out.append(replace(c, start_line=r["start_line"], end_line=r["end_line"], start_byte=r["start_byte"],
                            end_byte=r["end_byte"], risk_score=float(r["risk_score"] or 0.0),
-                           risk_flags=tuple(r["risk_flags"] or ())))
+                           risk_flags=tuple(r["risk_flags"] or ()), token_count=r["token_count"]))
     return out
 
 

@@ -22,6 +22,7 @@ import importlib.util
 import logging
 import math
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -176,6 +177,31 @@ def count_tokens(text: str) -> int:
         return math.ceil(len(text.encode("utf-8")) / ESTIMATE_BYTES_PER_TOKEN)
     # encode_ordinary: text that happens to contain "<|endoftext|>" is counted, not rejected.
     return len(tok.encoding.encode_ordinary(text))
+
+
+# A space right after a non-whitespace character. tiktoken splits text into pieces by a regex
+# before BPE, and no piece of cl100k_base or o200k_base runs through such a point: the piece
+# holding the character before it (letters, digits, punctuation — whose `[\r\n]*` tail takes
+# newlines, never spaces — or a contraction) cannot take a space, and whitespace pieces cannot
+# hold that character. So the count of a text is the sum of the counts of its two sides there.
+_SPLIT_POINT = re.compile(r"(?<=\S) ")
+
+
+def count_framed(prefix: str, body: str, suffix: str, body_tokens: int) -> int:
+    """``count_tokens(prefix + body + suffix)``, exactly, given ``body_tokens == count_tokens(body)``
+    (e.g. counted at index time): only the body's first and last words are encoded again with
+    their new neighbours, so framing a long text costs a few tokens' work, not the whole text's."""
+    encoding = tokenizer().encoding
+    first = _SPLIT_POINT.search(body)
+    if encoding is None or first is None:
+        return count_tokens(prefix + body + suffix)
+    q = first.start()
+    p = body.rfind(" ", q)
+    while p > q and body[p - 1].isspace():  # the last space that follows a non-space
+        p = body.rfind(" ", q, p)
+    head = count_tokens(prefix + body[:q]) - count_tokens(body[:q]) if prefix else 0
+    tail = count_tokens(body[p:] + suffix) - count_tokens(body[p:]) if suffix else 0
+    return body_tokens + head + tail
 
 
 def truncate_to_tokens(text: str, n: int) -> str:

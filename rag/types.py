@@ -33,6 +33,7 @@ class Candidate:
     end_byte: int | None = None
     risk_score: float = 0.0
     risk_flags: tuple[str, ...] = ()
+    token_count: int | None = None  # of `content`, counted at index time (rag.tokens.count_tokens)
 
     @property
     def ref(self) -> str:

@@ -200,8 +200,9 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...
 # (masking runs on every snippet shown and every prompt sent, so it sits on the query path).
 _SECRET_RULE_LITERALS: tuple[tuple[str, ...], ...] = (
     ("-----begin",), ("-----end",), ("eyj",), ("eyj",), ("sk-",), ("k_live_", "k_test_"), ("aiza",),
-    ("gh", "github_pat_"), ("xox",), ("akia", "asia"), ("aws_secret_access_key",),
-    ("password", "passwd", "passphrase", "pwd"), ("api",), ("secret", "token"), ("authorization",),
+    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), ("xox",), ("akia", "asia"), ("aws_secret_access_key",),
+    ("password", "passwd", "passphrase", "pwd"), ("apikey", "api_key", "api-key"), ("secret", "token"),
+    ("authorization",),
     ("bearer",), ("://",),
 )
 assert len(_SECRET_RULE_LITERALS) == len(_SECRET_RULES)

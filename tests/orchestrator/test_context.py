@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rag.context import (
@@ -168,15 +170,15 @@ def test_a_dropped_chunk_covered_later_by_its_neighbours_is_cited():
     assert copy_block.text == copy.span(copy.chunks[1].start_byte, copy.chunks[3].end_byte)
 
 
-def test_a_misleading_estimate_falls_back_to_exact_counting(monkeypatch):
-    from rag import context
-
-    items = ranked([cand(f"{i}.md", 0, f"fact number {i} " * 5) for i in range(6)])
-    honest = assemble_context(items, budget_tokens=60)
-    monkeypatch.setattr(context._Fill, "estimate", lambda self, blocks: 0)  # "everything fits"
-    out = assemble_context(items, budget_tokens=60)
-    assert out.used_tokens == count_tokens(out.text) <= 60
-    assert out.text == honest.text
+@pytest.mark.parametrize("budget", [0, 25, 60, 61, 90, 400])
+def test_index_time_token_counts_give_the_same_context_as_counting_afresh(budget):
+    texts = ["Ends with a dot.", "  spaced  out  ", "line one\nline two!\n", "(parens) and 'quotes'", "日本語 text",
+             "numbers 12345 and 3.14", "x"]
+    plain = [cand(f"{i}.md", 0, t, heading_path="# H") for i, t in enumerate(texts)]
+    counted = [replace(c, token_count=count_tokens(c.content)) for c in plain]
+    fresh, stored = assemble_context(ranked(plain), budget_tokens=budget), assemble_context(ranked(counted), budget_tokens=budget)
+    assert stored.text == fresh.text
+    assert stored.used_tokens == fresh.used_tokens == count_tokens(stored.text) <= budget
 
 
 def test_a_chunk_without_offsets_inside_a_spliced_block_joins_it():

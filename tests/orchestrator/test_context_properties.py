@@ -4,6 +4,8 @@ is in the context"."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +35,8 @@ def scenarios(draw):
         docs.append(make_doc("copy.md", first.text, first.window, first.stride, title="Copy"))
     pool = [c for d in docs for c in d.chunks]
     chosen = draw(st.lists(st.sampled_from(pool), unique_by=lambda c: c.ref, min_size=0, max_size=len(pool)))
+    if draw(st.booleans()):  # counts made at index time, as chunks read from the database carry
+        chosen = [replace(c, token_count=count_tokens(c.content)) for c in chosen]
     budget = draw(st.integers(0, 600))
     return docs, chosen, budget
 

@@ -11,6 +11,8 @@ import pytest
 import tiktoken
 import tiktoken.load
 import tiktoken.registry
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rag import tokens
 from rag.errors import InputError
@@ -112,3 +114,35 @@ def test_an_already_usable_cache_dir_is_used_as_is(fresh_tokenizer, monkeypatch,
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert tokenizer().cache_dir == bundled
     assert not (tmp_path / "xdg").exists()
+
+
+# -- count_framed: exact counts of framed text from the body's stored count ----------------------
+
+_PIECES = ["word", "Word", " ", "  ", "\n", "\n\n", "\t", ".", "!?", "(", ")", "[S1]", "'s", "don't", "123",
+           "4567", "é", "日本語", "—", "\u00a0", "->", "x", "--", "- ", " -", "\r\n", "#", "**", "ü", "ß", "/"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=40), st.lists(st.sampled_from(_PIECES), max_size=6),
+       st.lists(st.sampled_from(_PIECES), max_size=6))
+@settings(max_examples=800, deadline=None)
+def test_count_framed_equals_counting_the_whole_text(body, prefix, suffix):
+    body_text, head, tail = "".join(body), "".join(prefix), "".join(suffix)
+    assert tokens.count_framed(head, body_text, tail, count_tokens(body_text)) == count_tokens(head + body_text + tail)
+
+
+@pytest.mark.parametrize("head, body, tail", [
+    ("[S1] notes/a.md (lines 1–4)\n", "Cats chase mice. They sleep all day.", "\n\n"),
+    ("[S2] title\n", "  leading spaces and a last line.\n", "\n\n"),
+    ("h\n", "ends with punctuation!!", "\n\n"),
+    ("h\n", "one", "\n\n"),
+    ("", "no frame at all", ""),
+    ("[S3] x\n", "tabs\tand  double  spaces  ", "\n\n"),
+])
+def test_count_framed_examples(head, body, tail):
+    assert tokens.count_framed(head, body, tail, count_tokens(body)) == count_tokens(head + body + tail)
+
+
+def test_count_framed_trusts_the_given_body_count():
+    body = "a body of several words"
+    # the stored count is used as is: a wrong one shows in the result (this is what makes it cheap)
+    assert tokens.count_framed("h\n", body, "\n\n", count_tokens(body) + 5) == count_tokens("h\n" + body + "\n\n") + 5
