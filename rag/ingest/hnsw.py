@@ -8,6 +8,15 @@ transaction. DDL in Postgres is transactional: a crash or error rolls back to th
 index. Trade-off: `drop index` takes an ACCESS EXCLUSIVE lock on the table, so concurrent searches
 of that model wait until the flush commits (the rebuild included); that is accepted for large loads
 (a first index run), while small flushes on a big table keep the plain incremental insert.
+
+A whole index run can defer instead (`defer_indexes` / `restore_deferred`): when its first write is
+a bulk load, the index is dropped in a committed transaction that records its definition in
+`deferred_indexes`, every batch of the run COPYs without it, and it is built once at the end. One
+build instead of one per flush (on the Obsidian help vault a run did two rebuilds and ~500
+incremental inserts: ~1.6 s, against ~0.4 s for one build), and searches are not blocked meanwhile:
+without the index they scan exactly (same or better results, slower), and `create index` blocks
+only writers. A killed run leaves the row behind; the next index run rebuilds from it first. A
+session advisory lock held from drop to rebuild tells a live run's deferral from a dead one's.
 """
 
 from __future__ import annotations
@@ -74,3 +83,62 @@ def indexes_rebuilt(conn: psycopg.Connection, table: str) -> Iterator[None]:
     yield
     for index in found:
         conn.execute(sql.SQL(index.definition))  # type: ignore[arg-type]  # pg_get_indexdef output
+
+
+# First key of the advisory lock a run holds while one of its tables' indexes is deferred ("RAGD").
+_DEFER_LOCK_CLASS = 0x52414744
+
+
+def defer_indexes(conn: psycopg.Connection, table: str, policy: BulkLoadPolicy, n: int) -> bool:
+    """Drop `table`'s HNSW indexes until `restore_deferred(conn, table)` when `policy` says `n` new
+    vectors make a bulk load; True when something was dropped. Commits (the run's later batches are
+    their own transactions): call it on an autocommit connection, outside any transaction."""
+    conn.execute("select pg_advisory_lock(%s::int, hashtext(%s))", (_DEFER_LOCK_CLASS, table))
+    dropped = False
+    try:
+        with conn.transaction():
+            if policy.applies(conn, table, n):
+                with conn.cursor(row_factory=class_row(_IndexDef)) as cur:
+                    found = cur.execute(_HNSW_INDEXES, (sql.Identifier(table).as_string(conn),)).fetchall()
+                for index in found:  # none when another run deferred them already
+                    name = sql.Identifier(index.schema, index.name)
+                    conn.execute("insert into deferred_indexes (index_name, table_name, definition) "
+                                 "values (%s, %s, %s)", (name.as_string(conn), table, index.definition))
+                    conn.execute(sql.SQL("drop index {}").format(name))
+                dropped = bool(found)
+    finally:
+        if not dropped and not conn.closed:
+            conn.execute("select pg_advisory_unlock(%s::int, hashtext(%s))", (_DEFER_LOCK_CLASS, table))
+    return dropped
+
+
+@dataclass(frozen=True)
+class _Deferred:
+    index_name: str
+    definition: str
+    missing: bool
+
+
+# Rows whose run is gone (advisory lock free) or is this session's; an index that exists again
+# (rebuilt by hand, or a model re-registered) is not built twice.
+_TAKE_DEFERRED = sql.SQL(
+    "delete from deferred_indexes where (%s::text is null or table_name = %s) "
+    "and pg_try_advisory_xact_lock(%s::int, hashtext(table_name)) "
+    "returning index_name, definition, to_regclass(index_name) is null as missing")
+
+
+def restore_deferred(conn: psycopg.Connection, table: str | None = None) -> int:
+    """Build the deferred indexes of `table` (None: of every table whose deferring run is gone);
+    returns how many were built. Each row is deleted in the transaction that builds its index, so
+    two sessions never build the same one. `table` also releases this session's deferral lock."""
+    try:
+        with conn.transaction():
+            with conn.cursor(row_factory=class_row(_Deferred)) as cur:
+                rows = cur.execute(_TAKE_DEFERRED, (table, table, _DEFER_LOCK_CLASS)).fetchall()
+            for row in rows:
+                if row.missing:
+                    conn.execute(sql.SQL(row.definition))  # type: ignore[arg-type]  # pg_get_indexdef output
+        return sum(r.missing for r in rows)
+    finally:
+        if table is not None and not conn.closed:
+            conn.execute("select pg_advisory_unlock(%s::int, hashtext(%s))", (_DEFER_LOCK_CLASS, table))

@@ -27,7 +27,7 @@ import psycopg
 from rag.config import Settings
 from rag.embed import Embedder, get_embedder
 from rag.errors import EmbeddingError, RagError
-from rag.ingest import beir, store
+from rag.ingest import beir, hnsw, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
 from rag.ingest.hnsw import BulkLoadPolicy
 from rag.ingest.parse import parse_document
@@ -192,6 +192,10 @@ class _VaultRun:
         self.report = VaultReport(vault.name, embedder.model_key)
         self.pending: list[store.PreparedDocument] = []
         self.writer: BatchWriter | None = None
+        ingest = settings.ingest
+        self.bulk = BulkLoadPolicy(ingest.bulk_load_min_vectors, ingest.bulk_load_min_fraction)
+        self.new_documents = 0  # documents not stored yet: each will add at least one vector, most do
+        self.deferral_decided = self.index_deferred = False
 
     def execute(self) -> None:
         sources, skipped = discover(self.vault, self.settings)
@@ -200,12 +204,18 @@ class _VaultRun:
         self.progress.begin_vault(self.vault.name, len(sources))
         stored = store.stored_versions(self.conn, self.vault.id)
         keep = {s.path for s in skipped if s.reason in KEEP_ON_SKIP}
-        # While the writer thread owns the connection, this thread reads, parses and embeds.
-        with BatchWriter(self.write) as self.writer:
-            for source in sources:
-                if self.visit(source, stored):
-                    keep.add(source.path)
-            self.flush()
+        hnsw.restore_deferred(self.conn)  # indexes a killed run left dropped
+        self.new_documents = sum(1 for s in sources if s.path not in stored)
+        try:
+            # While the writer thread owns the connection, this thread reads, parses and embeds.
+            with BatchWriter(self.write) as self.writer:
+                for source in sources:
+                    if self.visit(source, stored):
+                        keep.add(source.path)
+                self.flush()
+        finally:
+            if self.index_deferred:
+                hnsw.restore_deferred(self.conn, self.model.embedding_table)
         self.report.files_removed = store.delete_documents(self.conn, self.vault.id,
                                                            sorted(set(stored) - keep))
         self.backfill_embeddings()
@@ -249,11 +259,17 @@ class _VaultRun:
         self.writer.put(docs)
 
     def write(self, docs: list[store.PreparedDocument]) -> None:
-        """Runs on the writer thread: one transaction for the batch."""
-        ingest = self.settings.ingest
-        bulk = BulkLoadPolicy(ingest.bulk_load_min_vectors, ingest.bulk_load_min_fraction)
+        """Runs on the writer thread: one transaction for the batch.
+
+        The first write decides for the whole run whether the model's HNSW index is built once at
+        the end (`hnsw.defer_indexes`), counting the documents still to come: a first load of
+        many one-chunk documents is a bulk load even though each batch is small."""
+        if not self.deferral_decided:
+            self.deferral_decided = True
+            expected = max(sum(len(d.chunks) for d in docs), self.new_documents)
+            self.index_deferred = hnsw.defer_indexes(self.conn, self.model.embedding_table, self.bulk, expected)
         written = store.write_documents(self.conn, self.vault.id, self.vault.text_search_config, docs, self.model,
-                                        bulk)
+                                        None if self.index_deferred else self.bulk)
         self.report.files_indexed += len(docs)
         self.report.chunks_written += written
         self.progress.files_done(len(docs))
