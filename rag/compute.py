@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from rag import autorag, retrieve
 from rag.access import Scope
 from rag.context import assemble_context
 from rag.errors import InputError, LLMError, NotFoundError
-from rag.evidence import evidence_full, evidence_llm
+from rag.evidence import evidence_full, evidence_llm, score_dict
 from rag.llm import Message
 from rag.passes import PassSpec, run_multi_pass, run_pass, similarity_to
 from rag.profiles import Profile, get_profile
@@ -61,7 +61,7 @@ def _chunk_dict(r: RankedChunk) -> dict[str, Any]:
     c = r.candidate
     return {"rank": r.rank, "ref": c.ref, "vault": c.vault, "source_path": c.source_path, "ordinal": c.ordinal,
             "heading_path": c.heading_path, "start_line": c.start_line, "end_line": c.end_line,
-            "scores": {**asdict(r.scores), "weights_applied": dict(r.scores.weights_applied)}}
+            "scores": score_dict(r.scores)}
 
 
 @dataclass

@@ -254,12 +254,10 @@ def _mask(text: str) -> str:
     return mask_secrets(text)
 
 
-def _blocks(spans: Sequence[_Span], markers: Mapping[tuple[str, str], str], mask: bool) -> tuple[Block, ...]:
-    out = []
-    for span in spans:
-        cit = _citation(span, markers[span.doc])
-        out.append(Block(cit.marker, _header(cit), _mask(span.text) if mask else span.text, span.chunks, cit))
-    return tuple(out)
+def _block(span: _Span, marker: str, mask: bool) -> Block:
+    cit = _citation(span, marker)
+    return Block(cit.marker, _header(cit), _mask(span.text) if mask else span.text, span.chunks, cit)
+
 
 
 def _render(blocks: Sequence[Block]) -> str:
@@ -281,6 +279,7 @@ class _Fill:
     kept_text: dict[str, str] = field(default_factory=dict)  # normalised content → ref of the kept chunk
     dropped: list[Dropped] = field(default_factory=list)
     block_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)  # rendered block → counts
+    block_cache: dict[tuple[int, str], tuple[_Span, Block]] = field(default_factory=dict)  # keeps its spans alive
 
     def block_counts(self, b: Block) -> tuple[int, int]:
         """Exact tokens of the block alone and of the block followed by the separator. A block
@@ -307,7 +306,18 @@ class _Fill:
         return sum(self.block_counts(b)[1] for b in blocks[:-1]) + self.block_counts(blocks[-1])[0]
 
     def fits(self, spans: Sequence[_Span], markers: Mapping[tuple[str, str], str]) -> bool:
-        return self.total(_blocks(spans, markers, self.mask)) <= self.budget
+        return self.total(self.blocks(spans, markers)) <= self.budget
+
+    def blocks(self, spans: Sequence[_Span], markers: Mapping[tuple[str, str], str]) -> tuple[Block, ...]:
+        # Every try re-renders the whole context; a span that did not change keeps its block.
+        out = []
+        for span in spans:
+            key = (id(span), markers[span.doc])
+            hit = self.block_cache.get(key)
+            if hit is None or hit[0] is not span:
+                hit = self.block_cache[key] = (span, _block(span, key[1], self.mask))
+            out.append(hit[1])
+        return tuple(out)
 
     def try_add(self, r: RankedChunk) -> None:
         norm = _normalised(r.candidate.content)
@@ -365,7 +375,7 @@ def assemble_context(ranked: Sequence[RankedChunk], *, budget_tokens: int,
     if budget_tokens < 0:
         raise InputError(f"budget_tokens must be ≥ 0, got {budget_tokens}")
     fill = _fill(ranked, budget_tokens, mask=mask_secrets)
-    blocks = _blocks(fill.spans, fill.markers, mask_secrets)
+    blocks = fill.blocks(fill.spans, fill.markers)
     text, used = _render(blocks), fill.total(blocks)
     return AssembledContext(text=text, blocks=blocks, citations=tuple(b.citation for b in blocks),
                             used_tokens=used, insufficient=not blocks, dropped=tuple(fill.dropped),

@@ -11,7 +11,6 @@ Snippets pass through `rag.ingest.guard.mask_secrets` before they leave.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from rag.context import DROP_DUPLICATE, DROP_EMPTY, DROP_OVER_BUDGET, AssembledContext, Block
@@ -73,8 +72,10 @@ def _notes(r: RankedChunk, assembled: AssembledContext, ids: _Ids, by_ref: Mappi
     return notes
 
 
-def _scores(s: ScoreBreakdown) -> dict[str, Any]:
-    return {**asdict(s), "weights_applied": dict(s.weights_applied)}
+def score_dict(s: ScoreBreakdown) -> dict[str, Any]:
+    # by hand: dataclasses.asdict deep-copies every value and was a visible share of a request
+    return {"vector": s.vector, "lexical": s.lexical, "fused": s.fused, "weights_applied": dict(s.weights_applied),
+            "penalty": s.penalty, "final": s.final}
 
 
 def _full_item(r: RankedChunk, assembled: AssembledContext, ids: _Ids,
@@ -85,7 +86,7 @@ def _full_item(r: RankedChunk, assembled: AssembledContext, ids: _Ids,
         "used": assembled.block_of(c.ref) is not None,
         "vault": c.vault, "source": c.source_path, "ordinal": c.ordinal, "heading": c.heading_path,
         "lines": [c.start_line, c.end_line] if c.start_line is not None else None,
-        "scores": _scores(r.scores), "risk_flags": list(c.risk_flags),
+        "scores": score_dict(r.scores), "risk_flags": list(c.risk_flags),
         "snippet": snippet(c.content, AUDIT_SNIPPET_MAX_CHARS),
         "notes": _notes(r, assembled, ids, by_ref),
     }

@@ -10,6 +10,7 @@ name so the text stays readable. It is idempotent: masked text passes through un
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 # --- prompt injection -------------------------------------------------------------------------
 
 _I = re.IGNORECASE | re.MULTILINE
+MASK_CACHE_SIZE = 4096  # texts whose masked form is remembered (chunk texts repeat across packs and requests)
 _PRIOR = r"(?:previous|prior|above|earlier|preceding|foregoing|original|initial)"
 _RULES = r"(?:instructions?|prompts?|directions?|directives?|rules|messages?|context|guidelines|guardrails)"
 _POSSESSIVE = r"(?:your|the\s+system(?:'s)?|its|the\s+assistant's|any|all\s+(?:of\s+)?(?:your|the))"
@@ -208,10 +210,17 @@ _SECRET_RULE_LITERALS: tuple[tuple[str, ...], ...] = (
 assert len(_SECRET_RULE_LITERALS) == len(_SECRET_RULES)
 
 
+_ALL_SECRET_LITERALS = tuple(sorted({x for xs in _SECRET_RULE_LITERALS for x in xs}))
+
+
+@functools.lru_cache(maxsize=MASK_CACHE_SIZE)  # one chunk's text is masked for several packs
 def mask_secrets(text: str) -> str:
     lowered = text.lower()
+    found = {literal for literal in _ALL_SECRET_LITERALS if literal in lowered}
+    if not found:
+        return text
     for (pattern, replace), literals in zip(_SECRET_RULES, _SECRET_RULE_LITERALS, strict=True):
-        if any(literal in lowered for literal in literals):
+        if not found.isdisjoint(literals):
             text = pattern.sub(replace, text)
     return text
 

@@ -84,3 +84,16 @@ def test_empty_context_packs():
     assert evidence_llm(assembled, items) == {"sources": {}, "items": []}
     full = evidence_full(items, assembled)
     assert full["insufficient"] and full["items"][0]["notes"] == ["dropped: over budget"]
+
+
+def test_score_dict_carries_every_score_field():
+    from dataclasses import fields
+
+    from rag.evidence import score_dict
+    from rag.types import ScoreBreakdown
+
+    s = ScoreBreakdown(vector=0.5, lexical=1.5, fused=0.7, weights_applied={"memo": 1.2}, penalty=0.1, final=0.6)
+    out = score_dict(s)
+    assert set(out) == {f.name for f in fields(ScoreBreakdown)}
+    assert out == {"vector": 0.5, "lexical": 1.5, "fused": 0.7, "weights_applied": {"memo": 1.2}, "penalty": 0.1,
+                   "final": 0.6}
