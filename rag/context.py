@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rag.errors import InputError
-from rag.tokens import count_framed, count_tokens, tokenizer
+from rag.tokens import count_tokens, framed_counts, tokenizer
 from rag.types import RankedChunk
 
 BLOCK_SEPARATOR = "\n\n"
@@ -291,8 +291,8 @@ class _Fill:
             known = c is not None and bool(c.token_count) and b.text == c.content
             body_tokens = c.token_count if known and c is not None and c.token_count else count_tokens(b.text)
             head = b.header + "\n"
-            counts = (count_framed(head, b.text, "", body_tokens),
-                      count_framed(head, b.text, BLOCK_SEPARATOR, body_tokens))
+            alone, followed = framed_counts(head, b.text, body_tokens, ("", BLOCK_SEPARATOR))
+            counts = (alone, followed)
             self.block_tokens[b.rendered] = counts
         return counts
 

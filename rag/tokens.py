@@ -191,17 +191,23 @@ def count_framed(prefix: str, body: str, suffix: str, body_tokens: int) -> int:
     """``count_tokens(prefix + body + suffix)``, exactly, given ``body_tokens == count_tokens(body)``
     (e.g. counted at index time): only the body's first and last words are encoded again with
     their new neighbours, so framing a long text costs a few tokens' work, not the whole text's."""
+    return framed_counts(prefix, body, body_tokens, (suffix,))[0]
+
+
+def framed_counts(prefix: str, body: str, body_tokens: int, suffixes: tuple[str, ...]) -> tuple[int, ...]:
+    """``count_framed(prefix, body, s, body_tokens)`` for each suffix s, sharing the work."""
     encoding = tokenizer().encoding
     first = _SPLIT_POINT.search(body)
     if encoding is None or first is None:
-        return count_tokens(prefix + body + suffix)
+        return tuple(count_tokens(prefix + body + s) for s in suffixes)
     q = first.start()
     p = body.rfind(" ", q)
     while p > q and body[p - 1].isspace():  # the last space that follows a non-space
         p = body.rfind(" ", q, p)
     head = count_tokens(prefix + body[:q]) - count_tokens(body[:q]) if prefix else 0
-    tail = count_tokens(body[p:] + suffix) - count_tokens(body[p:]) if suffix else 0
-    return body_tokens + head + tail
+    last = body[p:]
+    last_tokens = count_tokens(last)
+    return tuple(body_tokens + head + (count_tokens(last + s) - last_tokens if s else 0) for s in suffixes)
 
 
 def truncate_to_tokens(text: str, n: int) -> str:

@@ -146,3 +146,13 @@ def test_count_framed_trusts_the_given_body_count():
     body = "a body of several words"
     # the stored count is used as is: a wrong one shows in the result (this is what makes it cheap)
     assert tokens.count_framed("h\n", body, "\n\n", count_tokens(body) + 5) == count_tokens("h\n" + body + "\n\n") + 5
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=30), st.lists(st.sampled_from(_PIECES), max_size=5),
+       st.lists(st.lists(st.sampled_from(_PIECES), max_size=4), min_size=1, max_size=3))
+@settings(max_examples=300, deadline=None)
+def test_framed_counts_matches_each_suffix(body, prefix, suffixes):
+    body_text, head = "".join(body), "".join(prefix)
+    tails = tuple("".join(s) for s in suffixes)
+    got = tokens.framed_counts(head, body_text, count_tokens(body_text), tails)
+    assert got == tuple(count_tokens(head + body_text + t) for t in tails)
