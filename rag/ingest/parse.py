@@ -20,6 +20,12 @@ import yaml
 
 from rag.access import CONFIDENTIALITY_LEVELS
 
+# libyaml's safe loader when PyYAML was built with it: the same documents, ~5x faster than the
+# pure-Python one (frontmatter was a fifth of parsing time on the help vault). Its error messages
+# are worded differently, so a document it rejects is loaded again by the pure-Python loader, whose
+# message is the one reported.
+_FAST_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 DEFAULT_CONFIDENTIALITY = "public"
 # Fail closed: a level nobody recognises is treated as the most restrictive one.
 UNKNOWN_CONFIDENTIALITY = CONFIDENTIALITY_LEVELS[-1]
@@ -122,9 +128,16 @@ def _split_frontmatter(lines: list[str]) -> tuple[str | None, int, str | None]:
     return None, 0, "no closing '---' fence"
 
 
+def _safe_load(raw: str) -> Any:
+    try:
+        return yaml.load(raw, Loader=_FAST_SAFE_LOADER)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError:
+        return yaml.safe_load(raw)  # raises again, with the pure-Python loader's wording
+
+
 def _load_mapping(raw: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(raw)
+        data = _safe_load(raw)
     except yaml.MarkedYAMLError as exc:
         where = f" (line {exc.problem_mark.line + 2})" if exc.problem_mark else ""
         raise _FrontmatterError(f"{exc.problem or exc.context or 'invalid YAML'}{where}") from None
