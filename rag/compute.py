@@ -9,6 +9,7 @@ citations and evidence packs. Each pass is a `rag_retrieval_stage` span under `r
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,10 @@ class ContextResult:
     evidence_llm: dict[str, Any]
     insufficient: bool
     used_tokens: int
+    # Wall time of the steps, for benchmarks and logs: embed_ms (the query's embedding), base_pass_ms
+    # (embedding + base retrieval pass), retrieval_ms (every pass), assembly_ms (ranking, context,
+    # evidence), total_ms. Not part of to_dict: the HTTP contract stays as it is.
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +82,7 @@ class _Run:
     notes: list[str] = field(default_factory=list)
     llm_failures: list[str] = field(default_factory=list)
     multi_query_ran: bool = False
+    timings_ms: dict[str, float] = field(default_factory=dict)
 
     @property
     def auto_triggered(self) -> bool:
@@ -106,12 +112,14 @@ def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters:
     autorag.resolve_auto_mode(mode, weak=None, llm_available=False, multi_query=False)  # validates mode
     scope = scope or Scope.unrestricted()
     request_id = request_id or uuid.uuid4().hex
+    started = time.perf_counter()
     with rt.tracer.root(request_id=request_id, query=query, profile=profile, mode=mode) as root:
         with rt.connection() as conn:
             names = resolve_vault_names(conn, scope.check_vaults(vaults))
             filter_ = scope.restrict_filter(filters, names)
             run = _Run(mode=mode)
             candidates = _retrieve(conn, rt, prof, query, filter_, run)
+        retrieved = time.perf_counter()
         ranked = rank_candidates(candidates, prof)
         with rt.tracer.selection(budget_tokens=budget_tokens) as span:
             assembled = assemble_context(ranked, budget_tokens=budget_tokens)
@@ -121,11 +129,18 @@ def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters:
         root.set(autoTriggered=run.auto_triggered, winner=run.winner, multiQueryRan=run.multi_query_ran,
                  insufficient=assembled.insufficient, decisionSignature=decision["decision_signature"],
                  topScore=ranked[0].scores.final if ranked else None, chunkCount=len(ranked))
+    packs = evidence_full(ranked, assembled, decision), evidence_llm(assembled, ranked)
+    done = time.perf_counter()
+    timings = {**run.timings_ms, "retrieval_ms": _ms(started, retrieved), "assembly_ms": _ms(retrieved, done),
+               "total_ms": _ms(started, done)}
     return ContextResult(
         context=assembled.text, citations=[c.to_dict() for c in assembled.citations], chunks=list(ranked),
-        decision=decision, evidence_full=evidence_full(ranked, assembled, decision),
-        evidence_llm=evidence_llm(assembled, ranked), insufficient=assembled.insufficient,
-        used_tokens=assembled.used_tokens)
+        decision=decision, evidence_full=packs[0], evidence_llm=packs[1], insufficient=assembled.insufficient,
+        used_tokens=assembled.used_tokens, timings_ms=timings)
+
+
+def _ms(start: float, end: float) -> float:
+    return (end - start) * 1000
 
 
 async def acompute_context(query: str, **kwargs: Any) -> ContextResult:
@@ -150,13 +165,16 @@ def indexed_model(conn, rt: Runtime) -> retrieve.EmbeddingModelRef:
 
 def _retrieve(conn, rt: Runtime, prof: Profile, query: str, filter_: dict[str, Any], run: _Run) -> list[Candidate]:
     model = indexed_model(conn, rt)
+    started = time.perf_counter()
     query_embedding = rt.embedder.embed_query(query) if prof.retrieval != "lexical" else None
+    run.timings_ms["embed_ms"] = _ms(started, time.perf_counter())
     ctx = _PassContext(conn, rt, prof, model, filter_, query, query_embedding)
     llm_available = rt.llm is not None
     forced = run.mode != "auto"
     base: list[Candidate] = []
     if not forced or run.mode == "base":
         base = ctx.run("base", query, query_embedding, run)
+        run.timings_ms["base_pass_ms"] = _ms(started, time.perf_counter())
         run.weak = autorag.is_weak_retrieval(
             [c.similarity for c in base] if prof.retrieval != "lexical" else [1.0] * len(base),
             similarity_threshold=prof.similarity_threshold, min_matches=prof.min_matches,

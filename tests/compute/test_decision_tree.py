@@ -166,3 +166,12 @@ def test_llm_timeout_costs_one_timeout_and_base_is_used(kb, llm_stub):
     assert len(llm_stub.requests_to("/chat/completions")) == 1
     assert elapsed < 2.0, f"took {elapsed:.1f}s: the request waited on the slow LLM more than once"
     assert result.chunks and not result.insufficient
+
+
+def test_step_timings_are_reported_and_nest(kb, scripted):
+    result = compute_context(corpus.STRONG_QUERY, profile="focused", mode="base", runtime=kb.runtime())
+    t = result.timings_ms
+    assert set(t) == {"embed_ms", "base_pass_ms", "retrieval_ms", "assembly_ms", "total_ms"}
+    assert 0 < t["embed_ms"] <= t["base_pass_ms"] <= t["retrieval_ms"] <= t["total_ms"]
+    assert t["retrieval_ms"] + t["assembly_ms"] <= t["total_ms"] + 1e-6
+    assert "timings_ms" not in result.to_dict()  # the HTTP contract is unchanged
