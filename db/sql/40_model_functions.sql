@@ -85,6 +85,7 @@ declare
     v_filtered boolean;
     v_rows bigint;
     v_total bigint;
+    v_vault_ids bigint[];
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
     if exact_scan_max_rows is null or exact_scan_max_rows < 0 then
@@ -99,10 +100,13 @@ begin
     perform ragpg_check_vault_names(f.vaults);
     v_filtered := f.containment <> '{}'::jsonb or f.predicate is not null or f.vaults is not null;
     -- Parameters of every query below: $1 query, $2 match_count, $3 threshold, $4 row limit,
-    -- $5 containment, $6 predicate, $7 vars, $8 vault names. v_where holds only fixed text.
+    -- $5 containment, $6 predicate, $7 vars, $8 vault names, $9 their ids. v_where holds only
+    -- fixed text. Vaults are matched by id, as a value the planner can see: behind a subquery it
+    -- guessed a few rows, scanned exactly and took 20 ms where the HNSW index takes 3.
+    v_vault_ids := case when f.vaults is not null
+                        then array(select vv.id from vaults vv where vv.name = any(f.vaults)) end;
     v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
-               || case when f.vaults is not null
-                       then ' and c.vault_id in (select vv.id from vaults vv where vv.name = any($8))' else '' end;
+               || case when f.vaults is not null then ' and c.vault_id = any($9)' else '' end;
     perform set_config('hnsw.ef_search', greatest(ef_search, match_count)::text, true);
 
     if v_filtered and f.containment = '{}'::jsonb and f.predicate is null then
@@ -119,7 +123,7 @@ begin
         execute 'select count(*) from (select 1 from chunks c where true' || v_where || ' limit $4) s'
             into v_rows
             using query_embedding, match_count, similarity_threshold, exact_scan_max_rows::bigint + 1,
-                  f.containment, f.predicate, f.vars, f.vaults;
+                  f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
     end if;
 
     if v_filtered then
@@ -137,7 +141,7 @@ begin
                                       from (select d2.distance from d d2 order by d2.distance limit $2) x)',
                 p_table, v_where)
                 using query_embedding, match_count, similarity_threshold, null::bigint,
-                      f.containment, f.predicate, f.vars, f.vaults;
+                      f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
             return;
         end if;
     end if;
@@ -152,7 +156,7 @@ begin
         p_table,
         case when v_filtered then 'join chunks c on c.id = e.chunk_id where true' || v_where else '' end)
         using query_embedding, match_count, similarity_threshold, null::bigint,
-              f.containment, f.predicate, f.vars, f.vaults;
+              f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
 end
 $$;
 
