@@ -107,10 +107,31 @@ def open_database(url: str | None, tmp: Path) -> tuple[str, Callable[[], None]]:
     return db_url, server.stop
 
 
-def load_corpus(conn: psycopg.Connection, vault: str, corpus: list[dict[str, Any]]) -> dict[str, int]:
+def text_search_config(conn: psycopg.Connection, base: str, split_hyphenated: bool, no_stopwords: bool) -> str:
+    """`base`, or a copy of it that keeps only the parts of hyphenated words (as Lucene's
+    StandardTokenizer splits them; Postgres also indexes the whole compound) and/or stems English
+    words without dropping stopwords."""
+    if not (split_hyphenated or no_stopwords):
+        return base
+    name = f"ragpg_bench_{base}_variant"
+    conn.execute(sql.SQL("create text search configuration {} (copy = {})").format(
+        sql.Identifier(name), sql.Identifier(base)))
+    if split_hyphenated:
+        conn.execute(sql.SQL("alter text search configuration {} drop mapping for hword, asciihword, numhword"
+                             ).format(sql.Identifier(name)))
+    if no_stopwords:
+        conn.execute("create text search dictionary ragpg_bench_english_stem (template = snowball, language = english)")
+        kinds = "asciiword, word, hword_part, hword_asciipart" + ("" if split_hyphenated else ", asciihword, hword")
+        conn.execute(sql.SQL("alter text search configuration {} alter mapping for {} with ragpg_bench_english_stem"
+                             ).format(sql.Identifier(name), sql.SQL(kinds)))
+    return name
+
+
+def load_corpus(conn: psycopg.Connection, vault: str, corpus: list[dict[str, Any]],
+                config: str = "english") -> dict[str, int]:
     """One document + one chunk per corpus entry; returns corpus id -> chunk id."""
-    vault_id = conn.execute("insert into vaults (name, root_path) values (%s, %s) returning id",
-                            (vault, f"beir/{vault}")).fetchone()["id"]
+    vault_id = conn.execute("insert into vaults (name, root_path, text_search_config) values (%s, %s, %s::regconfig)"
+                            " returning id", (vault, f"beir/{vault}", config)).fetchone()["id"]
     with conn.cursor() as cur:
         with cur.copy("copy documents (vault_id, source_path, title, document_version, size_bytes, metadata)"
                       " from stdin") as copy:
@@ -121,11 +142,13 @@ def load_corpus(conn: psycopg.Connection, vault: str, corpus: list[dict[str, Any
                                 json.dumps({"corpus_id": doc["_id"]})))
         doc_ids = {r["source_path"]: r["id"] for r in cur.execute(
             "select id, source_path from documents where vault_id = %s", (vault_id,)).fetchall()}
-        with cur.copy("copy chunks (document_id, vault_id, ordinal, content, token_count, metadata) from stdin") as copy:
+        with cur.copy("copy chunks (document_id, vault_id, ordinal, content, token_count, metadata,"
+                      " text_search_config) from stdin") as copy:
             for doc in corpus:
                 content = f"{doc.get('title', '')}\n\n{doc.get('text', '')}"
                 meta = {"vault": vault, "source_path": doc["_id"], "title": doc.get("title") or ""}
-                copy.write_row((doc_ids[doc["_id"]], vault_id, 0, content, len(content.split()), json.dumps(meta)))
+                copy.write_row((doc_ids[doc["_id"]], vault_id, 0, content, len(content.split()), json.dumps(meta),
+                                config))
         rows = cur.execute("select c.id, d.source_path from chunks c join documents d on d.id = c.document_id"
                            " where c.vault_id = %s", (vault_id,)).fetchall()
     return {r["source_path"]: r["id"] for r in rows}
@@ -183,6 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=0, help="use only the first N test queries")
     parser.add_argument("--k1", type=float, default=None)
     parser.add_argument("--b", type=float, default=None)
+    parser.add_argument("--text-search-config", default="english", help="the vault's Postgres text search config")
+    parser.add_argument("--split-hyphenated", action="store_true",
+                        help="index only the parts of hyphenated words, as Lucene does (a copy of the config)")
+    parser.add_argument("--no-stopwords", action="store_true",
+                        help="stem English words but keep stopwords (a copy of the config)")
     args = parser.parse_args(argv)
 
     from rag.embed.registry import get_embedder
@@ -201,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     b = settings.bm25_b if args.b is None else args.b
     embedder = get_embedder(args.embedder, EmbeddingSettings(model=args.embedder))
     print(f"{args.dataset}: {len(corpus)} documents, {len(test_ids)} test queries; embedder {embedder.model_key} "
-          f"({embedder.dims} dims); BM25 k1={k1} b={b}")
+          f"({embedder.dims} dims); BM25 k1={k1} b={b}; text search config {args.text_search_config}"
+          f"{' with hyphenated words split' if args.split_hyphenated else ''}"
+          f"{' without stopwords' if args.no_stopwords else ''}")
 
     with tempfile.TemporaryDirectory(prefix="ragpg-bench-") as tmp:
         url, stop = open_database(args.database_url, Path(tmp))
@@ -213,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(url, args, corpus, queries, qrels, test_ids, embedder, settings, k1, b) -> int:
     with open_connection(url, autocommit=True) as conn:
-        _, ms = timed(load_corpus, conn, args.dataset, corpus)
+        config = text_search_config(conn, args.text_search_config, args.split_hyphenated, args.no_stopwords)
+        _, ms = timed(load_corpus, conn, args.dataset, corpus, config)
         chunk_of = {r["source_path"]: r["id"] for r in conn.execute(
             "select c.id, d.source_path from chunks c join documents d on d.id = c.document_id").fetchall()}
         print(f"  loaded corpus in {ms / 1000:.1f}s")
