@@ -8,7 +8,8 @@ function names come from the model's ``embedding_models`` row and are composed w
 Errors: bad input (a filter, a vector of the wrong size, a count out of range) raises
 :class:`rag.errors.InputError` with a one-line message, an unknown vault named in a filter raises
 :class:`rag.errors.NotFoundError`, anything else from the database :class:`rag.errors.DatabaseError`.
-No psycopg exception escapes. Each call runs in its own transaction, or in a savepoint when the
+No psycopg exception escapes. Each call runs in its own transaction (on an autocommit connection,
+its one statement is that transaction), or in a savepoint when the
 connection is already inside one, so a failed call leaves the caller's transaction usable.
 
 Scores: ``similarity`` (1 - cosine distance), ``bm25_score`` and ``rrf_score`` are all
@@ -166,8 +167,13 @@ def map_database_error(exc: BaseException) -> Exception:
 @contextmanager
 def _database_call(conn: psycopg.Connection) -> Iterator[None]:
     try:
-        with conn.transaction():
+        if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            # The statement is its own transaction: wrapping it would only add BEGIN and COMMIT
+            # round trips, and a failure leaves nothing open.
             yield
+        else:
+            with conn.transaction():
+                yield
     except (psycopg.Error, UnicodeError) as exc:
         raise map_database_error(exc) from None
 

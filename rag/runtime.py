@@ -33,6 +33,15 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.commit()
 
 
+def _restore_transactional(conn: psycopg.Connection) -> None:
+    """Give the pool its connection back as it lent it (autocommit off), or closed: the pool
+    replaces a closed connection rather than lend one in an unexpected state."""
+    if conn.closed or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        conn.close()
+        return
+    conn.autocommit = False
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -68,10 +77,19 @@ class Runtime:
             return self._pool
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
+    def connection(self, *, autocommit: bool = False) -> Iterator[psycopg.Connection]:
+        """A pooled connection. ``autocommit=True`` suits a run of reads (a search, compute_context):
+        each statement stands alone, so no BEGIN, COMMIT or SAVEPOINT round trips."""
         try:
             with self.pool.connection() as conn:
-                yield conn
+                if not autocommit:
+                    yield conn
+                    return
+                conn.autocommit = True
+                try:
+                    yield conn
+                finally:
+                    _restore_transactional(conn)
         except psycopg.OperationalError as exc:
             raise DatabaseError(f"database unavailable: {str(exc).strip().splitlines()[0]}") from None
 

@@ -57,3 +57,16 @@ def test_a_query_nothing_matches_is_well_defined(kb):
 def test_async_variant_raises_the_same_errors(kb):
     with pytest.raises(InputError, match="^query is empty$"):
         asyncio.run(acompute_context(" ", runtime=kb.runtime()))
+
+
+def test_requests_hand_the_pool_its_connections_back_transactional(kb):
+    # compute_context reads on an autocommit connection; the pool must get it back as it lent it,
+    # after a good request and after a failed one
+    rt = kb.runtime()
+    compute_context(corpus.STRONG_QUERY, mode="base", runtime=rt)
+    with pytest.raises(NotFoundError):
+        compute_context("zorblax", vaults=["missing"], runtime=rt)
+    with rt.connection() as first, rt.connection() as second:  # every connection of the pool (max 2)
+        assert (first.autocommit, second.autocommit) == (False, False)
+        first.execute("select 1")
+        assert first.info.transaction_status == first.info.transaction_status.INTRANS
