@@ -14,7 +14,9 @@ ir_measures. Latency is the wall time of the whole call (query embedding, passes
 context assembly, evidence packs), with the p50 of its steps from ContextResult.timings_ms
 (embed = the query embedding, base pass = embedding + base retrieval pass, assembly = ranking,
 context and evidence packs); the query-embedding cache is off so every call pays for its
-embedding, and there is no LLM call to exclude. One query at a time after a warm-up.
+embedding, and there is no LLM call to exclude. One query at a time after a warm-up. The target
+(issue #5) is on the base pass: p50 of the query embedding plus the base retrieval pass ≤ 15 ms;
+the whole call's p50 is printed beside it.
 
     RAGPG_DATA_DIR=/tmp/ragpg-beir python bench/compute_context.py --out /tmp/compute_context.json
     ... --datasets scifact --profiles chat --max-queries 100      # quicker
@@ -158,11 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if pair["auto"]["ndcg@10"] < pair["base"]["ndcg@10"]:
                     checks.append(f"{dataset}/{profile}: auto nDCG@10 {pair['auto']['ndcg@10']:.4f} is below "
                                   f"base {pair['base']['ndcg@10']:.4f}")
-                if pair["base"]["latency_ms"]["p50"] > BASE_P50_TARGET_MS:
-                    checks.append(f"{dataset}/{profile}: base-mode compute_context p50 "
-                                  f"{pair['base']['latency_ms']['p50']:.1f} ms (base pass alone "
-                                  f"{pair['base']['stages_ms_p50'].get('base_pass_ms', float('nan')):.1f} ms) is "
-                                  f"over the {BASE_P50_TARGET_MS:.0f} ms target")
+                base_pass = pair["base"]["stages_ms_p50"].get("base_pass_ms", float("nan"))
+                if not base_pass <= BASE_P50_TARGET_MS:
+                    checks.append(f"{dataset}/{profile}: base pass p50 {base_pass:.1f} ms (whole base-mode call "
+                                  f"{pair['base']['latency_ms']['p50']:.1f} ms) is over the "
+                                  f"{BASE_P50_TARGET_MS:.0f} ms target")
     finally:
         rt.close()
     print(table(rows))
