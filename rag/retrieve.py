@@ -8,9 +8,9 @@ function names come from the model's ``embedding_models`` row and are composed w
 Errors: bad input (a filter, a vector of the wrong size, a count out of range) raises
 :class:`rag.errors.InputError` with a one-line message, an unknown vault named in a filter raises
 :class:`rag.errors.NotFoundError`, anything else from the database :class:`rag.errors.DatabaseError`.
-No psycopg exception escapes. Each call runs in its own transaction (on an autocommit connection,
-its one statement is that transaction), or in a savepoint when the
-connection is already inside one, so a failed call leaves the caller's transaction usable.
+No psycopg exception escapes. Each call runs in its own transaction (on an idle autocommit
+connection its one statement is that transaction), or in a savepoint when the connection is
+already inside one, so a failed call leaves the caller's transaction usable.
 
 Scores: ``similarity`` (1 - cosine distance), ``bm25_score`` and ``rrf_score`` are all
 higher-is-better.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from psycopg.pq import TransactionStatus
 
 from rag.compute import acompute_context, compute_context
 from rag.errors import InputError, NotFoundError
@@ -69,4 +70,4 @@ def test_requests_hand_the_pool_its_connections_back_transactional(kb):
     with rt.connection() as first, rt.connection() as second:  # every connection of the pool (max 2)
         assert (first.autocommit, second.autocommit) == (False, False)
         first.execute("select 1")
-        assert first.info.transaction_status == first.info.transaction_status.INTRANS
+        assert first.info.transaction_status == TransactionStatus.INTRANS
