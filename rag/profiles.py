@@ -57,6 +57,8 @@ class Profile(BaseModel):
     candidates_vector: int = Field(50, gt=0)
     candidates_lexical: int = Field(50, gt=0)
     match_count: int = Field(20, gt=0)
+    # search a question that joins topics whole and by facet, fused by RRF (rag.retrieval.facets)
+    facet_split: bool = False
     # fusion weights (rag.rank): fused = w_cosine·vector + w_bm25·lexical + w_freshness·freshness + w_metadata·boost
     w_bm25: float = Field(0.45, ge=0)
     w_cosine: float = Field(0.45, ge=0)

@@ -19,7 +19,8 @@ ordinal asc (vault asc, then chunk id, as last tie-breakers so the order is tota
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -103,6 +104,10 @@ def score(candidate: Candidate, profile: Profile, *, max_bm25: float, now: datet
                           penalty=penalty, final=final)
 
 
+def _with_prior(s: ScoreBreakdown, multiplier: float) -> ScoreBreakdown:
+    return replace(s, final=s.final * multiplier, weights_applied={**s.weights_applied, "prior": multiplier})
+
+
 def _order(item: tuple[Candidate, ScoreBreakdown]) -> tuple[float, str, int, str, int]:
     c, s = item
     return (-s.final, c.source_path, c.ordinal, c.vault, c.chunk_id)
@@ -126,12 +131,17 @@ def _cap_per_source(ordered: list[tuple[Candidate, ScoreBreakdown]], cap: int) -
     return kept
 
 
-def rank_candidates(candidates: Sequence[Candidate], profile: Profile, *,
-                    now: datetime | None = None) -> list[RankedChunk]:
-    """Score, deduplicate, cap per source and order; ranks start at 1."""
+def rank_candidates(candidates: Sequence[Candidate], profile: Profile, *, now: datetime | None = None,
+                    prior: Callable[[Candidate], float] | None = None) -> list[RankedChunk]:
+    """Score, deduplicate, cap per source and order; ranks start at 1.
+
+    `prior` (a caller's multiplier per candidate, e.g. the notes folder prior) scales `final` and is
+    recorded in `weights_applied["prior"]`; it moves a candidate, it never removes one."""
     now = now or datetime.now(UTC)
     now = now if now.tzinfo else now.replace(tzinfo=UTC)
     max_bm25 = max((c.bm25_score for c in candidates if c.bm25_score is not None), default=0.0)
     scored = [(c, score(c, profile, max_bm25=max_bm25, now=now)) for c in candidates]
+    if prior is not None:
+        scored = [(c, _with_prior(s, prior(c))) for c, s in scored]
     kept = _cap_per_source(_best_per_chunk(scored), profile.per_source_cap)
     return [RankedChunk(candidate=c, scores=s, rank=i) for i, (c, s) in enumerate(kept, start=1)]

@@ -1,0 +1,124 @@
+"""Auto-RAG routes after the base pass: corrections judged by `score_decision`, forced modes, multi-query.
+
+Each route takes the pass context, the run record and the base candidates and returns the
+candidates that go on to ranking; it records its winner and reason on the run (DESIGN.md §
+Orchestrator steps 4-6). Without an LLM the rewrite falls back to pseudo-relevance feedback and
+HyDE is skipped, and the decision says so.
+"""
+
+from __future__ import annotations
+
+from rag import autorag
+from rag.passes import PassSpec, run_pass
+from rag.retrieval.run import PassContext, RetrievalRun
+from rag.types import Candidate
+
+PRF_TOP_DOCS = 3
+PRF_MAX_TERMS = 6
+MULTI_QUERY_COUNT = 3
+
+
+def _judge(ctx: PassContext, run: RetrievalRun, base: list[Candidate], options: dict[str, list[Candidate]]) -> list[Candidate]:
+    """Pick base or the best correction by `score_decision` (rule in rag.autorag)."""
+    base_score = ctx.set_score(base)
+    best: tuple[autorag.Decision, list[Candidate]] | None = None
+    reasons = []
+    for name, items in options.items():
+        d = autorag.score_decision(base_score, ctx.set_score(items), corrected_name=name,
+                                  margin=ctx.prof.decision_margin)
+        reasons.append(d.reason)
+        if d.winner != "base" and (best is None or d.corrected.score > best[0].corrected.score):
+            best = (d, items)
+    if best is None:
+        run.winner, run.reason = "base", "; ".join(reasons) or "no correction produced results"
+        return base
+    run.winner, run.reason = best[0].winner, best[0].reason
+    return best[1]
+
+
+def _route_correct(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
+    options = {}
+    hyde_doc = ctx.llm_text("hyde", run, query=ctx.query)
+    if hyde_doc:
+        options["hyde"] = ctx.run("hyde", ctx.query, ctx.embed(hyde_doc), run)
+    rewritten = ctx.llm_text("rewrite", run, query=ctx.query)
+    if rewritten:
+        options["rewrite"] = ctx.run("rewrite", rewritten, ctx.embed(rewritten), run)
+    if not options:
+        # A configured LLM that is down degrades to the base pass: the request stays as fast and as
+        # good as without Auto-RAG, and the failure is on record (decision `llm_failures`).
+        run.winner, run.reason = "base", "LLM correction failed: base pass used"
+        return base
+    return _judge(ctx, run, base, options)
+
+
+def _prf_query(ctx: PassContext, base: list[Candidate]) -> str:
+    terms = autorag.prf_expansion_terms(ctx.query, [c.content for c in base[:PRF_TOP_DOCS]], max_terms=PRF_MAX_TERMS)
+    return f"{ctx.query} {' '.join(terms)}".strip()
+
+
+def _route_prf(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
+    if ctx.rt.llm is None:
+        run.notes.append("no LLM configured: rewrite by pseudo-relevance feedback, HyDE skipped")
+    expanded = _prf_query(ctx, base)
+    if expanded == ctx.query:
+        run.winner, run.reason = "base", "no expansion terms found in the base results"
+        return base
+    return _judge(ctx, run, base, {"rewrite": ctx.run("rewrite", expanded, ctx.embed(expanded), run)})
+
+
+def _route_hyde(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
+    doc = ctx.llm_text("hyde", run, query=ctx.query)
+    if not doc:
+        run.winner = "base"
+        run.reason = "HyDE skipped: " + ("LLM failed" if run.llm_failures else "no LLM configured")
+        return base
+    run.winner, run.reason = "hyde", "hyde mode forced"
+    return ctx.run("hyde", ctx.query, ctx.embed(doc), run)
+
+
+def _route_rewrite(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
+    text = ctx.llm_text("rewrite", run, query=ctx.query)
+    if not text:
+        run.notes.append("rewrite by pseudo-relevance feedback (" +
+                         ("LLM failed" if run.llm_failures else "no LLM configured") + ")")
+        text = _prf_query(ctx, base)
+    run.winner, run.reason = "rewrite", "rewrite mode forced"
+    return ctx.run("rewrite", text, ctx.embed(text), run)
+
+
+def _route_multi(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
+    raw = ctx.llm_text("multi_query", run, query=ctx.query, count=MULTI_QUERY_COUNT)
+    variants = [ln.strip(" -*\t0123456789.") for ln in (raw or "").splitlines() if ln.strip()][:MULTI_QUERY_COUNT]
+    if not variants:
+        run.notes.append("multi-query variants from pseudo-relevance feedback")
+        variants = [_prf_query(ctx, base)]
+    texts = [ctx.query, *[v for v in variants if v and v != ctx.query]]
+    specs = [PassSpec("multi", t, ctx.embed(t)) for t in texts]
+    if ctx.prof.retrieval == "lexical" or any(sp.embedding is None for sp in specs):
+        p, s = ctx.prof, ctx.rt.settings.retrieval
+        with ctx.rt.tracer.stage("multi") as span:
+            found = run_pass(ctx.conn, ctx.model, PassSpec("multi", " ".join(texts), None), retrieval="lexical",
+                             match_count=p.match_count, filter_=ctx.filter_, similarity_threshold=-1.0,
+                             rrf_k=s.rrf_k, weights={}, candidate_count=p.candidates_lexical)
+            span.set(count=len(found), queries=len(texts))
+        run.passes.append({"name": "multi", "count": len(found), "queries": len(texts)})
+    else:
+        found = ctx.fused("multi", specs, run)
+    run.multi_query_ran = True
+    run.winner, run.reason = "multi", f"{len(texts)} queries fused by reciprocal rank fusion"
+    return found
+
+
+def _route_reverse(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
+    draft = ctx.llm_text("reverse_draft", run, query=ctx.query)
+    if not draft:
+        run.winner = "base"
+        run.reason = "reverse skipped: " + ("LLM failed" if run.llm_failures else "no LLM configured")
+        return base
+    run.winner, run.reason = "reverse", "evidence retrieved for a drafted answer"
+    return ctx.run("reverse", f"{ctx.query}\n{draft}", ctx.embed(draft), run)
+
+
+ROUTES = {"correct": _route_correct, "prf": _route_prf, "hyde": _route_hyde, "rewrite": _route_rewrite,
+           "multi": _route_multi, "reverse": _route_reverse}

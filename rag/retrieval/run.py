@@ -1,0 +1,132 @@
+"""One request's retrieval state: the decision record (`RetrievalRun`) and the pass runner (`PassContext`).
+
+`PassContext` runs the profile's SQL match function for one query text/embedding (`run`), several
+fused by RRF in one call (`fused`), or the base pass with facets (`base`); routes in
+`rag.retrieval.routes` call it for corrections.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rag import autorag, retrieve
+from rag.errors import LLMError
+from rag.llm import Message
+from rag.passes import PassSpec, run_multi_pass, run_pass, similarity_to
+from rag.profiles import Profile
+from rag.prompts import load_prompt
+from rag.retrieval.facets import split_facets
+from rag.runtime import Runtime
+from rag.trace import decision_signature
+from rag.types import Candidate
+
+LLM_MAX_TOKENS = 300
+
+
+@dataclass
+class RetrievalRun:
+    """Mutable record of one request's decision path (becomes `decision`)."""
+
+    mode: str
+    route: str = "base"
+    weak: autorag.WeakCheck | None = None
+    winner: str = "base"
+    reason: str = "base pass used"
+    passes: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    llm_failures: list[str] = field(default_factory=list)
+    multi_query_ran: bool = False
+    facets: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def auto_triggered(self) -> bool:
+        return self.mode == "auto" and self.route not in ("base", "multi")
+
+    def path(self) -> list[str]:
+        return [self.mode, self.route, *[p["name"] for p in self.passes], self.winner]
+
+    def decision(self, insufficient: bool) -> dict[str, Any]:
+        weak = self.weak
+        return {
+            "mode": self.mode, "route": self.route, "auto_triggered": self.auto_triggered,
+            "weak": weak.weak if weak else None, "weak_signals": list(weak.signals) if weak else [],
+            "top_similarity": weak.top_similarity if weak else None,
+            "share_above_threshold": weak.share_above_threshold if weak else None,
+            "winner": self.winner, "reason": self.reason, "passes": self.passes, "notes": self.notes,
+            "llm_failures": self.llm_failures, "multi_query_ran": self.multi_query_ran, "facets": self.facets,
+            "insufficient": insufficient, "decision_signature": decision_signature(self.path()),
+        }
+
+
+@dataclass
+class PassContext:
+    conn: Any
+    rt: Runtime
+    prof: Profile
+    model: retrieve.EmbeddingModelRef
+    filter_: dict[str, Any]
+    query: str
+    query_embedding: np.ndarray | None
+
+    def base(self, run: RetrievalRun) -> list[Candidate]:
+        """The base pass; a question that joins topics is searched whole and by facet, fused in SQL."""
+        facets = split_facets(self.query) if self.prof.facet_split and self.query_embedding is not None else []
+        if not facets:
+            return self.run("base", self.query, self.query_embedding, run)
+        run.facets = facets
+        specs = [PassSpec("base", self.query, self.query_embedding),
+                 *(PassSpec("base", f, self.embed(f)) for f in facets)]
+        return self.fused("base", specs, run)
+
+    def run(self, name: str, text: str, embedding: np.ndarray | None, run: RetrievalRun) -> list[Candidate]:
+        p, s = self.prof, self.rt.settings.retrieval
+        with self.rt.tracer.stage(name) as span:
+            found = run_pass(self.conn, self.model, PassSpec(name, text, embedding), retrieval=p.retrieval,
+                             match_count=p.match_count, filter_=self.filter_, similarity_threshold=-1.0,
+                             rrf_k=s.rrf_k, weights={"vector": p.w_cosine, "lexical": p.w_bm25},
+                             candidate_count=max(p.candidates_vector, p.candidates_lexical))
+            top = max((c.similarity for c in found if c.similarity is not None), default=None)
+            span.set(count=len(found), topSimilarity=top)
+        run.passes.append({"name": name, "count": len(found), "top_similarity": top})
+        return found
+
+    def fused(self, name: str, specs: Sequence[PassSpec], run: RetrievalRun) -> list[Candidate]:
+        """Several query texts/embeddings fused by reciprocal rank fusion in one SQL call."""
+        p, s = self.prof, self.rt.settings.retrieval
+        with self.rt.tracer.stage(name) as span:
+            found = run_multi_pass(self.conn, self.model, specs, match_count=p.match_count, filter_=self.filter_,
+                                   similarity_threshold=-1.0, rrf_k=s.rrf_k,
+                                   weights={"vector": p.w_cosine, "lexical": p.w_bm25},
+                                   candidate_count=max(p.candidates_vector, p.candidates_lexical))
+            top = max((c.similarity for c in found if c.similarity is not None), default=None)
+            span.set(count=len(found), queries=len(specs), topSimilarity=top)
+        run.passes.append({"name": name, "count": len(found), "queries": len(specs), "top_similarity": top})
+        return found
+
+    def embed(self, text: str) -> np.ndarray | None:
+        return self.rt.embedder.embed_query(text) if self.prof.retrieval != "lexical" else None
+
+    def llm_text(self, prompt: str, run: RetrievalRun, **values: Any) -> str | None:
+        llm = self.rt.llm
+        if llm is None:
+            return None
+        if run.llm_failures:  # it already failed in this request: a down LLM must not cost a timeout per call
+            run.notes.append(f"{prompt}: skipped after an earlier LLM failure")
+            return None
+        try:
+            return llm.complete([Message("user", load_prompt(prompt).render(**values))], max_tokens=LLM_MAX_TOKENS)
+        except LLMError as exc:
+            run.llm_failures.append(f"{prompt}: {exc}")
+            return None
+
+    def set_score(self, items: Sequence[Candidate]) -> autorag.SetScore:
+        sims: dict[int, float] = {}
+        if self.query_embedding is not None:
+            sims = similarity_to(self.conn, self.model, self.query_embedding, [c.chunk_id for c in items])
+        return autorag.score_result_set([(sims.get(c.chunk_id), c.content) for c in items], self.query,
+                                        top_k=self.prof.match_count)

@@ -1,0 +1,90 @@
+"""The retrieve stage: embed → base pass (SQL `match_*`) → `is_weak_retrieval` → route → corrections.
+
+One function, `retrieve_stage`, serves `compute_context`, notes `ask` / `search` and the HTTP routes,
+so every entry point sees the same candidates for the same question, profile and filter
+(DESIGN.md § Orchestrator steps 1-6). The decision path is recorded on a `RetrievalRun`, which
+becomes the `decision` of a result. Each pass is a `rag_retrieval_stage` span.
+
+A profile with `facet_split` searches a question that joins topics ("… and …", "compare X with Y",
+"… then …") as the whole question plus each facet, fused by RRF in one SQL call.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rag import autorag, retrieve
+from rag.errors import NotFoundError
+from rag.profiles import Profile
+from rag.retrieval.routes import ROUTES
+from rag.retrieval.run import PassContext, RetrievalRun
+from rag.runtime import Runtime
+from rag.types import Candidate
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What the retrieve stage hands to ranking: the candidates and how they were found."""
+
+    candidates: list[Candidate]
+    run: RetrievalRun
+    model: retrieve.EmbeddingModelRef
+    query_embedding: np.ndarray | None
+
+
+def ms_since(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
+
+
+def indexed_model(conn: Any, rt: Runtime) -> retrieve.EmbeddingModelRef:
+    """The configured embedding model's registration; it exists once something was indexed with it."""
+    model = retrieve.get_model(conn, rt.embedder.provider, rt.embedder.model)
+    if model is None:
+        raise NotFoundError(f"nothing is indexed with the embedding model {rt.embedder.provider}/"
+                            f"{rt.embedder.model} yet: run `ragpg index`")
+    return model
+
+
+def retrieve_stage(conn: Any, rt: Runtime, prof: Profile, query: str, filter_: dict[str, Any], *,
+                   mode: str = "auto", model: retrieve.EmbeddingModelRef | None = None,
+                   query_embedding: np.ndarray | None = None) -> Retrieval:
+    """Candidates for `query` under `filter_`, by the profile's retrieval and the mode's route.
+
+    `query_embedding` may be passed when the caller already embedded the query (it is the same
+    embedding the stage would make)."""
+    run = RetrievalRun(mode=mode)
+    model = model or indexed_model(conn, rt)
+    started = time.perf_counter()
+    if prof.retrieval == "lexical":
+        query_embedding = None
+    elif query_embedding is None:
+        query_embedding = rt.embedder.embed_query(query)
+    run.timings_ms["embed_ms"] = ms_since(started)
+    ctx = PassContext(conn, rt, prof, model, filter_, query, query_embedding)
+    candidates = _decide(ctx, run, started)
+    return Retrieval(candidates, run, model, query_embedding)
+
+
+def _decide(ctx: PassContext, run: RetrievalRun, started: float) -> list[Candidate]:
+    prof = ctx.prof
+    forced = run.mode != "auto"
+    base: list[Candidate] = []
+    if not forced or run.mode == "base":
+        base = ctx.base(run)
+        run.timings_ms["base_pass_ms"] = ms_since(started)
+        run.weak = autorag.is_weak_retrieval(
+            [c.similarity for c in base] if prof.retrieval != "lexical" else [1.0] * len(base),
+            similarity_threshold=prof.similarity_threshold, min_matches=prof.min_matches,
+            density_min_share=prof.density_min_share, flat_spread_max=prof.flat_spread_max, top_k=prof.match_count)
+    run.route = autorag.resolve_auto_mode(run.mode, weak=run.weak.weak if run.weak else None,
+                                          llm_available=ctx.rt.llm is not None, multi_query=prof.multi_query)
+    if run.route == "base":
+        run.reason = "retrieval was strong" if run.mode == "auto" else "base mode forced"
+        return base
+    if forced:
+        base = base or ctx.base(run)
+    return ROUTES[run.route](ctx, run, base)
