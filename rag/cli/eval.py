@@ -19,6 +19,8 @@ GOLDEN_HELP = "Golden file (YAML, or JSON by its .json suffix): the cases to sco
 PROFILE_HELP = ("Retrieval profile. 'notes' runs the notes answering path (modes ask, search); "
                 "any profile runs compute_context with modes auto, base, hyde, rewrite, multi, reverse.")
 MODE_HELP = "Mode: ask or search (notes profile), or a compute_context mode. Default: ask for notes, else auto."
+SPLIT_HELP = ("Which cases run: dev, test, or all. --baseline and --save-baseline cover those cases; "
+              "with all, the report also shows each split.")
 
 
 def _exit_code(exc: BaseException) -> int:
@@ -56,9 +58,10 @@ def eval_command(
                                               "baseline file."),
     tolerance: float | None = typer.Option(None, "--tolerance", help="Largest drop below the baseline that is "
                                            "not a degradation. Default: setting eval.tolerance (0.02)."),
+    split: str = typer.Option("all", "--split", help=SPLIT_HELP),
 ) -> None:
-    """Score retrieval (recall@k, recall@5, MRR, nDCG@10) and answers (abstention, forbidden claims)
-    against a golden file; exit 3 when worse than --baseline."""
+    """Score retrieval (recall@k, recall@5, MRR, nDCG@10) and answers (abstention, expected facts,
+    forbidden claims) against a golden file, per dev/test split; exit 3 when worse than --baseline."""
     from rag.errors import RagError
     from rag.eval import evaluate_command
     from rag.eval.search import make_search_fn, resolve_mode
@@ -82,7 +85,7 @@ def eval_command(
         code = evaluate_command(golden, search_fn=search_fn, baseline_path=baseline, save_baseline_path=save_baseline,
                                 k=k, tolerance=settings.eval.tolerance if tolerance is None else tolerance,
                                 json_out=json_out, profile=profile, mode=resolve_mode(profile, mode),
-                                preflight=database_reachable)
+                                split=split, preflight=database_reachable)
     finally:
         rt.close()
     raise typer.Exit(code)

@@ -12,13 +12,23 @@ from rag.eval.baseline import (
 )
 from rag.eval.cli_support import evaluate_command
 from rag.eval.errors import BaselineError, EvalCaseError, EvalExit, EvalRunError, GoldenError
-from rag.eval.golden import ChunkRef, GoldenCase, GoldenSet, load_golden
-from rag.eval.metrics import DEFAULT_K, NDCG_CUTOFF, forbidden_claim_hits
+from rag.eval.golden import (
+    ALL_SPLITS,
+    SPLITS,
+    ChunkRef,
+    GoldenCase,
+    GoldenSet,
+    load_golden,
+    select_split,
+    validate_split,
+)
+from rag.eval.metrics import DEFAULT_K, NDCG_CUTOFF, expected_fact_hits, forbidden_claim_hits
 from rag.eval.report import render_json, render_text, report_json
 from rag.eval.results import CaseResult, EvalHit, EvalReport, EvalSummary, RankedHit
 from rag.eval.runner import SearchFn, run_eval
 
 __all__ = [
+    "ALL_SPLITS",
     "DEFAULT_K",
     "DEFAULT_TOLERANCE",
     "NDCG_CUTOFF",
@@ -38,10 +48,12 @@ __all__ = [
     "GoldenError",
     "GoldenSet",
     "RankedHit",
+    "SPLITS",
     "SearchFn",
     "check_against",
     "compare",
     "evaluate_command",
+    "expected_fact_hits",
     "forbidden_claim_hits",
     "load_baseline",
     "load_golden",
@@ -50,4 +62,6 @@ __all__ = [
     "report_json",
     "run_eval",
     "save_baseline",
+    "select_split",
+    "validate_split",
 ]

@@ -4,11 +4,12 @@ A baseline file is JSON::
 
     {"metric_set": ["abstention_accuracy", "mrr@10", "ndcg@10", "recall@10"],
      "metrics": {"recall@10": 0.82, ...}, "k": 10, "profile": "notes", "mode": "auto",
-     "created": "2026-01-01T12:00:00+00:00"}
+     "split": "test", "created": "2026-01-01T12:00:00+00:00"}
 
 Only a baseline over the same metric set is comparable (the set already encodes k, and
-whether answers, chunk refs or forbidden claims were scored); anything else is an error,
-never a silent partial comparison.
+whether answers, chunk refs or forbidden claims were scored), and only on the same cases:
+`split` (dev, test, or all; a file without it predates splits and means all) must match the
+run's `--split`. Anything else is an error, never a silent partial comparison.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from typing import Any
 
 from rag.errors import InputError
 from rag.eval.errors import BaselineError, EvalRunError
+from rag.eval.golden import ALL_SPLITS, SPLITS
 from rag.eval.results import EvalSummary
 
 DEFAULT_TOLERANCE = 0.02
 # Metric means are sums of floats; a drop of exactly the tolerance must not flip on rounding.
 FLOAT_SLACK = 1e-9
 BASELINE_KEYS = frozenset({"metric_set", "metrics", "k", "profile", "mode", "created"})
+OPTIONAL_BASELINE_KEYS = frozenset({"split"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class Baseline:
     profile: str | None
     mode: str | None
     created: str
+    split: str = ALL_SPLITS
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ def baseline_payload(summary: EvalSummary, created: datetime | None = None) -> d
         "k": summary.k,
         "profile": summary.profile,
         "mode": summary.mode,
+        "split": summary.split,
         "created": stamp,
     }
 
@@ -92,7 +97,7 @@ def load_baseline(path: str | Path) -> Baseline:
     missing = sorted(BASELINE_KEYS - data.keys())
     if missing:
         raise BaselineError(f"baseline {source}: missing key(s) {', '.join(missing)}")
-    unknown = sorted(data.keys() - BASELINE_KEYS)
+    unknown = sorted(data.keys() - BASELINE_KEYS - OPTIONAL_BASELINE_KEYS)
     if unknown:
         raise BaselineError(f"baseline {source}: unknown key(s) {', '.join(unknown)}")
     return Baseline(
@@ -103,6 +108,7 @@ def load_baseline(path: str | Path) -> Baseline:
         profile=_optional_text(data["profile"], "profile", source),
         mode=_optional_text(data["mode"], "mode", source),
         created=_optional_text(data["created"], "created", source) or "",
+        split=_split(data.get("split", ALL_SPLITS), source),
     )
 
 
@@ -141,6 +147,12 @@ def _k(value: Any, path: Path) -> int:
     return value
 
 
+def _split(value: Any, path: Path) -> str:
+    if value not in (*SPLITS, ALL_SPLITS):
+        raise BaselineError(f"baseline {path}: 'split' must be one of {', '.join((*SPLITS, ALL_SPLITS))}")
+    return str(value)
+
+
 def _optional_text(value: Any, key: str, path: Path) -> str | None:
     if value is not None and not isinstance(value, str):
         raise BaselineError(f"baseline {path}: '{key}' must be a string or null")
@@ -150,6 +162,7 @@ def _optional_text(value: Any, key: str, path: Path) -> str | None:
 def compare(summary: EvalSummary, baseline: Baseline, tolerance: float = DEFAULT_TOLERANCE) -> list[Degradation]:
     """The metrics where current < baseline - tolerance; an incomparable baseline is an error."""
     validate_tolerance(tolerance)
+    check_split(baseline, summary.split)
     if summary.metric_set != baseline.metric_set:
         raise BaselineError(_metric_set_mismatch(summary, baseline))
     degraded = []
@@ -158,6 +171,13 @@ def compare(summary: EvalSummary, baseline: Baseline, tolerance: float = DEFAULT
         if now < before - tolerance - FLOAT_SLACK:
             degraded.append(Degradation(metric=name, baseline=before, current=now, delta=now - before))
     return degraded
+
+
+def check_split(baseline: Baseline, split: str) -> None:
+    """A baseline measured on other cases says nothing about these; refuse rather than compare."""
+    if baseline.split != split:
+        raise BaselineError(f"baseline {baseline.path} was made on split '{baseline.split}', this run is "
+                            f"on split '{split}'; run with --split {baseline.split} or save a new baseline")
 
 
 def _metric_set_mismatch(summary: EvalSummary, baseline: Baseline) -> str:

@@ -17,12 +17,13 @@ from rag.eval.baseline import (
     DEFAULT_TOLERANCE,
     Comparison,
     check_against,
+    check_split,
     load_baseline,
     save_baseline,
     validate_tolerance,
 )
 from rag.eval.errors import EvalExit
-from rag.eval.golden import load_golden
+from rag.eval.golden import ALL_SPLITS, load_golden, select_split, validate_split
 from rag.eval.metrics import DEFAULT_K
 from rag.eval.report import render_json, render_text
 from rag.eval.results import EvalReport
@@ -40,22 +41,30 @@ def evaluate_command(
     json_out: bool = False,
     profile: str | None = None,
     mode: str | None = None,
+    split: str = ALL_SPLITS,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     preflight: Callable[[], None] | None = None,
 ) -> int:
-    """`preflight` runs after the inputs are validated and before the first case (e.g. a database
-    check, so an unreachable server is one clear error rather than a failure blamed on case 1)."""
+    """`split` (dev, test, all) selects the cases that run; the baseline compared with or saved
+    covers those cases. `preflight` runs after the inputs are validated and before the first
+    case (e.g. a database check, so an unreachable server is one clear error rather than a
+    failure blamed on case 1)."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     try:
         validate_k(k)
         validate_tolerance(tolerance)
+        validate_split(split)
         golden = load_golden(golden_path)
-        # Read the baseline before the run: a broken one should fail in seconds, not after it.
+        select_split(golden, split)  # a file without that split fails here, before any search
+        # Read the baseline before the run: a broken one, or one of other cases, should fail in
+        # seconds, not after it.
         baseline = load_baseline(baseline_path) if baseline_path is not None else None
+        if baseline is not None:
+            check_split(baseline, split)
         if preflight is not None:
             preflight()
-        report = run_eval(golden, search_fn, k, profile=profile, mode=mode)
+        report = run_eval(golden, search_fn, k, profile=profile, mode=mode, split=split)
     except RagError as exc:
         return _fail(exc, err)
     try:

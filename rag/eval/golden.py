@@ -11,30 +11,43 @@ A golden file (YAML, or JSON by its `.json` suffix) is a mapping::
     cases:
       - id: phone-and-laptop     # unique
         query: can my notes stay the same on my phone and laptop?
+        split: dev               # dev (tune on it) or test (report on it); all cases or none
+        tags: [single]           # free labels, e.g. single, multi_hop, folder_scoped, near_miss
         must_include_source_paths: [Obsidian Sync/Introduction to Obsidian Sync.md]
         acceptable_source_paths: [Getting started/Sync your notes across devices.md]
         must_include_chunk_refs: ["Obsidian Sync/Set up Obsidian Sync.md#3"]
+        expected_facts: [remote vault, end-to-end encryption]
         forbidden_claims: [Sync is free]
-        expect_abstain: false    # true: the vault cannot answer; no sources may be listed
+        expect_abstain: false    # true: the vault cannot answer; no sources or facts may be listed
 
-Source paths are relative to the vault root, exactly as the files are named. Validation is
-strict (unknown keys, wrong types, a missing query, duplicated ids) and every error names the
-file, the line and the case, because a silently skipped case makes a metric lie.
+Source paths are relative to the vault root, exactly as the files are named.
+`expected_facts` are alternatives: short phrases (1-6 words) of which a correct answer states
+at least one, matched as whole words after the normalisation forbidden claims get
+(`rag.eval.metrics`). A file's cases either all carry a `split` or none does, so no case can
+silently fall out of both halves. Validation is strict (unknown keys, wrong types, a missing
+query, duplicated ids) and every error names the file, the line and the case, because a
+silently skipped case makes a metric lie.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from rag.errors import InputError
 from rag.eval.errors import GoldenError
 from rag.eval.golden_source import CASES_KEY, GoldenSource, read_golden_source
+from rag.eval.text import normalise
 
 TOP_LEVEL_KEYS = frozenset({CASES_KEY, "defaults", "description"})
 DEFAULTABLE_KEYS = frozenset({"vault", "folder", "filters", "k"})
 CHUNK_REF_SEPARATOR = "#"
+DEV, TEST = "dev", "test"
+SPLITS = (DEV, TEST)
+ALL_SPLITS = "all"  # the selection meaning "every case", whatever its split
+MAX_FACT_WORDS = 6
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,9 @@ class GoldenCase:
     filters: Mapping[str, Any] = field(default_factory=dict)
     expect_abstain: bool = False
     k: int | None = None
+    split: str | None = None  # DEV or TEST; None when the file has no splits
+    expected_facts: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -78,6 +94,31 @@ class GoldenSet:
     def where(self, case: GoldenCase) -> str:
         """`file:line: case 'id' (#n)` — the prefix of every message about a case."""
         return _where(self.path, case.line, case.label)
+
+    @property
+    def has_splits(self) -> bool:
+        # Loading guarantees all-or-none, so the first case speaks for the file.
+        return self.cases[0].split is not None
+
+
+def validate_split(value: str) -> str:
+    """A `--split` selection: dev, test or all."""
+    if value not in (*SPLITS, ALL_SPLITS):
+        raise InputError(f"--split must be one of {', '.join((*SPLITS, ALL_SPLITS))}, got {value!r}")
+    return value
+
+
+def select_split(golden: GoldenSet, split: str) -> GoldenSet:
+    """The golden set restricted to one split (`all`: unchanged); asking a file without splits
+    for one is an input error rather than an empty, meaningless run."""
+    if validate_split(split) == ALL_SPLITS:
+        return golden
+    if not golden.has_splits:
+        raise GoldenError(f"{golden.path}: --split {split}: the cases carry no 'split' key")
+    chosen = tuple(case for case in golden.cases if case.split == split)
+    if not chosen:
+        raise GoldenError(f"{golden.path}: --split {split}: no case has split '{split}'")
+    return replace(golden, cases=chosen)
 
 
 class _Invalid(ValueError):
@@ -98,6 +139,7 @@ def load_golden(path: str | Path) -> GoldenSet:
         raise GoldenError(f"{source.path}: '{CASES_KEY}' must be a non-empty list of cases")
     cases = tuple(_parse_case(raw, i, source, defaults) for i, raw in enumerate(raw_cases))
     _reject_duplicate_ids(cases, source.path)
+    _reject_partial_splits(cases, source.path)
     return GoldenSet(path=source.path, cases=cases, description=_description(data, source.path))
 
 
@@ -166,6 +208,22 @@ def _flag(value: Any) -> bool:
     return value
 
 
+def _split(value: Any) -> str:
+    if value not in SPLITS:
+        raise _Invalid(f"must be one of {', '.join(SPLITS)}")
+    return str(value)
+
+
+def _facts(value: Any) -> tuple[str, ...]:
+    facts = _texts(value)
+    for fact in facts:
+        words = len(normalise(fact).split())
+        # A long "fact" is a sentence a correct answer would rarely quote word for word.
+        if not 1 <= words <= MAX_FACT_WORDS:
+            raise _Invalid(f"has '{fact}', which must be a phrase of 1-{MAX_FACT_WORDS} words")
+    return facts
+
+
 def _positive_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _Invalid("must be a positive integer")
@@ -185,6 +243,9 @@ _FIELDS: Mapping[str, tuple[str, Callable[[Any], Any]]] = {
     "filters": ("filters", _mapping),
     "expect_abstain": ("expect_abstain", _flag),
     "k": ("k", _positive_int),
+    "split": ("split", _split),
+    "expected_facts": ("expected_facts", _facts),
+    "tags": ("tags", _texts),
 }
 
 
@@ -253,6 +314,8 @@ def _inconsistency(case: GoldenCase) -> str | None:
     listed = case.must_include_source_paths + case.acceptable_source_paths + case.must_include_chunk_refs
     if case.expect_abstain and listed:
         return "expect_abstain is true, so it must not list expected sources or chunk refs"
+    if case.expect_abstain and case.expected_facts:
+        return "expect_abstain is true, so it must not list expected_facts"
     both = set(case.must_include_source_paths) & set(case.acceptable_source_paths)
     if both:
         return f"'{sorted(both)[0]}' is listed as both must_include and acceptable"
@@ -270,4 +333,14 @@ def _reject_duplicate_ids(cases: tuple[GoldenCase, ...], path: Path) -> None:
             )
 
 
-__all__ = ["ChunkRef", "GoldenCase", "GoldenSet", "load_golden"]
+def _reject_partial_splits(cases: tuple[GoldenCase, ...], path: Path) -> None:
+    # A case without a split would be in neither half: its absence would flatter both.
+    with_split = [case for case in cases if case.split is not None]
+    if with_split and len(with_split) < len(cases):
+        case = next(case for case in cases if case.split is None)
+        raise GoldenError(f"{_where(path, case.line, case.label)}: missing 'split' "
+                          f"(other cases have one; every case needs one of {', '.join(SPLITS)})")
+
+
+__all__ = ["ALL_SPLITS", "SPLITS", "ChunkRef", "GoldenCase", "GoldenSet", "load_golden", "select_split",
+           "validate_split"]

@@ -12,8 +12,16 @@ Per case, over the document ranking (each source path at its first hit), k = the
   * ndcg@10        graded nDCG with trec_eval's linear gains (2, 1) and log2 discount
   * chunk_recall@k share of must_include_chunk_refs among the top-k chunks
   * abstention_accuracy   1 when the system abstained iff the case expects it
+  * abstain_on_unanswerable   expect_abstain cases only: 1 when the system abstained
+  * answered_when_answerable  the other cases: 1 when it did not abstain (the report also
+                              prints "wrongly abstained", 1 minus this)
+  * answer_fact           answerable cases that list expected_facts and got an answer text
+                          (hit.answer is not None): 1 when the system did not abstain and
+                          the answer contains one of the facts
   * forbidden_claim_free  1 when the answer states none of the forbidden claims
-Cases with expect_abstain are scored only for abstention (and forbidden claims). A metric
+Claims and facts are matched as whole words after casefolding, with punctuation turned into
+spaces (`rag.eval.text.normalise`). Cases with expect_abstain are scored only for abstention
+(and forbidden claims). A metric
 applies to a case only when the case defines what it needs (e.g. recall needs a grade-2
 source); the summary is the mean over the cases each metric applies to. Every metric is
 higher-is-better, so one baseline rule covers all of them.
@@ -24,15 +32,14 @@ pinned to that one provider so results do not depend on which optional backends 
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 import ir_measures
 from ir_measures import RR, Measure, Qrel, R, ScoredDoc, nDCG
 
-from rag.eval.golden import GoldenCase
+from rag.eval.golden import ALL_SPLITS, SPLITS, GoldenCase
 from rag.eval.results import CaseResult, EvalHit, EvalSummary
+from rag.eval.text import phrase_hits
 
 GRADE_MUST_INCLUDE = 2
 GRADE_ACCEPTABLE = 1
@@ -40,9 +47,11 @@ NDCG_CUTOFF = 10
 RECALL_FIXED_CUTOFF = 5
 DEFAULT_K = 10
 ABSTENTION_ACCURACY = "abstention_accuracy"
+ABSTAIN_ON_UNANSWERABLE = "abstain_on_unanswerable"
+ANSWERED_WHEN_ANSWERABLE = "answered_when_answerable"
+ANSWER_FACT = "answer_fact"
 FORBIDDEN_CLAIM_FREE = "forbidden_claim_free"
 _QUERY_ID = "q"  # ir_measures scores one case at a time
-_NON_WORD = re.compile(r"[\W_]+")
 
 
 def recall_name(k: int) -> str:
@@ -116,18 +125,28 @@ def retrieval_metrics(case: GoldenCase, hit: EvalHit, k: int) -> dict[str, float
     return values
 
 
-def _normalise(text: str) -> str:
-    # Case, accents' composed forms, punctuation and spacing must not hide a claim.
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(_NON_WORD.sub(" ", folded).split())
-
-
 def forbidden_claim_hits(answer: str | None, claims: Iterable[str]) -> tuple[str, ...]:
     """The claims the answer states, matched as whole words after normalisation."""
-    if not answer:
-        return ()
-    padded = f" {_normalise(answer)} "
-    return tuple(claim for claim in claims if _normalise(claim) and f" {_normalise(claim)} " in padded)
+    return phrase_hits(answer, tuple(claims))
+
+
+def expected_fact_hits(answer: str | None, facts: Iterable[str]) -> tuple[str, ...]:
+    """The expected facts the answer contains, matched exactly as forbidden claims are."""
+    return phrase_hits(answer, tuple(facts))
+
+
+def answer_metrics(case: GoldenCase, hit: EvalHit, fact_hits: tuple[str, ...]) -> dict[str, float]:
+    """Abstention split by what the case expects, and whether an answer carries a fact.
+
+    Both abstention rates are kept higher-is-better ("answered when answerable" rather than
+    "wrongly abstained") so the one baseline rule, "must not drop", covers them too.
+    """
+    if case.expect_abstain:
+        return {ABSTAIN_ON_UNANSWERABLE: float(hit.did_abstain)}
+    values = {ANSWERED_WHEN_ANSWERABLE: float(not hit.did_abstain)}
+    if case.expected_facts and hit.answer is not None:
+        values[ANSWER_FACT] = float(not hit.did_abstain and bool(fact_hits))
+    return values
 
 
 def score_case(case: GoldenCase, hit: EvalHit, k: int, depth: int) -> CaseResult:
@@ -138,6 +157,8 @@ def score_case(case: GoldenCase, hit: EvalHit, k: int, depth: int) -> CaseResult
     top_chunks = set(chunks[:k])
     metrics = retrieval_metrics(case, hit, k)
     metrics[ABSTENTION_ACCURACY] = float(hit.did_abstain == case.expect_abstain)
+    facts = expected_fact_hits(hit.answer, case.expected_facts)
+    metrics |= answer_metrics(case, hit, facts)
     hits = forbidden_claim_hits(hit.answer, case.forbidden_claims)
     if case.forbidden_claims and hit.answer is not None:
         metrics[FORBIDDEN_CLAIM_FREE] = float(not hits)
@@ -154,11 +175,12 @@ def score_case(case: GoldenCase, hit: EvalHit, k: int, depth: int) -> CaseResult
         abstained=hit.did_abstain,
         forbidden_claim_hits=hits,
         answer=hit.answer,
+        expected_fact_hits=facts,
     )
 
 
 def summarize(results: Sequence[CaseResult], k: int, *, profile: str | None = None,
-              mode: str | None = None) -> EvalSummary:
+              mode: str | None = None, split: str = ALL_SPLITS) -> EvalSummary:
     totals: dict[str, float] = {}
     counts: dict[str, int] = {}
     for result in results:
@@ -174,4 +196,15 @@ def summarize(results: Sequence[CaseResult], k: int, *, profile: str | None = No
         forbidden_claim_hits=sum(len(r.forbidden_claim_hits) for r in results),
         profile=profile,
         mode=mode,
+        split=split,
     )
+
+
+def summarize_splits(results: Sequence[CaseResult], k: int, *, profile: str | None = None,
+                     mode: str | None = None) -> dict[str, EvalSummary]:
+    """One summary per split present among the results (none when the cases carry no split)."""
+    return {
+        split: summarize(chosen, k, profile=profile, mode=mode, split=split)
+        for split in SPLITS
+        if (chosen := [r for r in results if r.case.split == split])
+    }

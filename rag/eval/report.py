@@ -1,8 +1,9 @@
 """Human and JSON forms of an evaluation report.
 
 The text form lists every case (what was expected, where it ranked, what is missing, the
-abstention outcome, forbidden claims stated) and then a summary table; no colour, so it reads
-the same in a terminal, a CI log or a file.
+abstention outcome, expected facts found or missing, forbidden claims stated) and then a
+summary table over the selected cases, plus one column per split when the cases carry splits;
+no colour, so it reads the same in a terminal, a CI log or a file.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from rich.console import Console
 from rich.table import Table
 
 from rag.eval.baseline import Comparison
-from rag.eval.metrics import must_include_paths
-from rag.eval.results import CaseResult, EvalReport
+from rag.eval.golden import ALL_SPLITS
+from rag.eval.metrics import ANSWERED_WHEN_ANSWERABLE, must_include_paths
+from rag.eval.results import CaseResult, EvalReport, EvalSummary
 
 RENDER_WIDTH = 110
 VALUE_FORMAT = "{:.3f}"
@@ -51,6 +53,11 @@ def case_lines(result: CaseResult) -> list[str]:
         expected = "abstain" if case.expect_abstain else "answer"
         got = "abstained" if result.abstained else "answered"
         lines.append(f"      abstention: expected to {expected}, {got}")
+    if result.expected_fact_hits:
+        lines.append(f"      expected fact stated: \"{result.expected_fact_hits[0]}\"")
+    elif result.fact_missing:
+        facts = ", ".join(f'"{fact}"' for fact in case.expected_facts)
+        lines.append(f"      expected fact missing: none of {facts}")
     lines += [f"      forbidden claim stated: \"{claim}\"" for claim in result.forbidden_claim_hits]
     return lines
 
@@ -75,15 +82,47 @@ def summary_table(report: EvalReport, comparison: Comparison | None) -> Table:
     return table
 
 
+def split_table(report: EvalReport) -> Table | None:
+    """Each metric over all selected cases and per split, so dev and test read side by side."""
+    if not report.splits or report.summary.split != ALL_SPLITS:
+        return None  # one split selected: the summary table already is that split
+    columns = {ALL_SPLITS: report.summary, **report.splits}
+    table = Table(title="By split (value, cases)", title_justify="left", box=None, pad_edge=False)
+    table.add_column("metric")
+    for name in columns:
+        table.add_column(name, justify="right")
+    for metric in report.summary.metric_set:
+        table.add_row(metric, *(_value_and_count(summary, metric) for summary in columns.values()))
+    return table
+
+
+def _value_and_count(summary: EvalSummary, metric: str) -> str:
+    if metric not in summary.metrics:
+        return NOT_FOUND  # no case of this split defines what the metric needs
+    return f"{_fmt(summary.metrics[metric])} ({summary.counts[metric]})"
+
+
+def _wrongly_abstained(report: EvalReport) -> str | None:
+    # The issue's target is phrased as "wrongly abstained"; the metric stays higher-is-better.
+    summaries = {report.summary.split: report.summary, **report.splits}
+    parts = [f"{name} {_fmt(1 - s.metrics[ANSWERED_WHEN_ANSWERABLE])}"
+             for name, s in summaries.items() if ANSWERED_WHEN_ANSWERABLE in s.metrics]
+    return f"wrongly abstained (1 - {ANSWERED_WHEN_ANSWERABLE}): {', '.join(parts)}" if parts else None
+
+
 def _header(report: EvalReport) -> str:
     s = report.summary
-    settings = ", ".join(f"{label} {value}" for label, value in (("profile", s.profile), ("mode", s.mode)) if value)
+    labelled = (("profile", s.profile), ("mode", s.mode), ("split", None if s.split == ALL_SPLITS else s.split))
+    settings = ", ".join(f"{label} {value}" for label, value in labelled if value)
     return f"ragpg eval: {report.golden_path}: {s.cases} cases, k={s.k}" + (f", {settings}" if settings else "")
 
 
 def _footer(report: EvalReport, comparison: Comparison | None) -> list[str]:
     s = report.summary
     lines = [f"cases passed: {s.passed}/{s.cases}", f"forbidden claims stated: {s.forbidden_claim_hits}"]
+    wrongly = _wrongly_abstained(report)
+    if wrongly:
+        lines.append(wrongly)
     if comparison is None:
         return lines
     lines += [f"note: {note}" for note in comparison.notes]
@@ -104,6 +143,10 @@ def render_text(report: EvalReport, comparison: Comparison | None = None) -> str
         console.print("\n".join(case_lines(result)), markup=False)
     console.print("")
     console.print(summary_table(report, comparison))
+    by_split = split_table(report)
+    if by_split is not None:
+        console.print("")
+        console.print(by_split)
     console.print("\n".join(_footer(report, comparison)), markup=False)
     # Rich pads table cells to the column width; trailing blanks only add noise to diffs and logs.
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
@@ -116,11 +159,14 @@ def _case_json(result: CaseResult) -> dict[str, Any]:
         "index": case.index,
         "line": case.line,
         "query": case.query,
+        "split": case.split,
+        "tags": list(case.tags),
         "passed": result.passed,
         "expected": {
             "must_include_source_paths": list(must_include_paths(case)),
             "acceptable_source_paths": list(case.acceptable_source_paths),
             "must_include_chunk_refs": [str(ref) for ref in case.must_include_chunk_refs],
+            "expected_facts": list(case.expected_facts),
             "expect_abstain": case.expect_abstain,
         },
         "ranks": dict(result.expected_ranks),
@@ -131,6 +177,7 @@ def _case_json(result: CaseResult) -> dict[str, Any]:
         "abstained": result.abstained,
         "abstention_correct": result.abstention_correct,
         "forbidden_claim_hits": list(result.forbidden_claim_hits),
+        "expected_fact_hits": list(result.expected_fact_hits),
         "answer": result.answer,
     }
 
@@ -140,6 +187,7 @@ def _comparison_json(comparison: Comparison | None) -> Mapping[str, Any] | None:
         return None
     return {
         "path": str(comparison.baseline.path),
+        "split": comparison.baseline.split,
         "tolerance": comparison.tolerance,
         "notes": list(comparison.notes),
         "degradations": [
@@ -149,21 +197,26 @@ def _comparison_json(comparison: Comparison | None) -> Mapping[str, Any] | None:
     }
 
 
+def _summary_json(s: EvalSummary) -> dict[str, Any]:
+    return {
+        "metrics": dict(s.metrics),
+        "counts": dict(s.counts),
+        "k": s.k,
+        "profile": s.profile,
+        "mode": s.mode,
+        "split": s.split,
+        "cases": s.cases,
+        "passed": s.passed,
+        "forbidden_claim_hits": s.forbidden_claim_hits,
+    }
+
+
 def report_json(report: EvalReport, comparison: Comparison | None = None) -> dict[str, Any]:
-    s = report.summary
     return {
         "golden": str(report.golden_path),
         "status": STATUS_DEGRADED if comparison is not None and comparison.degraded else STATUS_OK,
-        "summary": {
-            "metrics": dict(s.metrics),
-            "counts": dict(s.counts),
-            "k": s.k,
-            "profile": s.profile,
-            "mode": s.mode,
-            "cases": s.cases,
-            "passed": s.passed,
-            "forbidden_claim_hits": s.forbidden_claim_hits,
-        },
+        "summary": _summary_json(report.summary),
+        "splits": {name: _summary_json(summary) for name, summary in report.splits.items()},
         "baseline": _comparison_json(comparison),
         "cases": [_case_json(result) for result in report.results],
     }

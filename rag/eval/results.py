@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag.eval.golden import CHUNK_REF_SEPARATOR, GoldenCase
+from rag.eval.golden import ALL_SPLITS, CHUNK_REF_SEPARATOR, GoldenCase
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,16 @@ class CaseResult:
     abstained: bool
     forbidden_claim_hits: tuple[str, ...] = ()
     answer: str | None = None
+    expected_fact_hits: tuple[str, ...] = ()  # the case's expected facts the answer contains
 
     @property
     def abstention_correct(self) -> bool:
         return self.abstained == self.case.expect_abstain
+
+    @property
+    def fact_missing(self) -> bool:
+        """An answer text was scored for expected facts and contains none of them."""
+        return bool(self.case.expected_facts) and self.answer is not None and not self.expected_fact_hits
 
     @property
     def passed(self) -> bool:
@@ -77,6 +83,7 @@ class CaseResult:
             and not self.missing_sources
             and not self.missing_chunk_refs
             and not self.forbidden_claim_hits
+            and not self.fact_missing
         )
 
 
@@ -90,6 +97,7 @@ class EvalSummary:
     forbidden_claim_hits: int = 0
     profile: str | None = None
     mode: str | None = None
+    split: str = ALL_SPLITS  # which cases were selected: dev, test or all
 
     @property
     def metric_set(self) -> tuple[str, ...]:
@@ -100,4 +108,5 @@ class EvalSummary:
 class EvalReport:
     golden_path: Path
     results: tuple[CaseResult, ...]
-    summary: EvalSummary
+    summary: EvalSummary  # over every selected case
+    splits: Mapping[str, EvalSummary] = field(default_factory=dict)  # per split among them, when cases carry one

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from rag.errors import InputError
 from rag.eval.errors import EvalCaseError, EvalRunError
-from rag.eval.golden import GoldenCase, GoldenSet
-from rag.eval.metrics import DEFAULT_K, score_case, summarize
+from rag.eval.golden import ALL_SPLITS, GoldenCase, GoldenSet, select_split
+from rag.eval.metrics import DEFAULT_K, score_case, summarize, summarize_splits
 from rag.eval.results import CaseResult, EvalHit, EvalReport
 
 SearchFn = Callable[[GoldenCase, int], EvalHit]
@@ -36,11 +36,16 @@ def run_eval(
     *,
     profile: str | None = None,
     mode: str | None = None,
+    split: str = ALL_SPLITS,
 ) -> EvalReport:
+    """Runs the cases of `split` (dev, test or all); the report summarises them together and,
+    when the cases carry splits, each split on its own."""
     validate_k(k)
-    results = tuple(_run_case(golden, case, search_fn, k) for case in golden.cases)
-    summary = summarize(results, k, profile=profile, mode=mode)
-    return EvalReport(golden_path=golden.path, results=results, summary=summary)
+    selected = select_split(golden, split)
+    results = tuple(_run_case(selected, case, search_fn, k) for case in selected.cases)
+    summary = summarize(results, k, profile=profile, mode=mode, split=split)
+    splits = summarize_splits(results, k, profile=profile, mode=mode)
+    return EvalReport(golden_path=golden.path, results=results, summary=summary, splits=splits)
 
 
 def _run_case(golden: GoldenSet, case: GoldenCase, search_fn: SearchFn, k: int) -> CaseResult:

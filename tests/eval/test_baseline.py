@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,15 @@ def test_different_metric_set_names_the_file_and_the_difference(tmp_path: Path) 
     assert "only in baseline: mrr@5, recall@5" in message
 
 
+def test_split_is_saved_and_must_match(tmp_path: Path) -> None:
+    path = save_baseline(replace(summary(), split="test"), tmp_path / "b.json")
+    assert json.loads(path.read_text())["split"] == "test"
+    base = load_baseline(path)
+    assert base.split == "test" and compare(replace(summary(), split="test"), base) == []
+    with pytest.raises(BaselineError, match="made on split 'test', this run is on split 'all'"):
+        compare(summary(), base)  # same metric set, other cases: still not comparable
+
+
 def test_profile_or_mode_difference_is_a_note_not_an_error(tmp_path: Path) -> None:
     base = load_baseline(save_baseline(summary(profile="chat"), tmp_path / "b.json"))
     comparison = check_against(summary(profile="notes"), base)
@@ -78,6 +88,8 @@ def test_profile_or_mode_difference_is_a_note_not_an_error(tmp_path: Path) -> No
          "'k' must be a positive integer"),
         ('{"metric_set": ["a"], "metrics": {"a": 1}, "k": 3, "profile": 7, "mode": null, "created": ""}',
          "'profile' must be a string or null"),
+        ('{"metric_set": ["a"], "metrics": {"a": 1}, "k": 3, "profile": null, "mode": null, "created": "",'
+         ' "split": "train"}', "'split' must be one of dev, test, all"),
     ],
 )
 def test_malformed_baselines_name_the_file(tmp_path: Path, text: str, expected: str) -> None:

@@ -160,3 +160,120 @@ def test_exit_1_when_baseline_cannot_be_written(tmp_path: Path) -> None:
     code, out, err = run(tmp_path, VaultSearch(VAULTS), save_baseline_path=target)
     assert code == 1 and "cases passed: 3/3" in out
     assert_one_error_line(err, f"cannot write baseline {target}")
+
+
+# -- splits: selection, per-split summaries, baselines tied to a split ----------------------------
+
+SPLIT_GOLDEN = """\
+cases:
+  - id: phone-laptop
+    split: dev
+    query: keep my phone and laptop the same
+    must_include_source_paths: [Sync/Setup.md]
+    expected_facts: [phone and laptop]
+  - id: find-words
+    split: test
+    query: find pages with words
+    must_include_source_paths: [Plugins/Search.md]
+  - id: prices
+    split: test
+    query: storage prices of plans
+    must_include_source_paths: [Sync/Plans.md]
+  - id: eggs
+    split: test
+    query: boil eggs
+    expect_abstain: true
+"""
+
+
+def answering_search() -> ScriptedSearch:
+    """dev: found and answered with the fact; test: one found, one missed, the unanswerable one abstains."""
+    return ScriptedSearch({
+        "phone-laptop": EvalHit.from_pairs([("Sync/Setup.md", 0)], answer="Your phone and laptop stay the same.",
+                                           abstained=False),
+        "find-words": EvalHit.from_pairs([("Plugins/Search.md", 0)], answer="Use operators.", abstained=False),
+        "prices": EvalHit.from_pairs([("Plugins/Search.md", 0)], answer="No idea.", abstained=True),
+        "eggs": EvalHit(answer="Could not find this.", abstained=True),
+    })
+
+
+def test_all_splits_report_the_selected_cases_and_each_split(tmp_path: Path) -> None:
+    code, out, err = run(tmp_path, answering_search(), SPLIT_GOLDEN, json_out=True)
+    data = json.loads(out)
+    assert (code, err) == (0, "")
+    assert data["summary"]["cases"] == 4 and data["summary"]["split"] == "all"
+    assert data["summary"]["metrics"]["recall@10"] == pytest.approx(2 / 3)
+    assert set(data["splits"]) == {"dev", "test"}
+    dev, test = data["splits"]["dev"], data["splits"]["test"]
+    assert (dev["cases"], dev["split"], dev["metrics"]["recall@10"], dev["metrics"]["answer_fact"]) == (1, "dev", 1, 1)
+    assert (test["cases"], test["metrics"]["recall@10"]) == (3, 0.5)
+    assert test["metrics"]["answered_when_answerable"] == 0.5  # prices abstained wrongly
+    assert test["metrics"]["abstain_on_unanswerable"] == 1.0
+    assert "answer_fact" not in test["metrics"]  # no test case lists expected facts
+    cases = {c["id"]: c for c in data["cases"]}
+    assert cases["phone-laptop"]["split"] == "dev" and cases["phone-laptop"]["expected_fact_hits"] == ["phone and laptop"]
+
+
+def test_all_splits_text_shows_a_column_per_split_and_wrong_abstentions(tmp_path: Path) -> None:
+    code, out, _ = run(tmp_path, answering_search(), SPLIT_GOLDEN)
+    assert code == 0
+    table = out.split("By split (value, cases)", 1)[1]
+    header = table.splitlines()[1].split()
+    assert header == ["metric", "all", "dev", "test"]
+    row = next(line for line in table.splitlines() if line.startswith("recall@10"))
+    assert row.split() == ["recall@10", "0.667", "(3)", "1.000", "(1)", "0.500", "(2)"]
+    fact_row = next(line for line in table.splitlines() if line.startswith("answer_fact"))
+    assert fact_row.split()[-1] == "-"  # no test case defines facts
+    assert "wrongly abstained (1 - answered_when_answerable): all 0.333, dev 0.000, test 0.500" in out
+    assert 'expected fact stated: "phone and laptop"' in out
+
+
+def test_split_option_runs_only_that_split(tmp_path: Path) -> None:
+    search = answering_search()
+    code, out, err = run(tmp_path, search, SPLIT_GOLDEN, json_out=True, split="test")
+    data = json.loads(out)
+    assert (code, err) == (0, "")
+    assert [call[0] for call in search.calls] == ["find-words", "prices", "eggs"]
+    assert data["summary"]["split"] == "test" and data["summary"]["cases"] == 3
+    assert list(data["splits"]) == ["test"] and data["splits"]["test"]["metrics"] == data["summary"]["metrics"]
+    code, out, _ = run(tmp_path, answering_search(), SPLIT_GOLDEN, split="dev")
+    assert code == 0 and ", split dev" in out.splitlines()[0] and "By split" not in out
+
+
+def test_baseline_records_its_split_and_another_split_is_exit_2(tmp_path: Path) -> None:
+    baseline = tmp_path / "test.json"
+    assert run(tmp_path, answering_search(), SPLIT_GOLDEN, split="test", save_baseline_path=baseline)[0] == 0
+    saved = json.loads(baseline.read_text())
+    assert saved["split"] == "test" and saved["metrics"]["recall@10"] == 0.5  # the test cases only
+    code, out, err = run(tmp_path, answering_search(), SPLIT_GOLDEN, split="test", baseline_path=baseline)
+    assert (code, err) == (0, "") and "no degradation" in out
+    for other in ("dev", "all"):
+        search = answering_search()
+        code, out, err = run(tmp_path, search, SPLIT_GOLDEN, split=other, baseline_path=baseline)
+        assert code == 2 and out == "" and search.calls == []  # refused before any search
+        assert_one_error_line(err, str(baseline), "made on split 'test'", f"this run is on split '{other}'",
+                              "--split test")
+
+
+def test_a_baseline_without_a_split_key_covers_all_cases(tmp_path: Path) -> None:
+    baseline = tmp_path / "old.json"
+    run(tmp_path, answering_search(), SPLIT_GOLDEN, save_baseline_path=baseline)
+    raw = json.loads(baseline.read_text())
+    assert raw.pop("split") == "all"
+    baseline.write_text(json.dumps(raw))  # as written before splits existed
+    assert run(tmp_path, answering_search(), SPLIT_GOLDEN, baseline_path=baseline)[0] == 0
+    assert run(tmp_path, answering_search(), SPLIT_GOLDEN, baseline_path=baseline, split="dev")[0] == 2
+
+
+@pytest.mark.parametrize(("golden", "split", "fragment"), [
+    (SPLIT_GOLDEN, "train", "--split must be one of dev, test, all, got 'train'"),
+    (SPLIT_GOLDEN, "", "--split must be one of dev, test, all, got ''"),
+    (GOLDEN, "dev", "--split dev: the cases carry no 'split' key"),
+    (SPLIT_GOLDEN.replace("split: dev", "split: test"), "dev", "--split dev: no case has split 'dev'"),
+])
+def test_bad_split_selection_is_exit_2_before_any_search(tmp_path: Path, golden: str, split: str,
+                                                          fragment: str) -> None:
+    search = ScriptedSearch()
+    code, out, err = run(tmp_path, search, golden, split=split)
+    assert code == 2 and out == "" and search.calls == []
+    assert_one_error_line(err, fragment)

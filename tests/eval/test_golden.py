@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rag.errors import InputError
-from rag.eval import ChunkRef, GoldenError, load_golden
+from rag.eval import ChunkRef, GoldenError, load_golden, select_split
 from tests.eval.fakes import write
 
 VALID_YAML = """\
@@ -84,6 +84,11 @@ CASE_A = "  - id: a\n    query: fine\n"
         ("    filters: [a, b]", "'filters' must be a mapping"),
         ("    forbidden_claims: ['']", "'forbidden_claims' must be a list of non-empty strings"),
         ("    querry: typo", "unknown key 'querry'"),
+        ("    split: train", "'split' must be one of dev, test"),
+        ("    expected_facts: Ctrl+P", "'expected_facts' must be a list of strings"),
+        ("    expected_facts: ['!!!']", "'expected_facts' has '!!!', which must be a phrase of 1-6 words"),
+        ("    expected_facts: [a b c d e f g]", "'expected_facts' has 'a b c d e f g', which must be a phrase of 1-6 words"),
+        ("    tags: multi_hop", "'tags' must be a list of strings"),
     ],
 )
 def test_wrong_field_names_file_line_and_case(tmp_path: Path, field_line: str, expected: str) -> None:
@@ -167,3 +172,60 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
     (tmp_path / "latin1.yaml").write_bytes("cases: [{id: a, query: caf\xe9}]".encode("latin-1"))
     with pytest.raises(GoldenError, match="not UTF-8"):
         load_golden(tmp_path / "latin1.yaml")
+
+
+SPLIT_YAML = """\
+cases:
+  - id: a
+    query: q1
+    split: dev
+    tags: [single]
+    must_include_source_paths: [x.md]
+    expected_facts: [Ctrl+P, command palette]
+  - id: b
+    query: q2
+    split: test
+    tags: [unanswerable, near_miss]
+    expect_abstain: true
+  - id: c
+    query: q3
+    split: test
+    must_include_source_paths: [y.md]
+"""
+
+
+def test_split_facts_and_tags_parse(tmp_path: Path) -> None:
+    golden = load_golden(write(tmp_path / "g.yaml", SPLIT_YAML))
+    a, b, c = golden.cases
+    assert (a.split, a.tags, a.expected_facts) == ("dev", ("single",), ("Ctrl+P", "command palette"))
+    assert (b.split, b.tags, b.expected_facts) == ("test", ("unanswerable", "near_miss"), ())
+    assert golden.has_splits and c.tags == ()
+
+
+def test_select_split_keeps_the_order_and_all_keeps_everything(tmp_path: Path) -> None:
+    golden = load_golden(write(tmp_path / "g.yaml", SPLIT_YAML))
+    assert [c.id for c in select_split(golden, "test").cases] == ["b", "c"]
+    assert [c.id for c in select_split(golden, "dev").cases] == ["a"]
+    assert select_split(golden, "all") is golden
+
+
+def test_select_split_refuses_what_it_cannot_select(tmp_path: Path) -> None:
+    unsplit = load_golden(write(tmp_path / "u.yaml", f"cases:\n{CASE_A}"))
+    with pytest.raises(GoldenError, match="--split dev: the cases carry no 'split' key"):
+        select_split(unsplit, "dev")
+    only_dev = load_golden(write(tmp_path / "d.yaml", f"cases:\n{CASE_A}    split: dev\n"))
+    with pytest.raises(GoldenError, match="--split test: no case has split 'test'"):
+        select_split(only_dev, "test")
+    with pytest.raises(InputError, match="--split must be one of dev, test, all, got 'train'"):
+        select_split(only_dev, "train")
+
+
+def test_a_case_without_split_among_split_cases_is_rejected(tmp_path: Path) -> None:
+    text = SPLIT_YAML.replace("    split: test\n    must_include_source_paths: [y.md]\n",
+                              "    must_include_source_paths: [y.md]\n")
+    assert "g.yaml:13: case 'c' (#3): missing 'split'" in _error(tmp_path, text)
+
+
+def test_expected_facts_on_an_unanswerable_case_are_contradictory(tmp_path: Path) -> None:
+    text = "cases:\n  - id: a\n    query: q\n    expect_abstain: true\n    expected_facts: [x]\n"
+    assert "expect_abstain is true, so it must not list expected_facts" in _error(tmp_path, text)

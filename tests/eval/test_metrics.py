@@ -2,7 +2,8 @@
 
 Conventions under test (rag/eval/metrics.py): must-include sources grade 2, acceptable grade 1;
 recall counts grade 2 only; MRR takes the first source of grade >= 1; nDCG@10 uses trec_eval's
-linear gains (2, 1) and a log2(rank + 1) discount; abstain cases only score abstention.
+linear gains (2, 1) and a log2(rank + 1) discount; abstain cases only score abstention;
+the split abstention rates and the answer-fact rate apply to the cases the docstring names.
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ import pytest
 
 from rag.eval import ChunkRef, EvalHit, GoldenCase
 from rag.eval.metrics import (
+    ABSTAIN_ON_UNANSWERABLE,
     ABSTENTION_ACCURACY,
+    ANSWER_FACT,
+    ANSWERED_WHEN_ANSWERABLE,
     FORBIDDEN_CLAIM_FREE,
+    expected_fact_hits,
     forbidden_claim_hits,
     relevance_grades,
     score_case,
     summarize,
+    summarize_splits,
 )
 
 
@@ -92,17 +98,18 @@ def test_acceptable_only_case_has_no_recall() -> None:
 def test_empty_ranking_scores_zero_and_counts_as_abstaining() -> None:
     result = score_case(case(must_include_source_paths=("a.md",)), EvalHit(), k=10, depth=10)
     assert result.metrics == {"recall@10": 0.0, "recall@5": 0.0, "mrr@10": 0.0, "ndcg@10": 0.0,
-                              ABSTENTION_ACCURACY: 0.0}
+                              ABSTENTION_ACCURACY: 0.0, ANSWERED_WHEN_ANSWERABLE: 0.0}
     assert result.abstained and not result.passed
     assert result.missing_sources == ("a.md",) and result.expected_ranks == {"a.md": None}
 
 
 def test_abstain_case_scores_only_abstention() -> None:
     expected_abstain = case(expect_abstain=True)
-    assert score_case(expected_abstain, hit(abstained=True), k=10, depth=10).metrics == {ABSTENTION_ACCURACY: 1.0}
+    assert score_case(expected_abstain, hit(abstained=True), k=10, depth=10).metrics == {
+        ABSTENTION_ACCURACY: 1.0, ABSTAIN_ON_UNANSWERABLE: 1.0}
     # Retrieval that returns something and does not say it abstained has answered: wrong here.
     answered = score_case(expected_abstain, hit("x.md"), k=10, depth=10)
-    assert answered.metrics == {ABSTENTION_ACCURACY: 0.0} and not answered.passed
+    assert answered.metrics == {ABSTENTION_ACCURACY: 0.0, ABSTAIN_ON_UNANSWERABLE: 0.0} and not answered.passed
     # An explicit flag wins over the ranking (ask may list candidates and still abstain).
     assert score_case(expected_abstain, hit("x.md", abstained=True), k=10, depth=10).passed
 
@@ -139,6 +146,69 @@ def test_summary_means_over_applicable_cases() -> None:
     assert summary.metrics["mrr@10"] == 0.25
     assert summary.metrics["ndcg@10"] == pytest.approx(0.619906 / 2, abs=1e-6)
     assert summary.metrics[ABSTENTION_ACCURACY] == pytest.approx(2 / 3)
-    assert summary.counts == {ABSTENTION_ACCURACY: 3, "mrr@10": 2, "ndcg@10": 2, "recall@10": 2, "recall@5": 2}
-    assert summary.metric_set == (ABSTENTION_ACCURACY, "mrr@10", "ndcg@10", "recall@10", "recall@5")
+    assert summary.metrics[ABSTAIN_ON_UNANSWERABLE] == 1.0  # C
+    assert summary.metrics[ANSWERED_WHEN_ANSWERABLE] == 0.5  # A answered, B abstained
+    assert summary.counts == {ABSTAIN_ON_UNANSWERABLE: 1, ABSTENTION_ACCURACY: 3, ANSWERED_WHEN_ANSWERABLE: 2,
+                              "mrr@10": 2, "ndcg@10": 2, "recall@10": 2, "recall@5": 2}
+    assert summary.metric_set == (ABSTAIN_ON_UNANSWERABLE, ABSTENTION_ACCURACY, ANSWERED_WHEN_ANSWERABLE,
+                                  "mrr@10", "ndcg@10", "recall@10", "recall@5")
     assert (summary.cases, summary.passed, summary.profile, summary.mode) == (3, 2, "notes", "auto")
+
+
+def test_expected_facts_match_as_whole_words_like_forbidden_claims() -> None:
+    facts = ("Ctrl+P", "end-to-end encryption", "10 GB")
+    assert expected_fact_hits("Press CTRL + p to open it.", facts) == ("Ctrl+P",)  # punctuation -> spaces
+    assert expected_fact_hits("Uses end to end encryption.", facts) == ("end-to-end encryption",)
+    assert expected_fact_hits("You get 10 GB.", facts) == ("10 GB",)
+    assert expected_fact_hits("You get 100 GB.", facts) == ()  # "10" is not a whole word of "100"
+    assert expected_fact_hits(None, facts) == () and expected_fact_hits("", facts) == ()
+
+
+def test_answer_fact_needs_facts_an_answer_text_and_no_abstention() -> None:
+    c = case(must_include_source_paths=("a.md",), expected_facts=("Ctrl+P", "command palette"))
+    stated = score_case(c, hit("a.md", answer="Open the Command Palette."), k=10, depth=10)
+    assert stated.metrics[ANSWER_FACT] == 1.0 and stated.expected_fact_hits == ("command palette",)
+    assert stated.passed
+    missing = score_case(c, hit("a.md", answer="Use the sidebar."), k=10, depth=10)
+    assert missing.metrics[ANSWER_FACT] == 0.0 and missing.fact_missing and not missing.passed
+    # An abstention that happens to quote the fact is still no answer.
+    abstained = score_case(c, hit("a.md", answer="Could not find it; maybe Ctrl+P?", abstained=True), k=10, depth=10)
+    assert abstained.metrics[ANSWER_FACT] == 0.0 and abstained.metrics[ANSWERED_WHEN_ANSWERABLE] == 0.0
+    # Plain retrieval has no answer text: the metric does not apply.
+    assert ANSWER_FACT not in score_case(c, hit("a.md"), k=10, depth=10).metrics
+    # Nor does it without facts to look for.
+    assert ANSWER_FACT not in score_case(case(must_include_source_paths=("a.md",)),
+                                         hit("a.md", answer="x"), k=10, depth=10).metrics
+
+
+def test_split_abstention_rates_apply_to_their_own_cases() -> None:
+    # Unanswerable U1 abstains, U2 answers; answerable A1 answers, A2 abstains, A3 answers.
+    # abstain_on_unanswerable = 1/2; answered_when_answerable = 2/3; abstention_accuracy = 3/5.
+    results = [
+        score_case(case("U1", expect_abstain=True), hit(abstained=True), k=10, depth=10),
+        score_case(case("U2", expect_abstain=True), hit("x.md", abstained=False), k=10, depth=10),
+        score_case(case("A1", must_include_source_paths=("a.md",)), hit("a.md", abstained=False), k=10, depth=10),
+        score_case(case("A2", must_include_source_paths=("a.md",)), hit("a.md", abstained=True), k=10, depth=10),
+        score_case(case("A3", must_include_source_paths=("a.md",)), hit("b.md"), k=10, depth=10),
+    ]
+    summary = summarize(results, 10)
+    assert summary.metrics[ABSTAIN_ON_UNANSWERABLE] == 0.5 and summary.counts[ABSTAIN_ON_UNANSWERABLE] == 2
+    assert summary.metrics[ANSWERED_WHEN_ANSWERABLE] == pytest.approx(2 / 3)
+    assert summary.counts[ANSWERED_WHEN_ANSWERABLE] == 3
+    assert summary.metrics[ABSTENTION_ACCURACY] == pytest.approx(3 / 5)
+
+
+def test_summaries_per_split() -> None:
+    # dev: D1 found (recall 1); test: T1 found, T2 missed (recall 1/2).
+    results = [
+        score_case(case("D1", split="dev", must_include_source_paths=("a.md",)), hit("a.md"), k=10, depth=10),
+        score_case(case("T1", split="test", must_include_source_paths=("a.md",)), hit("a.md"), k=10, depth=10),
+        score_case(case("T2", split="test", must_include_source_paths=("a.md",)), hit("b.md"), k=10, depth=10),
+    ]
+    splits = summarize_splits(results, 10)
+    assert list(splits) == ["dev", "test"]
+    assert (splits["dev"].metrics["recall@10"], splits["dev"].cases, splits["dev"].split) == (1.0, 1, "dev")
+    assert (splits["test"].metrics["recall@10"], splits["test"].cases, splits["test"].split) == (0.5, 2, "test")
+    assert summarize_splits(results[1:], 10).keys() == {"test"}
+    assert summarize_splits([score_case(case(must_include_source_paths=("a.md",)), hit("a.md"), k=10, depth=10)],
+                            10) == {}
