@@ -109,7 +109,7 @@ BUILTIN_PROFILES: dict[str, Profile] = {
     for p in (
         Profile(name="chat"),
         # Markdown notes: semantic match first, words second (as in the notes `ask` rerank).
-        Profile(name="notes", w_cosine=0.70, w_bm25=0.25, w_freshness=0.05, per_source_cap=4),
+        Profile(name="notes", w_cosine=0.70, w_bm25=0.25, w_freshness=0.05, per_source_cap=4, facet_split=True),
         Profile(name="default_research", w_bm25=0.60, w_cosine=0.35, w_freshness=0.05, per_source_cap=3),
         Profile(name="decisions_recent", w_bm25=0.65, w_cosine=0.20, w_freshness=0.15, w_metadata=0.10,
                 metadata_boost=_NOTES_BOOST, freshness_half_life_days=90.0, per_source_cap=4),

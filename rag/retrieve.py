@@ -184,6 +184,10 @@ def _fetch(conn: psycopg.Connection, row_type: type[T], query: sql.Composable, p
         return cur.fetchall()
 
 
+#: Typed rows of one statement, with the errors mapped as for every call here (for sibling modules).
+fetch_rows = _fetch
+
+
 # -- input checks -------------------------------------------------------------------------------
 
 def _settings(settings: RetrievalSettings | None) -> RetrievalSettings:

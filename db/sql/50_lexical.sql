@@ -174,3 +174,28 @@ begin
     return query select * from ragpg_match_lexical_impl(query_text, match_count, filter, k1, b);
 end
 $$;
+
+-- How common each of the query's lexemes is in the given vaults (null = all): chunk frequency
+-- summed over the vaults and the vaults' chunk count. A question whose rare words the notes never
+-- use is one they likely cannot answer (rag.notes.abstain):
+--   select * from ragpg_query_term_stats('how do I export to epub', array['help']);
+create or replace function ragpg_query_term_stats(query_text text, vault_names text[] default null)
+returns table (lexeme text, chunk_frequency bigint, chunk_count bigint)
+language sql stable parallel safe rows 16
+set search_path = public, pg_catalog
+begin atomic
+    with v as (
+        select id, text_search_config from vaults where vault_names is null or name = any(vault_names)
+    ), q as (
+        select distinct u.lexeme
+        from (select distinct text_search_config as c from v) cfg
+        cross join lateral unnest(to_tsvector(cfg.c, coalesce(query_text, ''))) u
+    )
+    select q.lexeme,
+           coalesce((select sum(t.chunk_frequency) from bm25_term_stats t
+                     where t.vault_id in (select id from v) and t.lexeme = q.lexeme), 0)::bigint,
+           coalesce((select sum(s.chunk_count) from bm25_vault_stats s
+                     where s.vault_id in (select id from v)), 0)::bigint
+    from q
+    order by q.lexeme;
+end;

@@ -54,21 +54,29 @@ def ask_command(
     detail: str = typer.Option("normal", "--detail", help="How thorough the answer is: brief, normal or detailed."),
     k: int | None = typer.Option(None, "--k", help="How many note passages to draw on (3-8; default: automatic)."),
     json_out: bool = typer.Option(False, "--json", help="Print the structured response as JSON."),
-    debug: bool = typer.Option(False, "--debug", help="Also show how the answer was found."),
+    debug: bool = typer.Option(False, "--debug", help="Also show every candidate and number considered."),
+    explain: bool = typer.Option(False, "--explain", help="Also explain in plain words how the answer was found: "
+                                 "folders searched, best passages and where each came from, why it answered."),
 ) -> None:
     """Answer a question from your notes, with the files it comes from."""
     from rag.notes.ask import ask
+    from rag.notes.explain import explain_lines
 
     rt = _runtime(ctx)
     try:
-        response = ask(question, vaults=vault, folders=folder, k=k, detail=detail, debug=debug, runtime=rt)
+        response = ask(question, vaults=vault, folders=folder, k=k, detail=detail, debug=debug or explain,
+                       runtime=rt)
     finally:
         rt.close()
+    explanation = explain_lines(response.debug) if explain else []
     if json_out:
-        print_json(response.to_dict())
+        out = response.to_dict() if debug else {k_: v for k_, v in response.to_dict().items() if k_ != "debug"}
+        print_json({**out, "explanation": explanation} if explain else out)
         return
     typer.echo(render_answer(response))
-    if debug and response.debug is not None:
+    if explanation:
+        typer.echo("\n".join(["", "Why this answer:", *(line if line.startswith(" ") else f"- {line}" for line in explanation)]))
+    if debug and response.debug is not None:  # the full numbers, to stderr
         sys.stderr.write(json.dumps(response.debug, indent=2, default=str, ensure_ascii=False) + "\n")
 
 

@@ -21,8 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from rag.notes.format import citation_for, plain
-from rag.notes.rerank import match_terms, stem
-from rag.notes.settings import NotesSettings
+from rag.notes.question import match_terms, stem
 from rag.text import split_sentences, tokenize
 from rag.types import Candidate
 
@@ -30,6 +29,14 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:\s.*)?$", re.MULTILINE)
 # A line in bold only, not ending like a sentence: a heading in all but name.
 _PSEUDO_HEADING = re.compile(r"^ {0,3}(\*\*|__)[^\n]*?[^.!\n]\1:?[ \t]*$", re.MULTILINE)
+# A line of links only ("See [[A]], [[B]]" style navigation), which answers nothing.
+_LINK = r"(?:!?\[\[[^\]]+\]\]|!?\[[^\]]*\]\([^)]*\))"
+_LINK_ONLY = re.compile(rf"^\s*(?:[-*+]\s+)?(?:[\w ]{{1,24}}:\s*)?{_LINK}(?:[\s,;|·–-]*{_LINK})*\s*[.]?\s*$", re.MULTILINE)
+# Quote markers of blockquotes and callouts; a callout's title line ("> [!tip] Title") is a heading.
+_QUOTE_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
+_CALLOUT_TITLE = re.compile(r"^[ \t]*(?:>[ \t]?)+\[![^\]]*\][-+]?[^\n]*$", re.MULTILINE)
+# Fenced code: not a sentence to quote (the sentence introducing it is dropped with it).
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.MULTILINE | re.DOTALL)
 _MIN_WORDS = 3
 _MAX_LIST_ITEMS = 8
 _MAX_LIST_CHARS = 400
@@ -41,6 +48,7 @@ class Sentence:
     position: int
     text: str
     score: float
+    similarity: float = 0.0  # cosine to the question (0 without sentence embeddings)
 
 
 _SPACE_BEFORE_PUNCT = re.compile(r"(?<=\w) +([.,;:!?])(?=\s|$)")  # left where a removed image or link stood
@@ -55,7 +63,9 @@ def _sentences(content: str) -> list[str]:
     out: list[str] = []
     intro: str | None = None  # out[-1] before its list items, when it ends with ':'
     items: list[str] = []
-    for raw in split_sentences(plain(_HEADING_LINE.sub("", _PSEUDO_HEADING.sub("", content)))):
+    unquoted = _QUOTE_PREFIX.sub("", _CALLOUT_TITLE.sub("\n", content))
+    cleaned = _LINK_ONLY.sub("", _HEADING_LINE.sub("", _PSEUDO_HEADING.sub("", _FENCE.sub("\n", unquoted))))
+    for raw in split_sentences(plain(cleaned)):
         is_item = bool(_BULLET.match(raw))
         text = _flat(raw)
         if not text or text.startswith(("```", "|", "#")):
@@ -115,38 +125,37 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
         share = sum(w for t, w in weights.items() if t in words) / total if total else 0.0
         if similarity is not None:
             share = (1 - semantic_weight) * share + semantic_weight * max(float(sim), 0.0)
-        scored.append(Sentence(ci, pos, text, share))
+        scored.append(Sentence(ci, pos, text, share, float(sim)))
     return scored
 
 
-def extractive_answer(question: str, chunks: Sequence[Candidate], s: NotesSettings, *,
-                      similarity: Similarity | None = None,
-                      passage_scores: Sequence[float] | None = None) -> tuple[str, list[int]]:
-    """The quoted answer and the indexes (into `chunks`) of the passages it quotes.
+def weigh_by_passage(sentences: Sequence[Sentence], passage_scores: Sequence[float]) -> list[Sentence]:
+    """Scale each sentence by its passage's score relative to the best passage: a weaker passage needs more."""
+    if not passage_scores or passage_scores[0] <= 0:
+        return list(sentences)
+    return [replace(x, score=x.score * min(passage_scores[x.chunk_index] / passage_scores[0], 1.0))
+            for x in sentences]
 
-    `passage_scores` (the passages' final scores, best first) scale each sentence's score by its
-    passage's score relative to the best passage: a sentence from a weaker passage needs more."""
+
+def extractive_answer(sentences: Sequence[Sentence], chunks: Sequence[Candidate], *, count: int,
+                      min_share_of_best: float, fallback_chars: int) -> tuple[str, list[int]]:
+    """The quoted answer (the best `count` sentences, in reading order, each cited) and the indexes
+    (into `chunks`) of the passages it quotes."""
     from rag.ingest.guard import mask_secrets
 
-    top = list(chunks[: s.extractive_top_chunks])
-    scored = score_sentences(question, top, chunks, similarity=similarity,
-                             semantic_weight=s.extractive_semantic_weight)
-    if passage_scores and passage_scores[0] > 0:
-        scored = [replace(x, score=x.score * min(passage_scores[x.chunk_index] / passage_scores[0], 1.0))
-                  for x in scored]
-    best = sorted((x for x in scored if x.score > 0), key=lambda x: (-x.score, x.chunk_index, x.position))
+    best = sorted((x for x in sentences if x.score > 0), key=lambda x: (-x.score, x.chunk_index, x.position))
     if best:
-        cutoff = best[0].score * s.extractive_min_share_of_best
+        cutoff = best[0].score * min_share_of_best
         best = [x for x in best if x.score >= cutoff - 1e-12]
-    chosen = best[: s.extractive_max_sentences]
-    if not chosen and scored:
-        chosen = [min(scored, key=lambda x: (x.chunk_index, x.position))]
-    if not chosen and top:  # only headings or fragments: quote the top passage itself
-        text = " ".join(plain(top[0].content).split())[: s.snippet_chars]
+    chosen = best[:count]
+    if not chosen and sentences:
+        chosen = [min(sentences, key=lambda x: (x.chunk_index, x.position))]
+    if not chosen and chunks:  # only headings or fragments: quote the top passage itself
+        text = " ".join(plain(chunks[0].content).split())[:fallback_chars]
         chosen = [Sentence(0, 0, text, 0.0)]
     chosen.sort(key=lambda x: (x.chunk_index, x.position))
-    lines = [f"{mask_secrets(x.text)} {citation_for(top[x.chunk_index])}" for x in chosen]
-    used = []
+    lines = [f"{mask_secrets(x.text)} {citation_for(chunks[x.chunk_index])}" for x in chosen]
+    used: list[int] = []
     for x in chosen:
         if x.chunk_index not in used:
             used.append(x.chunk_index)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag.notes.rerank import stem
+from rag.notes.question import stem
 from rag.types import Candidate
 
 CITE_INSTRUCTION = ("Cite every statement you take from these notes as [File: filename.md, Section: section name], "

@@ -5,29 +5,31 @@ The group lives in `rag.config.Settings` as `notes` (env `RAGPG_NOTES__*`, `[not
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# Fitted on the dev split (see rag.notes.abstain); refit after changing retrieval or ranking.
+ABSTAIN_WEIGHTS: dict[str, float] = {
+    "top_final": 2.0, "margin": 1.0, "top_similarity": 2.0, "sentence_similarity": 4.0, "term_coverage": 3.0,
+    "unknown_share": -4.0, "leg_agreement": 0.5,
+}
+ABSTAIN_BIAS = -4.5
+ABSTAIN_THRESHOLD = 0.5
+ABSTAIN_LOW_CONFIDENCE = 0.65
 
 
 class NotesSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # First stage: the SQL match function every folder scope is searched with.
-    # "vector" (cosine) or "hybrid" (vector + BM25 fused by reciprocal rank fusion in SQL).
-    first_stage: Literal["vector", "hybrid"] = "vector"
-    candidates_per_scope: int = Field(15, gt=0, le=1000)
-    pool_cap: int = Field(200, gt=0)
-    # Floors: a candidate needs vector similarity >= vector_floor, then a final score >= final_floor.
-    vector_floor: float = Field(0.3, ge=-1, le=1)
-    final_floor: float = Field(0.4, ge=0)
-    # Blend: final = (vector_weight * vector + lexical_weight * lexical) * folder position weight.
-    vector_weight: float = Field(0.7, ge=0)
-    lexical_weight: float = Field(0.3, ge=0)
-    # Lexical rerank: min(max_lexical, term matches / chunk tokens * lexical_scale) + heading bonus.
-    lexical_scale: float = Field(10.0, ge=0)
-    max_lexical: float = Field(0.4, ge=0)
-    heading_bonus: float = Field(0.1, ge=0)
+    # The notes workflow runs the shared pipeline (rag.retrieval.stage → rag.rank) with this profile.
+    profile: str = "notes"
+    # Folder prior: the folder at position i of the selection (user, LLM or centroid order) weighs
+    # w_i = max(1.0 - i * step, min); a candidate's final score is multiplied by
+    # (1 - folder_prior_weight) + folder_prior_weight * w_i. Every folder is searched either way.
+    folder_prior_weight: float = Field(0.0, ge=0, le=1)
+    # Same, when an LLM ranked the folders (it reads folder names, which centroids do not).
+    folder_prior_weight_llm: float = Field(0.3, ge=0, le=1)
     # Folder position weights: 1.0, 1.0 - step, ... never below folder_weight_min.
     folder_weight_step: float = Field(0.1, ge=0)
     folder_weight_min: float = Field(0.1, ge=0, le=1)
@@ -43,14 +45,20 @@ class NotesSettings(BaseModel):
     breadth_words: tuple[str, ...] = ("overview", "everything", "all", "compare", "comparison", "summarize",
                                       "summary")
     folder_filter_k_delta: int = -1  # the user named folders: a narrower question
-    # Confidence bands on the best final score.
-    confidence_filter_below: float = Field(0.20, ge=0)
-    confidence_low_below: float = Field(0.30, ge=0)
+    # Abstention (rag.notes.abstain): p(answerable) = logistic(bias + sum weight * signal); abstain
+    # below the threshold; "low" confidence below abstain_low_confidence. Fitted on the golden
+    # set's dev split by `python -m rag.notes.fit_abstention`.
+    abstain_weights: dict[str, float] = Field(default_factory=lambda: dict(ABSTAIN_WEIGHTS))
+    abstain_bias: float = ABSTAIN_BIAS
+    abstain_threshold: float = Field(ABSTAIN_THRESHOLD, ge=0, le=1)
+    abstain_low_confidence: float = Field(ABSTAIN_LOW_CONFIDENCE, ge=0, le=1)
+    abstain_top_passages: int = Field(3, gt=0)
     # Answers.
     answer_max_tokens: int = Field(800, gt=0)
     folder_rank_max_tokens: int = Field(300, gt=0)
-    extractive_max_sentences: int = Field(4, gt=0)
-    extractive_top_chunks: int = Field(3, gt=0)
+    # Sentences quoted without an LLM, and sources listed, per detail hint.
+    answer_sentences: dict[str, int] = Field(default_factory=lambda: {"brief": 1, "normal": 2, "detailed": 3})
+    answer_sources: dict[str, int] = Field(default_factory=lambda: {"brief": 1, "normal": 3, "detailed": 8})
     # A sentence's score: (1 - w) * weighted share of question terms + w * embedding similarity to the question.
     extractive_semantic_weight: float = Field(0.5, ge=0, le=1)
     extractive_min_share_of_best: float = Field(0.5, ge=0, le=1)  # quote sentences scoring >= this x the best
@@ -62,8 +70,11 @@ class NotesSettings(BaseModel):
     def _consistent(self) -> NotesSettings:
         if self.k_min > self.k_max:
             raise ValueError(f"k_min ({self.k_min}) must not exceed k_max ({self.k_max})")
-        if self.confidence_filter_below > self.confidence_low_below:
-            raise ValueError("confidence_filter_below must not exceed confidence_low_below")
+        if self.abstain_low_confidence < self.abstain_threshold:
+            raise ValueError("abstain_low_confidence must not be below abstain_threshold")
+        for name, table in (("answer_sentences", self.answer_sentences), ("answer_sources", self.answer_sources)):
+            if set(table) != {"brief", "normal", "detailed"} or min(table.values()) < 1:
+                raise ValueError(f"{name} needs brief, normal and detailed, each at least 1")
         return self
 
 

@@ -1,26 +1,18 @@
-"""The notes seed's second stage: lexical rerank, blend with the vector score, floors, auto-K.
+"""The question's side of notes answering: its content terms, the detail hint and K (passages drawn on).
 
-    lexical = min(max_lexical, matches / chunk_tokens * lexical_scale) + heading_bonus (if a term is in the heading)
-    final   = (vector_weight * vector + lexical_weight * lexical) * folder_weight
-
-`matches` counts every occurrence in the chunk of each distinct content term of the question
-(stopwords and one-letter tokens dropped; phrasal verbs also as one word, "back up" -> "backup"),
-compared as exact tokens; `chunk_tokens` is the chunk's token count (all tokens).
-The folder position weight (1.0 for the first selected folder, then 0.9, ... never below 0.1)
-multiplies the blend, so passages from folders ranked later need stronger evidence to pass the
-final floor.
+`query_terms` are the distinct content terms of a question (stopwords and one-letter tokens
+dropped; phrasal verbs also as one word, "back up" -> "backup"); `match_terms` their light stems,
+what answer sentences and snippets are matched against. `folder_weights` are the folder prior's
+position weights (1.0, 0.9, ... never below the minimum).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.errors import InputError
 from rag.notes.settings import NotesSettings
 from rag.text import STOPWORDS, content_terms, tokenize, unique
-from rag.types import Candidate
 
 DETAILS: tuple[str, ...] = ("brief", "normal", "detailed")
 
@@ -66,67 +58,9 @@ def stem(token: str) -> str:
     return t
 
 
-def lexical_score(terms: Sequence[str], content: str, heading_path: str, s: NotesSettings) -> float:
-    """Exact tokens, not stems: on the Obsidian help vault, stemmed matching saturated the 0.4 cap
-    for more passages and ranked the right note first less often (15 of 20 questions vs 17)."""
-    tokens = tokenize(content)
-    if not terms:
-        return 0.0
-    counts = Counter(tokens)
-    matches = sum(counts[t] for t in terms)
-    base = matches / len(tokens) * s.lexical_scale if tokens else 0.0
-    base = min(max(base, 0.0), s.max_lexical)
-    heading = set(tokenize(heading_path))
-    bonus = s.heading_bonus if any(t in heading for t in terms) else 0.0
-    return base + bonus
-
-
-def blend(vector: float, lexical: float, folder_weight: float, s: NotesSettings) -> float:
-    return (s.vector_weight * vector + s.lexical_weight * lexical) * folder_weight
-
-
 def folder_weights(count: int, s: NotesSettings) -> list[float]:
     """Position weights of the selected folders: 1.0, 0.9, ... never below the minimum."""
     return [round(max(1.0 - i * s.folder_weight_step, s.folder_weight_min), 6) for i in range(count)]
-
-
-@dataclass
-class Scored:
-    """One candidate with its notes scores; `dropped` says which floor removed it (None: kept)."""
-
-    candidate: Candidate
-    folder: str
-    folder_weight: float
-    vector: float
-    lexical: float = 0.0
-    final: float = 0.0
-    dropped: str | None = None
-    rank: int | None = None
-
-
-def rerank(question: str, pool: Sequence[Scored], k: int, s: NotesSettings) -> list[Scored]:
-    """Score every pooled candidate, apply both floors, rank the survivors; returns the top k.
-
-    Every candidate in `pool` gets its scores, `dropped` reason or `rank` filled in (for debug).
-    Order: final desc, vector desc, source_path asc, ordinal asc (deterministic).
-    """
-    terms = query_terms(question)
-    for item in pool:
-        c = item.candidate
-        item.lexical = lexical_score(terms, c.content, c.heading_path, s)
-        item.final = blend(item.vector, item.lexical, item.folder_weight, s)
-        if item.vector < s.vector_floor:
-            item.dropped = "below_vector_floor"
-        elif item.final < s.final_floor:
-            item.dropped = "below_final_floor"
-    survivors = sorted((i for i in pool if i.dropped is None),
-                       key=lambda i: (-i.final, -i.vector, i.candidate.source_path, i.candidate.ordinal))
-    for n, item in enumerate(survivors):
-        if n >= k:
-            item.dropped = "beyond_k"
-        else:
-            item.rank = n + 1
-    return survivors[:k]
 
 
 @dataclass(frozen=True)
@@ -177,12 +111,3 @@ def choose_k(question: str, *, detail: str, k: int | None, user_folders: bool, s
     if clamped != value:
         reasons.append(f"clamped {value} to {clamped}")
     return KChoice(clamped, tuple(reasons))
-
-
-def confidence(best_final: float | None, s: NotesSettings) -> str:
-    """'filtered' (abstain), 'low' (answer cautiously) or 'normal', from the best final score."""
-    if best_final is None or best_final < s.confidence_filter_below:
-        return "filtered"
-    if best_final < s.confidence_low_below:
-        return "low"
-    return "normal"

@@ -1,0 +1,126 @@
+"""Calibrated abstention without an LLM: does the evidence found answer the question at all?
+
+No single score separates answerable from unanswerable questions (an unanswerable near-miss often
+gets a higher cosine than a paraphrased answerable one), so the decision combines signals that
+generalise across questions (DESIGN.md § Notes vault answering):
+
+* `top_final`            the best ranked passage's final score (rag.rank)
+* `margin`               how far it leads the best passage of another note
+* `top_similarity`       the best cosine similarity among the top passages
+* `sentence_similarity`  the best cosine of one *sentence* of the top passages to the question
+* `term_coverage`        the rarity-weighted share of the question's words found in the top passages
+* `unknown_share`        the rarity-weighted share of the question's words the vaults never use
+* `leg_agreement`        the share of the top passages that both the vector and the BM25 leg found
+
+    p(answerable) = 1 / (1 + exp(-(bias + Σ weight_i · signal_i)))     abstain when p < threshold
+
+The weights, bias and threshold are settings (`NotesSettings.abstain_*`) fitted by logistic
+regression on the golden set's dev split only (`python -m rag.notes.fit_abstention`); the test split
+reports how well they generalise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from rag.retrieval.terms import TermStat
+from rag.text import tokenize
+from rag.types import RankedChunk
+
+SIGNALS: tuple[str, ...] = ("top_final", "margin", "top_similarity", "sentence_similarity", "term_coverage",
+                            "unknown_share", "leg_agreement")
+
+
+@dataclass(frozen=True)
+class AbstainSignals:
+    top_final: float
+    margin: float
+    top_similarity: float
+    sentence_similarity: float
+    term_coverage: float
+    unknown_share: float
+    leg_agreement: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: round(v, 6) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class AbstainDecision:
+    abstain: bool
+    probability: float  # p(answerable)
+    threshold: float
+    signals: AbstainSignals
+    reason: str  # plain words, for --explain
+
+    def debug(self) -> dict[str, object]:
+        return {"abstain": self.abstain, "p_answerable": round(self.probability, 6), "threshold": self.threshold,
+                "signals": self.signals.as_dict(), "reason": self.reason}
+
+
+def _idf(stat: TermStat) -> float:
+    return math.log(1 + (stat.chunk_count + 1) / (stat.chunk_frequency + 1))
+
+
+def _covered(lexeme: str, tokens: set[str]) -> bool:
+    # Postgres lexemes are Snowball stems: a prefix of the word, but for a final y stemmed to i.
+    alt = lexeme[:-1] + "y" if lexeme.endswith("i") else lexeme
+    return any(t.startswith(lexeme) or t.startswith(alt) for t in tokens)
+
+
+def term_signals(stats: Sequence[TermStat], passages: Sequence[str]) -> tuple[float, float]:
+    """(term_coverage, unknown_share): rarity-weighted shares of the question's lexemes."""
+    weights = {s.lexeme: _idf(s) for s in stats}
+    total = sum(weights.values())
+    if not total:
+        return 0.0, 0.0
+    tokens = {t for p in passages for t in tokenize(p)}
+    covered = sum(w for lex, w in weights.items() if _covered(lex, tokens))
+    unknown = sum(weights[s.lexeme] for s in stats if s.chunk_frequency == 0)
+    return covered / total, unknown / total
+
+
+def _margin(ranked: Sequence[RankedChunk]) -> float:
+    if not ranked:
+        return 0.0
+    top = ranked[0]
+    other = next((r for r in ranked[1:] if r.candidate.source_path != top.candidate.source_path
+                  or r.candidate.vault != top.candidate.vault), None)
+    return top.scores.final - (other.scores.final if other else 0.0)
+
+
+def collect_signals(ranked: Sequence[RankedChunk], stats: Sequence[TermStat], sentence_similarity: float, *,
+                    top_passages: int) -> AbstainSignals:
+    top = list(ranked[:top_passages])
+    sims = [r.candidate.similarity for r in top if r.candidate.similarity is not None]
+    both = [r for r in top if r.candidate.vector_rank is not None and r.candidate.lexical_rank is not None]
+    coverage, unknown = term_signals(stats, [f"{r.candidate.heading_path} {r.candidate.content}" for r in top])
+    return AbstainSignals(
+        top_final=top[0].scores.final if top else 0.0, margin=_margin(ranked),
+        top_similarity=max(sims, default=0.0), sentence_similarity=sentence_similarity,
+        term_coverage=coverage, unknown_share=unknown, leg_agreement=len(both) / len(top) if top else 0.0)
+
+
+def decide(signals: AbstainSignals, weights: Mapping[str, float], bias: float, threshold: float) -> AbstainDecision:
+    values = asdict(signals)
+    z = bias + sum(weights.get(name, 0.0) * values[name] for name in SIGNALS)
+    p = 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
+    abstain = p < threshold
+    return AbstainDecision(abstain, p, threshold, signals, _reason(signals, abstain, p, threshold))
+
+
+def _reason(s: AbstainSignals, abstain: bool, p: float, threshold: float) -> str:
+    notes = []
+    if s.unknown_share >= 0.3:
+        notes.append(f"{s.unknown_share:.0%} of the question's distinctive words never appear in the notes")
+    if s.term_coverage < 0.5:
+        notes.append(f"the best passages contain only {s.term_coverage:.0%} of the question's distinctive words")
+    if s.sentence_similarity < 0.45:
+        notes.append("no sentence in the best passages is close in meaning to the question")
+    if s.leg_agreement == 0:
+        notes.append("word search and meaning search found different passages")
+    verdict = (f"not answered: the evidence is too weak (confidence {p:.2f} < {threshold:.2f})" if abstain
+               else f"answered: the evidence is strong enough (confidence {p:.2f} ≥ {threshold:.2f})")
+    return verdict + (" — " + "; ".join(notes) if notes else "")

@@ -1,0 +1,144 @@
+"""The notes workflow's last step: the answer, from the LLM or quoted from the notes, with references.
+
+Without an LLM (or when it fails) the answer is the best 1-3 sentences of the passages drawn on
+(`--detail` brief 1, normal 2, detailed 3 by default), scored by the local embedding model plus
+term overlap (`rag.notes.extractive`), each cited. With an LLM the notes prompt asks for an answer
+citing `[File: name.md, Section: ...]`; an answer that says the notes do not cover the question is
+an abstention with reason `llm_declined`. References: the passages the answer cites, then, up to
+the detail's number of sources, the other passages drawn on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rag.errors import LLMError
+from rag.llm import Message
+from rag.notes.extractive import Sentence, extractive_answer, score_sentences, weigh_by_passage
+from rag.notes.format import (
+    format_context,
+    match_citations,
+    parse_citations,
+    section_label,
+    snippet,
+    strip_chunk_markers,
+)
+from rag.notes.question import query_terms
+from rag.notes.results import AskResponse, Reference
+from rag.notes.settings import NotesSettings
+from rag.prompts import load_prompt
+from rag.runtime import Runtime
+from rag.types import Candidate, RankedChunk
+
+if TYPE_CHECKING:
+    from rag.notes.scope import NotesScope
+
+log = logging.getLogger(__name__)
+
+ABSTAIN_ANSWER = "I could not find this information in the available documents."
+NOTICE_NO_LLM = "No language model is configured, so this answer quotes your notes directly."
+NOTICE_LLM_FAILED = "The language model could not be reached, so this answer quotes your notes directly."
+CAUTION = ("The passages above match the question only weakly. Answer cautiously: say what the notes do "
+           "support, say plainly what they do not, and do not guess.\n\n")
+
+
+def abstained(reason: str, answered_by: str = "none") -> AskResponse:
+    return AskResponse(ABSTAIN_ANSWER, [], True, reason, None, answered_by, None, None)
+
+
+def found_by(c: Candidate) -> str:
+    legs = [name for name, rank in (("lexical", c.lexical_rank), ("vector", c.vector_rank)) if rank is not None]
+    return "both" if len(legs) == 2 else (legs[0] if legs else "neither")
+
+
+def candidate_debug(r: RankedChunk, sc: NotesScope) -> dict[str, Any]:
+    c = r.candidate
+    folder = str((c.metadata or {}).get("folder") or "")
+    return {"rank": r.rank, "chunk_id": c.chunk_id, "vault": c.vault, "path": c.source_path,
+            "chunk_index": c.ordinal, "heading": section_label(c.heading_path), "folder": folder,
+            "folder_prior": r.scores.weights_applied.get("prior", 1.0), "found_by": found_by(c),
+            "vector_rank": c.vector_rank, "lexical_rank": c.lexical_rank,
+            "vector": None if c.similarity is None else round(c.similarity, 6),
+            "lexical": None if r.scores.lexical is None else round(r.scores.lexical, 6),
+            "final": round(r.scores.final, 6), "lines": [c.start_line, c.end_line], "text": c.content}
+
+
+def _similarity_to(rt: Runtime, question: str) -> Any:
+    """texts -> cosine similarity of each to the question, with the embedder the notes were indexed with;
+    None-like zeros (term matching only) when the embedder fails."""
+    query = np.asarray(rt.embedder.embed_query(question), dtype=np.float64)
+    norm = float(np.linalg.norm(query)) or 1.0
+
+    def similarity(texts: list[str]) -> list[float]:
+        try:
+            vectors = np.asarray(rt.embedder.embed_documents(texts), dtype=np.float64)
+        except Exception as exc:  # noqa: BLE001 - a quoted answer never fails for want of sentence vectors
+            log.warning("embedding answer sentences failed, ranking them by their words: %s", exc)
+            return [0.0] * len(texts)
+        norms = np.linalg.norm(vectors, axis=1)
+        norms[norms == 0] = 1.0
+        return (vectors @ query / (norms * norm)).tolist()
+
+    return similarity
+
+
+def rank_answer_sentences(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedChunk]) -> list[Sentence]:
+    """Every sentence of the passages drawn on, scored against the question and weighed by its passage."""
+    chunks = [r.candidate for r in kept]
+    scored = score_sentences(question, chunks, similarity=_similarity_to(rt, question),
+                             semantic_weight=ns.extractive_semantic_weight)
+    return weigh_by_passage(scored, [r.scores.final for r in kept])
+
+
+def _references(chunks: Sequence[Candidate], used: Sequence[int], limit: int, question: str,
+                ns: NotesSettings) -> list[Reference]:
+    order = list(dict.fromkeys([*used, *range(len(chunks))]))[:max(limit, len(used))]
+    terms = query_terms(question)
+    return [Reference(chunks[i].vault, chunks[i].source_path, section_label(chunks[i].heading_path), chunks[i].ordinal,
+                      chunks[i].start_line, chunks[i].end_line, snippet(chunks[i].content, terms, ns.snippet_chars))
+            for i in order]
+
+
+def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedChunk], sentences: list[Sentence],
+           band: str, detail: str, trace: dict[str, Any]) -> AskResponse:
+    chunks = [r.candidate for r in kept]
+    limit = ns.answer_sources[detail]
+    llm = rt.llm
+    if llm is not None:
+        messages = [Message("system", load_prompt("notes_system").render()),
+                    Message("user", load_prompt("notes_user").render(
+                        context=format_context(chunks), question=question,
+                        caution=CAUTION if band == "low" else ""))]
+        try:
+            raw = llm.complete(messages, max_tokens=ns.answer_max_tokens)
+        except LLMError as exc:
+            trace["llm"] = {"model": llm.model, "error": str(exc)}
+            log.warning("answering with the LLM failed, quoting the notes instead: %s", exc)
+        else:
+            text = strip_chunk_markers(raw)
+            trace["llm"] = {"model": llm.model}
+            if _declined(text):
+                trace["abstention"] = {**trace.get("abstention", {}), "abstain": True,
+                                       "reason": "not answered: the language model found no answer in the passages"}
+                return abstained("llm_declined", "llm")
+            match = match_citations(parse_citations(text), chunks)
+            trace["citations"] = match.debug()
+            used = match.used or list(range(len(chunks)))
+            return AskResponse(text, _references(chunks, used, limit, question, ns), False, None, None, "llm",
+                               None, band)
+    text, used = extractive_answer(sentences, chunks, count=ns.answer_sentences[detail],
+                                   min_share_of_best=ns.extractive_min_share_of_best, fallback_chars=ns.snippet_chars)
+    trace["citations"] = {"matched_chunks": [i + 1 for i in used], "unmatched_citations": [],
+                          "matched_by_file_only": []}
+    notice = NOTICE_NO_LLM if llm is None else NOTICE_LLM_FAILED
+    return AskResponse(text, _references(chunks, used, limit, question, ns), False, None, None, "extractive",
+                       notice, band)
+
+
+def _declined(text: str) -> bool:
+    norm = " ".join(text.split()).rstrip(".").lower()
+    return norm == ABSTAIN_ANSWER.rstrip(".").lower() or norm.startswith(ABSTAIN_ANSWER.rstrip(".").lower())
