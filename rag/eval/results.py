@@ -109,4 +109,5 @@ class EvalReport:
     golden_path: Path
     results: tuple[CaseResult, ...]
     summary: EvalSummary  # over every selected case
-    splits: Mapping[str, EvalSummary] = field(default_factory=dict)  # per split among them, when cases carry one
+    # One summary per split among the selected cases; empty when the cases carry no split.
+    splits: Mapping[str, EvalSummary] = field(default_factory=dict)
