@@ -1,20 +1,29 @@
-"""Fixtures for the notes workflow: a runtime (hash embedder, with or without the LLM stub) and a
-`NotesDB` that writes small vaults straight into the per-test database."""
+"""Fixtures for the notes workflow: a runtime (hash embedder, with or without the LLM stub), a
+`NotesDB` that writes small vaults straight into the per-test database, notes settings for a test,
+and a CLI environment that indexes real files on disk."""
 
 from __future__ import annotations
 
+import importlib
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
+from rag.cli.main import main
 from rag.config import LLMSettings, Settings
+from rag.notes.settings import NotesSettings
 from rag.runtime import Runtime
-from tests.notes.kit import NotesDB
+from tests.notes.kit import ABSTAIN, NotesDB
 from tests.support.llm_stub import LLMStub
 
 FOLDER_PROMPT_MARK = "Which folders most likely contain the answer?"
+
+# The module, even once `rag/__init__.py` re-exports the `ask` function under the same name.
+ask_module = importlib.import_module("rag.notes.ask")
 
 
 @pytest.fixture
@@ -40,6 +49,20 @@ def notes(conn: psycopg.Connection, runtime: Runtime) -> NotesDB:
     return NotesDB(conn, runtime.embedder)
 
 
+def use_settings(monkeypatch: pytest.MonkeyPatch, **changes: Any) -> NotesSettings:
+    """Notes settings for `ask` and `search` in this test: the test abstention model (kit.ABSTAIN,
+    not the fitted defaults) plus `changes`."""
+    custom = NotesSettings(**{**ABSTAIN, **changes})
+    monkeypatch.setattr(ask_module, "notes_settings", lambda _settings: custom)
+    return custom
+
+
+@pytest.fixture
+def notes_config(monkeypatch: pytest.MonkeyPatch) -> NotesSettings:
+    """The test abstention model with every other notes setting at its default."""
+    return use_settings(monkeypatch)
+
+
 def script(stub: LLMStub, *, folders: str | Callable[[str], str] | None = None,
            answer: str | Callable[[str], str] = "stub answer") -> None:
     """Make the stub answer folder-ranking prompts with `folders` and everything else with `answer`."""
@@ -55,9 +78,54 @@ def script(stub: LLMStub, *, folders: str | Callable[[str], str] | None = None,
     stub.responder = respond
 
 
+def answer_prompts(stub: LLMStub) -> list[str]:
+    """The user messages of the answering requests the stub received (system prompt + user prompt)."""
+    return [r["messages"][-1]["content"] for r in stub.requests
+            if len(r["messages"]) == 2 and r["messages"][0]["role"] == "system"]
+
+
 def write_vault(root: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+# -- the CLI on real files --------------------------------------------------------------------------
+
+def abstain_toml() -> str:
+    """The `[notes]` table pinning the test abstention model (kit.ABSTAIN) in a config file."""
+    weights = ", ".join(f"{k} = {v}" for k, v in ABSTAIN["abstain_weights"].items())
+    return (f"[notes]\nabstain_bias = {ABSTAIN['abstain_bias']}\nabstain_threshold = {ABSTAIN['abstain_threshold']}\n"
+            f"abstain_low_confidence = {ABSTAIN['abstain_low_confidence']}\nabstain_weights = {{ {weights} }}\n")
+
+
+@pytest.fixture
+def cli_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Environment of `ragpg` for the per-test database: hash embedder, no LLM, a config file
+    holding only the test abstention model."""
+    config = tmp_path / "ragpg.toml"
+    config.write_text(abstain_toml(), encoding="utf-8")
+    env = {"DATABASE_URL": db_url, "RAGPG_EMBEDDING__MODEL": "hash", "RAGPG_CONFIG": str(config),
+           "RAGPG_DATA_DIR": str(tmp_path / "data")}
+    for key in [k for k in os.environ if k.startswith("RAGPG_")]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`ragpg <args>` in-process: (exit code, stdout, stderr)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def index_vault(capsys: pytest.CaptureFixture[str], name: str, root: Path) -> None:
+    """`ragpg vault add <name> <root>` and `ragpg index` (the real indexing pipeline)."""
+    code, _, err = run(capsys, "vault", "add", name, str(root))
+    assert code == 0, err
+    code, _, err = run(capsys, "index", "--quiet")
+    assert code == 0, err

@@ -4,7 +4,11 @@
 embeddings the way the indexing pipeline stores them (chunk metadata carries vault, folder,
 source_path and confidentiality, so the SQL filters need no join). An embedding can be given
 exactly — `toward(query, similarity)` builds a unit vector with a chosen cosine similarity to a
-question's embedding — so floors and blends are tested against hand-computed numbers.
+question's embedding, `toward_both` one with a chosen similarity to one vector that leans to
+another — so rankings are tested against hand-computed numbers.
+
+`ABSTAIN` is the abstention model the tests use: the defaults in `rag.notes.settings` are refitted
+on the golden set, and no test may depend on their numbers.
 """
 
 from __future__ import annotations
@@ -31,6 +35,30 @@ def toward(query: np.ndarray, similarity: float, seed: int = 0) -> np.ndarray:
     noise -= noise.dot(q) * q
     noise /= np.linalg.norm(noise)
     return (similarity * q + np.sqrt(max(0.0, 1 - similarity**2)) * noise).astype(np.float32)
+
+
+def toward_both(first: np.ndarray, second: np.ndarray, similarity: float) -> np.ndarray:
+    """A unit vector in the plane of `first` and `second` with cosine `similarity` to `first`,
+    turned towards `second` (its similarity to `second` follows from the angle between the two)."""
+    a = np.asarray(first, dtype=np.float64)
+    a = a / np.linalg.norm(a)
+    b = np.asarray(second, dtype=np.float64)
+    b = b - b.dot(a) * a
+    b = b / np.linalg.norm(b)
+    return (similarity * a + np.sqrt(max(0.0, 1 - similarity**2)) * b).astype(np.float32)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(a.dot(b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+# p(answerable) = logistic(bias + sum weight * signal): words the notes never use weigh most.
+ABSTAIN: dict[str, Any] = {
+    "abstain_weights": {"top_final": 1.0, "margin": 1.0, "top_similarity": 1.0, "sentence_similarity": 1.0,
+                        "term_coverage": 4.0, "unknown_share": -4.0, "leg_agreement": 1.0},
+    "abstain_bias": -3.0, "abstain_threshold": 0.5, "abstain_low_confidence": 0.5,
+}
 
 
 @dataclass

@@ -1,0 +1,151 @@
+"""Calibrated abstention (`rag.notes.abstain`): each signal moves p(answerable) in the direction of
+its weight and can flip the decision; signals computed from ranked passages and term statistics.
+
+The weights here are the tests' own: the defaults are refitted on the golden set's dev split."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from rag.notes.abstain import SIGNALS, AbstainSignals, collect_signals, decide, term_signals
+from rag.retrieval.terms import TermStat
+from rag.types import Candidate, RankedChunk, ScoreBreakdown
+
+WEIGHTS = {"top_final": 2.5, "margin": 1.5, "top_similarity": 2.0, "sentence_similarity": 3.0,
+           "term_coverage": 3.5, "unknown_share": -5.0, "leg_agreement": 1.0}
+BASE = AbstainSignals(top_final=0.5, margin=0.1, top_similarity=0.5, sentence_similarity=0.4, term_coverage=0.5,
+                      unknown_share=0.2, leg_agreement=0.5)
+# Just under the threshold: z = -0.1, so the base case abstains and a step of 0.2 on any signal
+# (|weight| >= 1) moves z by at least 0.2, enough to cross zero.
+BIAS = -(sum(WEIGHTS[n] * getattr(BASE, n) for n in SIGNALS)) - 0.1
+STEP = 0.2
+
+
+def p(signals: AbstainSignals, weights: dict[str, float] = WEIGHTS, bias: float = BIAS) -> float:
+    return decide(signals, weights, bias, 0.5).probability
+
+
+def test_the_signals_are_the_seven_of_the_design():
+    assert SIGNALS == ("top_final", "margin", "top_similarity", "sentence_similarity", "term_coverage",
+                       "unknown_share", "leg_agreement")
+
+
+def test_probability_is_the_logistic_of_the_weighted_sum():
+    d = decide(BASE, WEIGHTS, BIAS, 0.5)
+    assert d.probability == pytest.approx(1 / (1 + math.exp(0.1)))
+    assert d.abstain and d.threshold == 0.5 and d.signals is BASE
+    # exactly at the threshold it answers (abstain only below)
+    at = decide(BASE, WEIGHTS, BIAS + 0.1, 0.5)
+    assert at.probability == pytest.approx(0.5) and not at.abstain
+    # extreme sums do not overflow
+    assert decide(BASE, WEIGHTS, 1e6, 0.5).probability == 1.0
+    assert decide(BASE, WEIGHTS, -1e6, 0.5).probability == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("name", SIGNALS)
+def test_each_signal_alone_moves_p_in_the_direction_of_its_weight_and_can_flip_the_decision(name):
+    sign = 1 if WEIGHTS[name] > 0 else -1
+    up = replace(BASE, **{name: getattr(BASE, name) + STEP})
+    down = replace(BASE, **{name: getattr(BASE, name) - STEP})
+    assert (p(up) - p(BASE)) * sign > 0 and (p(down) - p(BASE)) * sign < 0
+    favourable, unfavourable = (up, down) if sign > 0 else (down, up)
+    assert decide(BASE, WEIGHTS, BIAS, 0.5).abstain
+    assert not decide(favourable, WEIGHTS, BIAS, 0.5).abstain  # flipped to answering
+    assert decide(unfavourable, WEIGHTS, BIAS, 0.5).abstain
+    # the direction is the weight's, not the signal's: with the sign turned, so is the effect
+    turned = {**WEIGHTS, name: -WEIGHTS[name]}
+    turned_bias = -(sum(turned[n] * getattr(BASE, n) for n in SIGNALS)) - 0.1
+    assert (p(up, turned, turned_bias) - p(BASE, turned, turned_bias)) * sign < 0
+    # and a signal without a weight does not count at all
+    absent = {k: v for k, v in WEIGHTS.items() if k != name}
+    assert p(up, absent) == pytest.approx(p(BASE, absent))
+
+
+def test_unknown_words_make_it_abstain_however_close_the_passages_look():
+    strong = AbstainSignals(top_final=0.8, margin=0.3, top_similarity=0.8, sentence_similarity=0.6,
+                            term_coverage=1.0, unknown_share=0.0, leg_agreement=1.0)
+    weights, bias = {"term_coverage": 4.0, "unknown_share": -4.0, "top_similarity": 1.0}, -3.0
+    assert not decide(strong, weights, bias, 0.5).abstain
+    near_miss = replace(strong, term_coverage=0.4, unknown_share=0.6)  # same cosine, words never used
+    d = decide(near_miss, weights, bias, 0.5)
+    assert d.abstain and d.reason.startswith("not answered: the evidence is too weak")
+    assert "60% of the question's distinctive words never appear in the notes" in d.reason
+    assert "only 40% of the question's distinctive words" in d.reason
+
+
+def test_reason_and_debug_in_plain_words():
+    d = decide(BASE, WEIGHTS, BIAS + 1.0, 0.5)
+    assert d.reason.startswith("answered: the evidence is strong enough (confidence 0.71 ≥ 0.50)")
+    assert "no sentence in the best passages is close in meaning" in d.reason
+    quiet = decide(replace(BASE, sentence_similarity=0.6, term_coverage=0.9, unknown_share=0.0), WEIGHTS, BIAS, 0.5)
+    assert " — " not in quiet.reason  # nothing to point out
+    split = decide(replace(BASE, leg_agreement=0.0), WEIGHTS, BIAS, 0.5)
+    assert "word search and meaning search found different passages" in split.reason
+    dbg = d.debug()
+    assert set(dbg) == {"abstain", "p_answerable", "threshold", "signals", "reason"}
+    assert dbg["signals"] == {n: getattr(BASE, n) for n in SIGNALS}
+
+
+# -- term statistics -----------------------------------------------------------------------------
+
+def idf(df: int, n: int) -> float:
+    return math.log(1 + (n + 1) / (df + 1))
+
+
+def test_term_signals_weigh_words_by_rarity():
+    stats = [TermStat("sync", 40, 100), TermStat("librari", 2, 100), TermStat("zebra", 0, 100)]
+    coverage, unknown = term_signals(stats, ["Sync keeps your library on every device."])
+    total = idf(40, 100) + idf(2, 100) + idf(0, 100)
+    # "librari" (a Snowball stem) covers "library"; "zebra" is nowhere in the vaults
+    assert coverage == pytest.approx((idf(40, 100) + idf(2, 100)) / total)
+    assert unknown == pytest.approx(idf(0, 100) / total)
+    # a rare word missing from the passages costs more than a common one
+    rare_missing, _ = term_signals(stats[:2], ["Sync settings."])
+    common_missing, _ = term_signals(stats[:2], ["Your library."])
+    assert rare_missing < 0.5 < common_missing
+
+
+def test_term_signals_without_terms_are_zero():
+    assert term_signals([], ["anything"]) == (0.0, 0.0)
+    assert term_signals([TermStat("sync", 1, 10)], []) == (0.0, 0.0)
+
+
+# -- signals from ranked passages -------------------------------------------------------------------
+
+def ranked(path: str, ordinal: int, final: float, *, sim: float | None, vector_rank: int | None,
+           lexical_rank: int | None, content: str = "text", rank: int = 1) -> RankedChunk:
+    c = Candidate(chunk_id=hash((path, ordinal)) % 10_000, vault="v", source_path=path, ordinal=ordinal,
+                  heading_path="# Head", content=content, metadata={}, similarity=sim,
+                  vector_rank=vector_rank, lexical_rank=lexical_rank)
+    return RankedChunk(c, ScoreBreakdown(vector=sim, lexical=None, fused=final, final=final), rank)
+
+
+def test_collect_signals_from_the_top_passages():
+    items = [
+        ranked("a.md", 0, 0.80, sim=0.70, vector_rank=1, lexical_rank=2, content="Sync keeps notes."),
+        ranked("a.md", 1, 0.75, sim=0.72, vector_rank=2, lexical_rank=None),   # same note: not the margin
+        ranked("b.md", 0, 0.55, sim=None, vector_rank=None, lexical_rank=1),   # lexical only
+        ranked("c.md", 0, 0.50, sim=0.95, vector_rank=3, lexical_rank=3),      # beyond the top 3
+    ]
+    stats = [TermStat("sync", 3, 50), TermStat("zebra", 0, 50)]
+    s = collect_signals(items, stats, 0.42, top_passages=3)
+    assert s.top_final == 0.80
+    assert s.margin == pytest.approx(0.80 - 0.55)  # over the best passage of another note
+    assert s.top_similarity == 0.72  # the best among the top 3 (c.md's 0.95 is not among them)
+    assert s.sentence_similarity == 0.42
+    assert s.leg_agreement == pytest.approx(1 / 3)  # only a.md#0 was found by both legs
+    assert s.term_coverage == pytest.approx(idf(3, 50) / (idf(3, 50) + idf(0, 50)))
+    assert s.unknown_share == pytest.approx(idf(0, 50) / (idf(3, 50) + idf(0, 50)))
+    wider = collect_signals(items, stats, 0.42, top_passages=4)
+    assert wider.top_similarity == 0.95 and wider.leg_agreement == pytest.approx(2 / 4)
+
+
+def test_collect_signals_single_note_and_nothing():
+    one = [ranked("a.md", 0, 0.6, sim=0.5, vector_rank=1, lexical_rank=1)]
+    s = collect_signals(one, [], 0.3, top_passages=3)
+    assert (s.margin, s.leg_agreement, s.term_coverage, s.unknown_share) == (0.6, 1.0, 0.0, 0.0)
+    empty = collect_signals([], [], 0.0, top_passages=3)
+    assert empty == AbstainSignals(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
