@@ -1,6 +1,6 @@
 """The answer without a language model: the best-matching sentences of the top passages, each cited.
 
-Sentences come from the top passages (`extractive_top_chunks`), with markdown markup turned into
+Sentences come from the passages the answer draws on (K), with markdown markup turned into
 plain text (wiki links show their text, embedded images and callout markers go); a sentence that
 introduces a list ("... the following file types:") carries the list's items with it.
 
@@ -8,9 +8,9 @@ A sentence scores the weighted share of the question's content terms it contains
 by a light stem, so "notes" matches "note"). A term's weight is its rarity among the passages the
 answer draws on, `log(1 + n / df)`: a word found in every passage (often the app or project name)
 says less about where the answer is than one found in a single passage. The best sentences (at most
-`extractive_max_sentences`, scoring at least half the best score; or else the top passage's first
-sentence) are quoted in reading order (passage rank, then position), each followed by
-`[File: name.md, Section: heading]`. Secrets are masked.
+`count`, the detail's `answer_sentences`, each scoring at least `min_share_of_best` of the best
+score; or else the top passage's first sentence) are quoted in reading order (passage rank, then
+position), each followed by `[File: name.md, Section: heading]`. Secrets are masked.
 """
 
 from __future__ import annotations
@@ -35,8 +35,11 @@ _LINK_ONLY = re.compile(rf"^\s*(?:[-*+]\s+)?(?:[\w ]{{1,24}}:\s*)?{_LINK}(?:[\s,
 # Quote markers of blockquotes and callouts; a callout's title line ("> [!tip] Title") is a heading.
 _QUOTE_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
 _CALLOUT_TITLE = re.compile(r"^[ \t]*(?:>[ \t]?)+\[![^\]]*\][-+]?[^\n]*$", re.MULTILINE)
-# Fenced code: not a sentence to quote (the sentence introducing it is dropped with it).
+# Fenced code: not a sentence to quote (the sentence introducing it is dropped with it). It is
+# replaced by a paragraph the sentence loop skips like a table row, which ends the introduction,
+# so a list after the code is not taken for the introduction's items.
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.MULTILINE | re.DOTALL)
+_FENCE_MARK = "\n\n|\n\n"
 _MIN_WORDS = 3
 _MAX_LIST_ITEMS = 8
 _MAX_LIST_CHARS = 400
@@ -64,7 +67,7 @@ def _sentences(content: str) -> list[str]:
     intro: str | None = None  # out[-1] before its list items, when it ends with ':'
     items: list[str] = []
     unquoted = _QUOTE_PREFIX.sub("", _CALLOUT_TITLE.sub("\n", content))
-    cleaned = _LINK_ONLY.sub("", _HEADING_LINE.sub("", _PSEUDO_HEADING.sub("", _FENCE.sub("\n", unquoted))))
+    cleaned = _LINK_ONLY.sub("", _HEADING_LINE.sub("", _PSEUDO_HEADING.sub("", _FENCE.sub(_FENCE_MARK, unquoted))))
     for raw in split_sentences(plain(cleaned)):
         is_item = bool(_BULLET.match(raw))
         text = _flat(raw)

@@ -1,13 +1,10 @@
-"""Notes context format, citation parsing and matching, extractive answers, folder names and parsing."""
+"""Notes context format, citation parsing and matching, snippets, plain text, folder names and parsing."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 
 from rag.errors import InputError
-from rag.notes.extractive import extractive_answer
 from rag.notes.folders import Folder, map_folder_names, parse_folder_answer, resolve_user_folders
 from rag.notes.format import (
     format_context,
@@ -17,7 +14,6 @@ from rag.notes.format import (
     snippet,
     strip_chunk_markers,
 )
-from rag.notes.settings import NotesSettings
 from rag.types import Candidate
 
 
@@ -77,29 +73,6 @@ def test_citation_with_paraphrased_section_points_at_the_file():
 
 def test_strip_chunk_markers():
     assert strip_chunk_markers("[Chunk 2] Alpha ships in March [Chunk 1].") == "Alpha ships in March."
-
-
-def test_extractive_answer_quotes_best_sentences_with_citations():
-    chunks = [
-        cand(0, "ops/backup.md", "# Backups > ## Keys",
-             "# Keys\nBackup keys rotate every Monday. The office plant needs water. "
-             "Old backup keys are destroyed after rotation."),
-        cand(1, "ops/misc.md", "# Misc", "Lunch is at noon every day. Nobody likes Mondays."),
-    ]
-    answer, used = extractive_answer("When do backup keys rotate?", chunks, NotesSettings())
-    lines = answer.splitlines()
-    assert lines == [
-        "Backup keys rotate every Monday. [File: backup.md, Section: Keys]",
-        "Old backup keys are destroyed after rotation. [File: backup.md, Section: Keys]",
-    ]
-    assert used == [0]
-
-
-def test_extractive_answer_masks_secrets_and_falls_back_to_first_sentence():
-    chunks = [cand(0, "a.md", "", "The deploy token is api_key = sk-live-abcdefghijklmnop1234567890 for prod.")]
-    answer, used = extractive_answer("zebra migration", chunks, NotesSettings())
-    assert "sk-live-abcdefghijklmnop1234567890" not in answer and "REDACTED" in answer
-    assert answer.endswith("[File: a.md, Section: (top of the note)]") and used == [0]
 
 
 def test_snippet_starts_at_the_best_sentence_and_masks_secrets():
@@ -176,76 +149,13 @@ def test_a_string_prefix_of_several_folders_is_one_prefix_scope():
     assert [f.folder for f in folders if scopes[0].covers(f)] == ["2024-01", "2024-02/week1"]
 
 
-# -- extractive answers: readable sentences, weighting -------------------------------------------------
-
-def test_markup_becomes_plain_text_but_inline_code_stays():
-    from rag.notes.extractive import plain
-
-    text = ("See [[Settings#Excluded files|Excluded files]], [[Embed files]] and [[#Aliases]] "
-            "![[icon.svg#icon]]![alt](img.png) for **bold**, _italic_, ==marked== and [the site](https://x.org). "
-            "Type `[[` twice; snake_case stays.\n> [!tip] Callouts read as text.")
-    assert plain(text) == ("See Excluded files, Embed files and Aliases  for bold, italic, marked and the site. "
-                           "Type `[[` twice; snake_case stays.\nCallouts read as text.")
-
-
-def test_sentences_keep_lists_with_their_introduction_and_skip_headings_in_bold():
-    from rag.notes.extractive import _sentences
-
-    content = ("Obsidian supports the following file types:\n\n- **Markdown**: `.md`\n- **PDF**: `.pdf`\n\n"
-               "**Why back up your data?**\n\nBackups protect your notes from loss.\n\n"
-               "To link using an alias:\n\n```md\n[[Note|alias]]\n```\n\n- a stray item on its own line")
-    assert _sentences(content) == [
-        "Obsidian supports the following file types: Markdown: `.md`; PDF: `.pdf`.",
-        "Backups protect your notes from loss.",  # the bold pseudo-heading is not a sentence
-        "a stray item on its own line",            # the dangling introduction of a code block is dropped
-    ]
-
-
 def test_stems_match_inflections():
-    from rag.notes.rerank import stem
+    from rag.notes.question import stem
 
     pairs = [("notes", "note"), ("linked", "link"), ("linking", "links"), ("created", "create"),
              ("libraries", "library"), ("shipped", "ships"), ("running", "run"), ("backing", "back")]
     assert all(stem(a) == stem(b) for a, b in pairs)
     assert stem("keys") == "key" and stem("status") == "status" and stem("access") == "access"
-
-
-def test_a_word_found_in_every_passage_weighs_less():
-    from rag.notes.extractive import term_weights
-
-    chunks = [cand(0, "a.md", "", "Obsidian stores notes as files."),
-              cand(1, "b.md", "", "Obsidian syncs your vault."),
-              cand(2, "c.md", "", "Obsidian can publish a site.")]
-    w = term_weights(["obsidian", "vault"], chunks)
-    assert w["obsidian"] == pytest.approx(math.log(2)) and w["vault"] == pytest.approx(math.log(4))
-    answer, used = extractive_answer("Where does Obsidian keep the vault?", chunks, NotesSettings())
-    # "vault" (one passage) outweighs "obsidian" (all three): only b.md's sentence reaches half the best
-    assert answer == "Obsidian syncs your vault. [File: b.md, Section: (top of the note)]" and used == [1]
-
-
-def test_sentence_similarity_picks_an_answer_in_other_words():
-    chunks = [cand(0, "f.md", "# Formats", "Obsidian supports the following file types: markdown and PDF. "
-                                            "Obsidian formats dates in settings.")]
-    lexical, _ = extractive_answer("Which formats can I open?", chunks, NotesSettings(extractive_max_sentences=1))
-    assert lexical.startswith("Obsidian formats dates")
-
-    def similarity(texts):  # the embedder's view: the first sentence answers the question
-        return [0.9 if "file types" in t else 0.1 for t in texts]
-
-    semantic, _ = extractive_answer("Which formats can I open?", chunks, NotesSettings(extractive_max_sentences=1),
-                                    similarity=similarity)
-    # "formats" and "open" weigh the same (log 2; "open" is in no passage): 0.5 * 0 + 0.5 * 0.9 = 0.45
-    # for the list beats 0.5 * 1/2 + 0.5 * 0.1 = 0.30 for the sentence sharing the word "formats"
-    assert semantic.startswith("Obsidian supports the following file types")
-
-
-def test_sentences_of_weaker_passages_need_more():
-    chunks = [cand(0, "a.md", "# A", "Backups run every night on the server."),
-              cand(1, "b.md", "# B", "Backups keep seven copies.")]
-    both, used = extractive_answer("How do backups work?", chunks, NotesSettings())
-    assert used == [0, 1]
-    scaled, used = extractive_answer("How do backups work?", chunks, NotesSettings(), passage_scores=[0.8, 0.35])
-    assert used == [0] and scaled == "Backups run every night on the server. [File: a.md, Section: A]"
 
 
 def test_plain_text_keeps_code_blocks_and_placeholders():
