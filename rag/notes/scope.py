@@ -142,7 +142,8 @@ def prepare_scope(rt: Runtime, ns: NotesSettings, question: str, vault_list: lis
     weight = ns.folder_prior_weight_llm if rt.llm is not None else ns.folder_prior_weight
     if rank_folders and weight > 0 and len(available) > 1 and model is not None:
         sc.selection = _select(rt, ns, question, folder_list, available, names, model, sc.query_embedding)
-        sc.prior_weight = weight
+        # An LLM that failed or named no known folder leaves the centroid (or name) order: weighed as that.
+        sc.prior_weight = weight if rt.llm is None or "llm" in sc.selection.method else ns.folder_prior_weight
     return sc
 
 

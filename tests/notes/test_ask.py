@@ -1,179 +1,35 @@
-"""`rag.ask` against real Postgres, with exact embeddings (kit.toward) and the litellm stub server."""
+"""`rag.notes.ask` against real Postgres, with exact embeddings (kit.toward) and the litellm stub server.
+
+Abstention uses the tests' own model (kit.ABSTAIN, through `use_settings` / the `notes_config`
+fixture): the default weights are refitted on the golden set and no test depends on them."""
 
 from __future__ import annotations
 
-import importlib
+import re
 
 import pytest
 
 from rag.access import Scope
 from rag.errors import AuthError, InputError, NotFoundError
-from rag.notes.ask import ABSTAIN_ANSWER, CAUTION, NOTICE_LLM_FAILED, NOTICE_NO_LLM, ask
-from rag.notes.settings import NotesSettings
-from tests.notes.conftest import FOLDER_PROMPT_MARK, script
+from rag.notes.answer import CAUTION, NOTICE_LLM_FAILED, NOTICE_NO_LLM
+from rag.notes.ask import ABSTAIN_ANSWER, ask, search
+from rag.rank import FRESHNESS_UNKNOWN
+from tests.notes.conftest import FOLDER_PROMPT_MARK, answer_prompts, ask_module, script, use_settings
 from tests.notes.kit import toward
 
-# The module, even once `rag/__init__.py` re-exports the `ask` function under the same name.
-ask_module = importlib.import_module("rag.notes.ask")
-
 Q = "When does project alpha ship?"  # content terms: project, alpha, ship
-OFF_TOPIC = "Gardening notes about tomatoes and basil."  # no term of Q: lexical 0
-
-
-def use_settings(monkeypatch, **changes):
-    custom = NotesSettings(**changes)
-    monkeypatch.setattr(ask_module, "notes_settings", lambda _settings: custom)
-    return custom
+OFF_TOPIC = "Gardening notes about tomatoes and basil."  # no term of Q
+ZEBRA = "Which zebra crossed the quantum volcano yesterday?"  # no word of it in any note
 
 
 def by_path(resp):
     return {c["path"]: c for c in resp.debug["candidates"]}
 
 
-# -- rerank math, floors, abstention ----------------------------------------------------------------
+def notes_profile_final(similarity: float, lexical: float, prior: float = 1.0) -> float:
+    """The notes profile's final score (rag.rank): 0.70 cosine + 0.25 BM25 share + 0.05 freshness."""
+    return (0.70 * similarity + 0.25 * lexical + 0.05 * FRESHNESS_UNKNOWN) * prior
 
-def test_final_score_is_the_hand_computed_blend(notes, runtime):
-    q = notes.query_vector(Q)
-    notes.note("work", "projects/alpha.md", [("# Alpha > ## Timeline", "Alpha ships in March after the beta review.")],
-               embeddings=[toward(q, 0.8)])
-    resp = ask(Q, debug=True, runtime=runtime)
-    c = resp.debug["candidates"][0]
-    # 8 tokens, 1 match ("alpha"): 1/8*10 = 1.25 -> 0.4 cap; "alpha" in the heading: +0.1 -> 0.5
-    assert c["vector"] == pytest.approx(0.8, abs=1e-5)
-    assert c["lexical"] == pytest.approx(0.5)
-    assert c["final"] == pytest.approx(0.7 * 0.8 + 0.3 * 0.5, abs=1e-5)  # 0.71, folder weight 1.0
-    assert c["rank"] == 1 and c["dropped"] is None
-    assert not resp.abstained and [r.rel_path for r in resp.references] == ["projects/alpha.md"]
-
-
-def test_abstains_when_there_are_no_results_at_all(notes, runtime):
-    notes.note("work", "projects/alpha.md", [("# Alpha", "Alpha ships in March.")], embed=False)
-    resp = ask(Q, debug=True, runtime=runtime)
-    assert resp.abstained and resp.abstain_reason == "no_relevant_context"
-    assert resp.answer == ABSTAIN_ANSWER and resp.references == []
-    assert resp.debug["abstain_point"] == "no_results" and resp.debug["candidates"] == []
-
-
-def test_abstains_when_nothing_passes_the_vector_floor(notes, runtime):
-    q = notes.query_vector(Q)
-    notes.note("work", "projects/alpha.md", [("# Alpha", "Alpha ships in March.")], embeddings=[toward(q, 0.25)])
-    resp = ask(Q, debug=True, runtime=runtime)
-    assert resp.abstained and resp.answer == ABSTAIN_ANSWER and resp.references == []
-    assert resp.debug["abstain_point"] == "below_vector_floor"
-    assert resp.debug["candidates"][0]["dropped"] == "below_vector_floor"
-
-
-def test_abstains_when_nothing_passes_the_final_floor(notes, runtime):
-    q = notes.query_vector(Q)
-    # 0.7 * 0.5 + 0.3 * 0 = 0.35 < 0.4 while 0.5 passes the vector floor
-    notes.note("work", "garden/plants.md", [("# Plants", OFF_TOPIC)], embeddings=[toward(q, 0.5)])
-    resp = ask(Q, debug=True, runtime=runtime)
-    assert resp.abstained and resp.abstain_reason == "no_relevant_context"
-    assert resp.debug["abstain_point"] == "below_final_floor"
-    assert resp.debug["candidates"][0]["final"] == pytest.approx(0.35, abs=1e-5)
-
-
-def test_low_confidence_band_asks_for_a_cautious_answer(notes, llm_runtime, llm_stub, monkeypatch):
-    use_settings(monkeypatch, final_floor=0.1)
-    q = notes.query_vector(Q)
-    notes.note("work", "garden/plants.md", [("# Plants", OFF_TOPIC)], embeddings=[toward(q, 0.35)])  # 0.245
-    script(llm_stub, answer="Perhaps in spring [File: plants.md, Section: Plants].")
-    resp = ask(Q, runtime=llm_runtime)
-    assert resp.confidence == "low" and not resp.abstained
-    assert CAUTION.strip() in llm_stub.requests[-1]["messages"][-1]["content"]
-
-
-def test_best_score_in_the_filtered_band_abstains(notes, runtime, monkeypatch):
-    use_settings(monkeypatch, vector_floor=0.0, final_floor=0.0)
-    q = notes.query_vector(Q)
-    notes.note("work", "garden/plants.md", [("# Plants", OFF_TOPIC)], embeddings=[toward(q, 0.25)])  # 0.175
-    resp = ask(Q, debug=True, runtime=runtime)
-    assert resp.abstained and resp.debug["abstain_point"] == "low_confidence"
-
-
-# -- folders ------------------------------------------------------------------------------------------
-
-def three_folders(notes, sims=(0.8, 0.8, 0.8)):
-    q = notes.query_vector(Q)
-    notes.note("work", "projects/alpha.md", [("# Status", OFF_TOPIC)], embeddings=[toward(q, sims[0], 1)])
-    notes.note("work", "meetings/m1.md", [("# Minutes", OFF_TOPIC)], embeddings=[toward(q, sims[1], 2)])
-    notes.note("work", "recipes/soup.md", [("# Soup", OFF_TOPIC)], embeddings=[toward(q, sims[2], 3)])
-
-
-def test_user_folder_first_then_llm_ranking(notes, llm_runtime, llm_stub):
-    three_folders(notes)
-    script(llm_stub, folders='```json\n["work/recipes"]\n```', answer="No citation here.")
-    resp = ask(Q, folders=["projects"], debug=True, runtime=llm_runtime)
-    sel = resp.debug["folders"]
-    assert sel["method"] == "user+llm"
-    assert [(s["folder"], s["source"], s["weight"]) for s in sel["selected"]] == [
-        ("work/projects/**", "user", 1.0), ("work/recipes", "llm", 0.9)]
-    assert sel["available"] == ["work/meetings", "work/projects", "work/recipes"]
-    prompt = next(r["messages"][-1]["content"] for r in llm_stub.requests
-                  if FOLDER_PROMPT_MARK in r["messages"][-1]["content"])
-    assert "work/meetings\nwork/recipes" in prompt and "work/projects" not in prompt
-    # meetings was not selected, so never searched; weights scale the blend: 0.56 and 0.504
-    cands = by_path(resp)
-    assert set(cands) == {"projects/alpha.md", "recipes/soup.md"}
-    assert cands["projects/alpha.md"]["final"] == pytest.approx(0.56, abs=1e-5)
-    assert cands["recipes/soup.md"]["final"] == pytest.approx(0.504, abs=1e-5)
-    assert resp.debug["k"]["value"] == 4  # normal 5, a user folder -1
-
-
-def test_malformed_llm_folder_answer_falls_back_to_every_folder(notes, llm_runtime, llm_stub):
-    three_folders(notes, sims=(0.5, 0.9, 0.7))
-    script(llm_stub, folders="I would look in projects first.", answer="ok")
-    resp = ask(Q, debug=True, runtime=llm_runtime)
-    sel = resp.debug["folders"]
-    assert sel["method"] == "all" and "not a JSON array" in sel["notes"][0]
-    # every folder, in centroid order
-    assert [s["folder"] for s in sel["selected"]] == ["work/meetings", "work/recipes", "work/projects"]
-    assert [s["weight"] for s in sel["selected"]] == [1.0, 0.9, 0.8]
-
-
-def test_llm_naming_only_unknown_folders_falls_back(notes, llm_runtime, llm_stub):
-    three_folders(notes)
-    script(llm_stub, folders='["work/archive", "elsewhere"]', answer="ok")
-    sel = ask(Q, debug=True, runtime=llm_runtime).debug["folders"]
-    assert sel["method"] == "all" and len(sel["selected"]) == 3
-    assert any("unknown folders" in n for n in sel["notes"])
-
-
-def test_llm_down_means_every_folder_and_a_quoted_answer(notes, llm_runtime, llm_stub):
-    q = notes.query_vector(Q)
-    notes.note("work", "projects/alpha.md", [("# Alpha > ## Timeline", "Project alpha ships in March.")],
-               embeddings=[toward(q, 0.8, 1)])
-    notes.note("work", "meetings/m1.md", [("# Minutes", OFF_TOPIC)], embeddings=[toward(q, 0.3, 2)])
-    llm_stub.fail_status = 500
-    resp = ask(Q, debug=True, runtime=llm_runtime)
-    assert not resp.abstained and resp.answered_by == "extractive" and resp.notice == NOTICE_LLM_FAILED
-    assert resp.answer == "Project alpha ships in March. [File: alpha.md, Section: Timeline]"
-    assert resp.debug["folders"]["method"] == "all" and "failed" in resp.debug["folders"]["notes"][0]
-    assert "error" in resp.debug["llm"]
-
-
-def test_without_llm_folders_are_ranked_by_centroid(notes, runtime):
-    three_folders(notes, sims=(0.5, 0.2, 0.9))
-    sel = ask(Q, debug=True, runtime=runtime).debug["folders"]
-    assert sel["method"] == "centroid"
-    assert [s["folder"] for s in sel["selected"]] == ["work/recipes", "work/projects", "work/meetings"]
-
-
-def test_vault_qualified_user_folder_and_several_vaults(notes, runtime):
-    q = notes.query_vector(Q)
-    notes.note("work", "projects/alpha.md", [("# Alpha", OFF_TOPIC)], embeddings=[toward(q, 0.8, 1)])
-    notes.note("home", "projects/house.md", [("# House", OFF_TOPIC)], embeddings=[toward(q, 0.9, 2)])
-    resp = ask(Q, folders=["work/projects"], debug=True, runtime=runtime)
-    sel = resp.debug["folders"]
-    assert [s["folder"] for s in sel["selected"]] == ["work/projects/**", "home/projects"]
-    assert sel["available"] == ["home/projects", "work/projects"]
-    assert by_path(resp)["projects/house.md"]["folder_weight"] == 0.9
-    only_home = ask(Q, vaults=["home"], debug=True, runtime=runtime)
-    assert only_home.debug["folders"]["available"] == ["home/projects"]
-    assert [r.vault for r in only_home.references] == ["home"]
-
-
-# -- answers and references ---------------------------------------------------------------------------
 
 def two_notes(notes):
     q = notes.query_vector(Q)
@@ -184,12 +40,263 @@ def two_notes(notes):
     notes.note("work", "projects/beta.md", [("# Beta", "Project beta follows alpha.")], embeddings=[toward(q, 0.6, 3)])
 
 
-def test_references_come_from_the_citations_made(notes, llm_runtime, llm_stub):
+def three_folders(notes, sims=(0.8, 0.8, 0.8)):
+    q = notes.query_vector(Q)
+    notes.note("work", "projects/alpha.md", [("# Status", OFF_TOPIC)], embeddings=[toward(q, sims[0], 1)])
+    notes.note("work", "meetings/m1.md", [("# Minutes", OFF_TOPIC)], embeddings=[toward(q, sims[1], 2)])
+    notes.note("work", "recipes/soup.md", [("# Soup", OFF_TOPIC)], embeddings=[toward(q, sims[2], 3)])
+
+
+# -- answering and abstaining -------------------------------------------------------------------------
+
+def test_answers_from_the_passage_that_says_it(notes, runtime, notes_config):
+    two_notes(notes)
+    resp = ask(Q, debug=True, runtime=runtime)
+    assert not resp.abstained and resp.abstain_reason is None
+    assert resp.answered_by == "extractive" and resp.notice == NOTICE_NO_LLM and resp.confidence == "normal"
+    assert resp.answer.splitlines()[0] == ("Project alpha ships in March after the beta review. "
+                                           "[File: alpha.md, Section: Timeline]")
+    assert resp.references[0].rel_path == "projects/alpha.md" and resp.references[0].heading_path == "Alpha > Timeline"
+    first = resp.debug["candidates"][0]
+    # the best BM25 match gets lexical 1.0; no folder prior (weight 0)
+    assert (first["rank"], first["path"], first["found_by"], first["folder_prior"]) == (1, "projects/alpha.md",
+                                                                                        "both", 1.0)
+    assert first["vector"] == pytest.approx(0.8, abs=1e-5) and first["lexical"] == 1.0
+    assert first["final"] == pytest.approx(notes_profile_final(0.8, 1.0), abs=1e-5)
+    assert resp.debug["abstention"]["abstain"] is False
+
+
+def test_a_question_in_words_the_notes_never_use_abstains(notes, runtime, notes_config):
+    # embeddings from the text itself (the hash embedder), as indexing stores them
+    notes.note("work", "projects/alpha.md", [("# Alpha > ## Timeline", "Project alpha ships in March."),
+                                             ("# Alpha > ## Budget", "Alpha has a budget of forty thousand.")])
+    notes.note("work", "garden/plants.md", [("# Plants", OFF_TOPIC)])
+    resp = ask(ZEBRA, debug=True, runtime=runtime)
+    assert resp.abstained and resp.abstain_reason == "no_relevant_context"
+    assert resp.answer == ABSTAIN_ANSWER and resp.references == []
+    assert resp.answered_by == "none" and resp.confidence is None and resp.notice is None
+    decision = resp.debug["abstention"]
+    assert decision["abstain"] and decision["p_answerable"] < 0.5
+    assert decision["signals"]["unknown_share"] == 1.0 and decision["signals"]["term_coverage"] == 0.0
+    assert "never appear in the notes" in decision["reason"]
+    assert resp.debug["candidates"]  # passages were found; they do not answer
+    # the note answers this one in the same words
+    same = ask("When does project alpha ship?", debug=True, runtime=runtime)
+    assert not same.abstained and same.debug["abstention"]["signals"]["unknown_share"] == 0.0
+    assert same.answer.startswith("Project alpha ships in March. [File: alpha.md, Section: Timeline]")
+
+
+def test_the_decision_follows_the_settings(notes, runtime, monkeypatch):
+    two_notes(notes)
+    use_settings(monkeypatch, abstain_bias=-20.0)  # no evidence is strong enough
+    resp = ask(Q, debug=True, runtime=runtime)
+    assert resp.abstained and resp.abstain_reason == "no_relevant_context"
+    use_settings(monkeypatch, abstain_bias=20.0)  # any evidence is
+    assert not ask(ZEBRA, runtime=runtime).abstained
+
+
+def test_abstains_when_nothing_matches_at_all(notes, runtime, notes_config):
+    notes.note("work", "garden/plants.md", [("# Plants", OFF_TOPIC)], embed=False)  # no vector, no shared word
+    resp = ask(Q, debug=True, runtime=runtime)
+    assert resp.abstained and resp.abstain_reason == "no_results"
+    assert resp.answer == ABSTAIN_ANSWER and resp.references == []
+    assert resp.debug["candidates"] == [] and resp.debug["retrieval"]["insufficient"] is True
+    assert resp.debug["abstention"]["reason"] == "not answered: nothing in the notes matched"
+
+
+def test_low_confidence_asks_the_llm_for_a_cautious_answer(notes, llm_runtime, llm_stub, monkeypatch):
+    two_notes(notes)
+    use_settings(monkeypatch, abstain_low_confidence=0.999999)
+    script(llm_stub, answer="Alpha ships in March [File: alpha.md, Section: Timeline].")
+    resp = ask(Q, runtime=llm_runtime)
+    assert resp.confidence == "low" and not resp.abstained
+    assert CAUTION.strip() in answer_prompts(llm_stub)[-1]
+    use_settings(monkeypatch)
+    assert ask(Q, runtime=llm_runtime).confidence == "normal"
+    assert CAUTION.strip() not in answer_prompts(llm_stub)[-1]
+
+
+# -- folders: a prior, never a blindfold ------------------------------------------------------------
+
+def archive_far_better(notes):
+    """projects and meetings: passages at 0.5; archive: the one passage that answers (0.95, and
+    the question's words) among five far-off ones, so its centroid ranks it last."""
+    q = notes.query_vector(Q)
+    notes.note("work", "projects/a.md", [("# A", OFF_TOPIC)], embeddings=[toward(q, 0.5, 1)])
+    notes.note("work", "projects/b.md", [("# B", OFF_TOPIC)], embeddings=[toward(q, 0.5, 2)])
+    notes.note("work", "meetings/m.md", [("# M", OFF_TOPIC)], embeddings=[toward(q, 0.5, 3)])
+    notes.note("work", "archive/best.md", [("# Best", "Project alpha ships in March.")],
+               embeddings=[toward(q, 0.95, 4)])
+    for i in range(5):
+        notes.note("work", f"archive/old{i}.md", [("# Old", OFF_TOPIC)], embeddings=[toward(q, -0.3, 10 + i)])
+
+
+def candidate_refs(resp):
+    return {(c["path"], c["chunk_index"]) for c in resp.debug["candidates"]}
+
+
+def test_without_a_prior_weight_no_folder_ranking_happens(notes, runtime, notes_config):
+    assert notes_config.folder_prior_weight == 0.0  # the default: the eval gave the centroid prior no weight
+    archive_far_better(notes)
+    resp = ask(Q, debug=True, runtime=runtime)
+    folders = resp.debug["folders"]
+    assert folders["method"] == "none" and "selected" not in folders and folders["prior_weight"] == 0.0
+    assert folders["searched"] == ["work/archive", "work/meetings", "work/projects"]
+    assert {c["folder_prior"] for c in resp.debug["candidates"]} == {1.0}
+
+
+def test_the_lowest_ranked_folder_is_still_searched_and_can_rank_first(notes, runtime, monkeypatch):
+    archive_far_better(notes)
+    use_settings(monkeypatch)
+    unweighted = ask(Q, debug=True, runtime=runtime)
+    use_settings(monkeypatch, folder_prior_weight=0.5)
+    resp = ask(Q, debug=True, runtime=runtime)
+    folders = resp.debug["folders"]
+    assert folders["method"] == "centroid" and folders["prior_weight"] == 0.5
+    assert [(s["folder"], s["weight"]) for s in folders["selected"]] == [
+        ("work/projects", 1.0), ("work/meetings", 0.9), ("work/archive", 0.8)]
+    assert folders["searched"] == ["work/archive", "work/meetings", "work/projects"]
+    assert candidate_refs(resp) == candidate_refs(unweighted)  # the prior moved scores, dropped nothing
+    best = resp.debug["candidates"][0]
+    assert best["path"] == "archive/best.md" and best["folder_prior"] == pytest.approx(0.5 + 0.5 * 0.8)
+    assert best["final"] == pytest.approx(notes_profile_final(0.95, 1.0, 0.9), abs=1e-5)
+    assert resp.references[0].rel_path == "archive/best.md"
+
+
+def test_a_heavy_prior_pushes_the_last_folder_down_but_never_out(notes, runtime, monkeypatch):
+    archive_far_better(notes)
+    use_settings(monkeypatch)
+    unweighted = ask(Q, debug=True, runtime=runtime)
+    use_settings(monkeypatch, folder_prior_weight=1.0, folder_weight_step=0.45, folder_weight_min=0.1)
+    resp = ask(Q, debug=True, runtime=runtime)
+    assert [s["weight"] for s in resp.debug["folders"]["selected"]] == [1.0, 0.55, 0.1]
+    assert candidate_refs(resp) == candidate_refs(unweighted)
+    best = by_path(resp)["archive/best.md"]
+    assert best["folder_prior"] == pytest.approx(0.1) and best["rank"] > 1
+    assert "archive/best.md" in {i.source_path for i in search(Q, k=20, runtime=runtime).items}
+
+
+def test_folders_the_llm_did_not_list_are_still_searched_at_the_minimum_weight(notes, llm_runtime, llm_stub,
+                                                                                monkeypatch):
+    use_settings(monkeypatch, folder_prior_weight_llm=0.3)
+    three_folders(notes)
+    script(llm_stub, folders='```json\n["work/meetings", "work/recipes"]\n```', answer="ok")
+    resp = ask(Q, debug=True, runtime=llm_runtime)
+    folders = resp.debug["folders"]
+    assert folders["method"] == "llm" and folders["prior_weight"] == 0.3
+    assert [(s["folder"], s["source"], s["weight"]) for s in folders["selected"]] == [
+        ("work/meetings", "llm", 1.0), ("work/recipes", "llm", 0.9)]
+    cands = by_path(resp)
+    assert set(cands) == {"projects/alpha.md", "meetings/m1.md", "recipes/soup.md"}
+    assert cands["meetings/m1.md"]["folder_prior"] == pytest.approx(1.0)
+    assert cands["recipes/soup.md"]["folder_prior"] == pytest.approx(0.7 + 0.3 * 0.9)
+    assert cands["projects/alpha.md"]["folder_prior"] == pytest.approx(0.7 + 0.3 * 0.1)  # not listed: the minimum
+    assert [c["path"] for c in resp.debug["candidates"]] == ["meetings/m1.md", "recipes/soup.md", "projects/alpha.md"]
+    prompt = next(r["messages"][-1]["content"] for r in llm_stub.requests
+                  if FOLDER_PROMPT_MARK in r["messages"][-1]["content"])
+    assert "work/meetings\nwork/projects\nwork/recipes" in prompt
+
+
+def test_malformed_llm_folder_answer_weighs_by_centroid_and_searches_everything(notes, llm_runtime, llm_stub,
+                                                                               monkeypatch):
+    three_folders(notes, sims=(0.5, 0.9, 0.7))
+    script(llm_stub, folders="I would look in projects first.", answer="ok")
+    # the centroid order the ranking falls back to weighs what a centroid order weighs, not the LLM's weight
+    use_settings(monkeypatch, folder_prior_weight_llm=0.3, folder_prior_weight=0.2)
+    resp = ask(Q, debug=True, runtime=llm_runtime)
+    folders = resp.debug["folders"]
+    assert folders["method"] == "all" and "not a JSON array" in folders["notes"][0]
+    assert [s["folder"] for s in folders["selected"]] == ["work/meetings", "work/recipes", "work/projects"]
+    assert folders["prior_weight"] == 0.2
+    assert by_path(resp)["projects/alpha.md"]["folder_prior"] == pytest.approx(0.8 + 0.2 * 0.8)
+    assert set(by_path(resp)) == {"projects/alpha.md", "meetings/m1.md", "recipes/soup.md"}
+    use_settings(monkeypatch, folder_prior_weight_llm=0.3, folder_prior_weight=0.0)
+    unweighted = ask(Q, debug=True, runtime=llm_runtime)
+    assert unweighted.debug["folders"]["prior_weight"] == 0.0
+    assert {c["folder_prior"] for c in unweighted.debug["candidates"]} == {1.0}
+
+
+def test_llm_naming_only_unknown_folders_searches_everything(notes, llm_runtime, llm_stub, notes_config):
+    three_folders(notes)
+    script(llm_stub, folders='["work/archive", "elsewhere"]', answer="ok")
+    resp = ask(Q, debug=True, runtime=llm_runtime)
+    folders = resp.debug["folders"]
+    assert folders["method"] == "all" and len(folders["selected"]) == 3
+    assert any("unknown folders" in n for n in folders["notes"])
+    assert len(resp.debug["candidates"]) == 3
+
+
+def test_without_centroids_folders_are_weighed_in_name_order(notes, runtime, monkeypatch):
+    from rag.errors import DatabaseError
+
+    use_settings(monkeypatch, folder_prior_weight=0.5)
+    three_folders(notes, sims=(0.5, 0.2, 0.9))
+
+    def unavailable(*_args, **_kwargs):
+        raise DatabaseError("match_folders is missing")
+
+    monkeypatch.setattr("rag.retrieve.match_folders", unavailable)
+    resp = ask(Q, debug=True, runtime=runtime)
+    folders = resp.debug["folders"]
+    assert folders["method"] == "all" and "folder centroids unavailable" in folders["notes"][0]
+    assert [s["folder"] for s in folders["selected"]] == ["work/meetings", "work/projects", "work/recipes"]
+    assert len(resp.debug["candidates"]) == 3
+
+
+# -- folders the user names restrict the search -------------------------------------------------------
+
+def test_user_folders_restrict_the_search(notes, runtime, notes_config):
+    three_folders(notes, sims=(0.5, 0.9, 0.9))
+    resp = ask(Q, folders=["projects"], debug=True, runtime=runtime)
+    assert set(by_path(resp)) == {"projects/alpha.md"}
+    folders = resp.debug["folders"]
+    assert folders["restricted_to"] == ["work/projects/**"] and folders["searched"] == ["work/projects"]
+    assert resp.debug["k"]["value"] == 4  # normal 5, a user folder -1
+    assert {i.source_path for i in search(Q, folders=["projects"], runtime=runtime).items} == {"projects/alpha.md"}
+
+
+def test_vault_qualified_user_folder_and_several_vaults(notes, runtime, notes_config):
+    q = notes.query_vector(Q)
+    notes.note("work", "projects/alpha.md", [("# Alpha", OFF_TOPIC)], embeddings=[toward(q, 0.8, 1)])
+    notes.note("home", "projects/house.md", [("# House", OFF_TOPIC)], embeddings=[toward(q, 0.9, 2)])
+    resp = ask(Q, folders=["work/projects"], debug=True, runtime=runtime)
+    assert set(by_path(resp)) == {"projects/alpha.md"} and {c["vault"] for c in resp.debug["candidates"]} == {"work"}
+    both = ask(Q, folders=["projects"], debug=True, runtime=runtime)
+    assert {(c["vault"], c["path"]) for c in both.debug["candidates"]} == {("work", "projects/alpha.md"),
+                                                                          ("home", "projects/house.md")}
+    only_home = ask(Q, vaults=["home"], debug=True, runtime=runtime)
+    assert only_home.debug["vaults"] == ["home"] and only_home.debug["folders"]["searched"] == ["home/projects"]
+    assert {c["vault"] for c in only_home.debug["candidates"]} == {"home"}
+
+
+def test_overlapping_and_prefix_user_folders(notes, runtime, notes_config):
+    q = notes.query_vector(Q)
+    notes.note("j", "2024-01/a.md", [("# A", OFF_TOPIC)], embeddings=[toward(q, 0.8, 1)])
+    notes.note("j", "2024-02/week1/b.md", [("# B", OFF_TOPIC)], embeddings=[toward(q, 0.7, 2)])
+    notes.note("j", "2023-12/c.md", [("# C", OFF_TOPIC)], embeddings=[toward(q, 0.9, 3)])
+    prefix = ask(Q, folders=["2024-"], debug=True, runtime=runtime)
+    assert prefix.debug["folders"]["restricted_to"] == ["j/2024-*"]
+    assert set(by_path(prefix)) == {"2024-01/a.md", "2024-02/week1/b.md"}
+    overlapping = ask(Q, folders=["2024-02", "2024-02/week1"], debug=True, runtime=runtime)
+    assert [c["path"] for c in overlapping.debug["candidates"]] == ["2024-02/week1/b.md"]
+
+
+def test_unknown_folder_names_close_matches(notes, runtime, notes_config):
+    three_folders(notes)
+    with pytest.raises(InputError, match=r"no folder named 'projcts' in work; did you mean: projects"):
+        ask(Q, folders=["projcts"], runtime=runtime)
+    with pytest.raises(InputError, match=r"no folder named 'meting' .*did you mean: meetings"):
+        search(Q, folders=["meting"], runtime=runtime)
+
+
+# -- with a language model ----------------------------------------------------------------------------
+
+def test_references_are_the_passages_the_llm_answer_cites(notes, llm_runtime, llm_stub, notes_config):
     two_notes(notes)
     script(llm_stub, answer="Alpha ships in March [File: alpha.md, Section: Timeline] "
                             "[Chunk 1] as planned [File: gamma.md, Section: Plans].")
-    resp = ask(Q, debug=True, runtime=llm_runtime)
-    assert resp.answered_by == "llm" and resp.notice is None
+    resp = ask(Q, detail="brief", debug=True, runtime=llm_runtime)
+    assert resp.answered_by == "llm" and resp.notice is None and not resp.abstained
     assert "[Chunk" not in resp.answer
     assert [(r.rel_path, r.heading_path, r.chunk_index) for r in resp.references] == [
         ("projects/alpha.md", "Alpha > Timeline", 0)]
@@ -202,80 +309,139 @@ def test_references_come_from_the_citations_made(notes, llm_runtime, llm_stub):
     assert user["content"].rstrip().endswith(f"Question: {Q}")
 
 
-def test_an_answer_citing_nothing_references_every_passage_used(notes, llm_runtime, llm_stub):
+def test_cited_passages_come_first_then_the_others_up_to_the_detail(notes, llm_runtime, llm_stub, notes_config):
     two_notes(notes)
-    script(llm_stub, answer="Alpha ships in March.")
-    resp = ask(Q, runtime=llm_runtime)
+    script(llm_stub, answer="Beta follows alpha [File: beta.md, Section: Beta].")
+    resp = ask(Q, detail="normal", runtime=llm_runtime)  # 3 sources
     assert [(r.rel_path, r.chunk_index) for r in resp.references] == [
-        ("projects/alpha.md", 0), ("projects/alpha.md", 1), ("projects/beta.md", 0)]
+        ("projects/beta.md", 0), ("projects/alpha.md", 0), ("projects/alpha.md", 1)]  # beta, then by rank
+    script(llm_stub, answer="Alpha ships in March.")  # cites nothing: the passages drawn on, in rank order
+    assert [(r.rel_path, r.chunk_index) for r in ask(Q, detail="normal", runtime=llm_runtime).references] == [
+        ("projects/alpha.md", 0), ("projects/beta.md", 0), ("projects/alpha.md", 1)]
 
 
-def test_llm_saying_it_cannot_find_the_answer_abstains(notes, llm_runtime, llm_stub):
+@pytest.mark.parametrize("declined", [
+    "I could not find this information in the available documents.",
+    "I could not find this information in the available documents",
+    "  I could not find this information in the available   documents. The notes only discuss the budget.",
+])
+def test_the_llm_declining_is_an_abstention(notes, llm_runtime, llm_stub, notes_config, declined):
     two_notes(notes)
-    script(llm_stub, answer="I could not find this information in the available documents.")
+    script(llm_stub, answer=declined)
     resp = ask(Q, debug=True, runtime=llm_runtime)
-    assert resp.abstained and resp.references == [] and resp.debug["abstain_point"] == "llm_found_no_answer"
+    assert resp.abstained and resp.abstain_reason == "llm_declined" and resp.answered_by == "llm"
+    assert resp.answer == ABSTAIN_ANSWER and resp.references == []
+    assert resp.debug["abstention"]["abstain"] is True
+    assert resp.debug["abstention"]["reason"] == "not answered: the language model found no answer in the passages"
+    assert resp.debug["abstention"]["p_answerable"] >= 0.5  # the evidence alone would have answered
 
 
-def test_without_llm_the_answer_quotes_the_notes(notes, runtime):
+def test_an_answer_merely_mentioning_the_phrase_is_not_a_decline(notes, llm_runtime, llm_stub, notes_config):
     two_notes(notes)
-    resp = ask(Q, runtime=runtime)
-    assert resp.answered_by == "extractive" and resp.notice == NOTICE_NO_LLM and resp.confidence == "normal"
-    lines = resp.answer.splitlines()
-    assert lines[0] == "Project alpha ships in March after the beta review. [File: alpha.md, Section: Timeline]"
-    assert all("[File: " in line for line in lines)
-    assert resp.references[0].rel_path == "projects/alpha.md"
+    script(llm_stub, answer="Alpha ships in March [File: alpha.md, Section: Timeline]. "
+                            "I could not find this information in the available documents for beta.")
+    resp = ask(Q, runtime=llm_runtime)
+    assert not resp.abstained and resp.answered_by == "llm"
 
 
-def test_debug_lists_every_candidate_with_scores(notes, runtime):
+def test_llm_down_means_a_quoted_answer_with_a_notice(notes, llm_runtime, llm_stub, notes_config):
+    two_notes(notes)
+    notes.note("work", "garden/plants.md", [("# Plants", OFF_TOPIC)], embeddings=[toward(notes.query_vector(Q), 0.4, 9)])
+    llm_stub.fail_status = 500
+    resp = ask(Q, debug=True, runtime=llm_runtime)
+    assert not resp.abstained and resp.answered_by == "extractive" and resp.notice == NOTICE_LLM_FAILED
+    assert resp.answer.splitlines()[0] == ("Project alpha ships in March after the beta review. "
+                                           "[File: alpha.md, Section: Timeline]")
+    assert "error" in resp.debug["llm"]
+    assert resp.debug["folders"]["method"] == "all" and "failed" in resp.debug["folders"]["notes"][0]
+    assert resp.debug["folders"]["prior_weight"] == notes_config.folder_prior_weight == 0.0  # no LLM order
+    assert {c["folder"] for c in resp.debug["candidates"]} == {"projects", "garden"}  # every folder searched
+
+
+# -- K: how many passages an answer draws on ----------------------------------------------------------
+
+def ten_passages(notes, question=Q, vault="work"):
+    q = notes.query_vector(question)
+    for i in range(10):
+        notes.note(vault, f"projects/n{i}.md", [("# N", f"Project alpha note {i} says it ships soon.")],
+                   embeddings=[toward(q, 0.9 - 0.01 * i, i)])
+
+
+def context_chunks(stub) -> int:
+    return len(re.findall(r"^\[Chunk \d+\]$", answer_prompts(stub)[-1], re.MULTILINE))
+
+
+def test_auto_k_is_the_number_of_passages_the_llm_sees(notes, llm_runtime, llm_stub, notes_config):
+    ten_passages(notes)
+    script(llm_stub, answer="Soon [File: n0.md, Section: N].")
+    for detail, k in (("brief", 3), ("normal", 5), ("detailed", 8)):
+        resp = ask(Q, detail=detail, debug=True, runtime=llm_runtime)
+        assert resp.debug["k"]["value"] == k and context_chunks(llm_stub) == k
+        assert len(resp.debug["candidates"]) == 10  # ranked: all; drawn on: the best k
+    broad_q = "When does project alpha ship? Does project alpha ship soon?"  # two questions: +2
+    resp = ask(broad_q, debug=True, runtime=llm_runtime)
+    assert resp.debug["k"]["value"] == 7 and "broad question" in resp.debug["k"]["reasons"][1]
+    assert not resp.abstained and context_chunks(llm_stub) == 7
+
+
+def test_explicit_k_is_clamped_and_noted(notes, llm_runtime, llm_stub, notes_config):
+    ten_passages(notes)
+    script(llm_stub, answer="Soon.")
+    resp = ask(Q, k=20, debug=True, runtime=llm_runtime)
+    assert resp.debug["k"] == {"value": 8, "requested": 20, "reasons": ["k=20 is outside 3-8; clamped to 8"]}
+    assert context_chunks(llm_stub) == 8
+    assert ask(Q, k=1, debug=True, runtime=llm_runtime).debug["k"]["value"] == 3 and context_chunks(llm_stub) == 3
+    ask(Q, k=6, runtime=llm_runtime)
+    assert context_chunks(llm_stub) == 6
+
+
+def test_k_and_detail_bound_the_sources_of_a_quoted_answer(notes, runtime, notes_config):
+    ten_passages(notes)
+    assert len(ask(Q, detail="brief", runtime=runtime).references) == 1
+    assert len(ask(Q, detail="normal", runtime=runtime).references) == 3
+    assert len(ask(Q, detail="detailed", runtime=runtime).references) == 8
+    assert len(ask(Q, detail="detailed", k=4, runtime=runtime).references) == 4  # only 4 drawn on
+
+
+# -- debug, clearance, bad input, search ---------------------------------------------------------------
+
+def test_debug_lists_every_candidate_with_scores(notes, runtime, notes_config):
     two_notes(notes)
     q = notes.query_vector(Q)
-    notes.note("work", "projects/gamma.md", [("# Gamma", OFF_TOPIC)], embeddings=[toward(q, 0.1, 9)])
+    notes.note("work", "garden/plants.md", [("# Plants", OFF_TOPIC)], embeddings=[toward(q, 0.1, 9)])
     resp = ask(Q, k=3, debug=True, runtime=runtime)
     cands = resp.debug["candidates"]
-    assert len(cands) == 4
-    assert [c["rank"] for c in cands] == [1, 2, 3, None]
-    first = cands[0]
-    assert set(first) >= {"chunk_id", "path", "heading", "text", "vector", "lexical", "final", "rank", "folder"}
-    assert first["path"] == "projects/alpha.md" and first["heading"] == "Alpha > Timeline"
-    assert first["text"].startswith("Project alpha ships")
-    assert cands[-1]["dropped"] == "below_vector_floor"
-    assert resp.debug["folders"]["selected"][0]["folder"] == "work/projects"
+    assert [c["rank"] for c in cands] == [1, 2, 3, 4]
+    assert set(cands[0]) >= {"chunk_id", "path", "heading", "text", "vector", "lexical", "final", "rank", "folder",
+                             "folder_prior", "found_by", "vector_rank", "lexical_rank", "lines"}
+    assert cands[0]["heading"] == "Alpha > Timeline" and cands[0]["text"].startswith("Project alpha ships")
+    plants = by_path(resp)["garden/plants.md"]
+    assert plants["found_by"] == "vector" and plants["lexical"] is None and plants["folder"] == "garden"
+    assert [c["final"] for c in cands] == sorted((c["final"] for c in cands), reverse=True)
+    assert set(resp.debug) >= {"question", "detail", "k", "vaults", "folders", "filter", "retrieval", "candidates",
+                               "best_score", "abstention", "confidence", "citations"}
     assert resp.to_dict()["debug"] is resp.debug
     assert "debug" not in ask(Q, runtime=runtime).to_dict()
 
 
-def test_explicit_k_is_clamped_and_noted_in_debug(notes, runtime):
-    two_notes(notes)
-    resp = ask(Q, k=20, debug=True, runtime=runtime)
-    assert resp.debug["k"]["value"] == 8 and "clamped to 8" in resp.debug["k"]["reasons"][0]
-    assert ask(Q, k=1, debug=True, runtime=runtime).debug["k"]["value"] == 3
-
-
-def test_hybrid_first_stage(notes, runtime, monkeypatch):
-    use_settings(monkeypatch, first_stage="hybrid")
-    two_notes(notes)
-    resp = ask(Q, debug=True, runtime=runtime)
-    assert resp.debug["first_stage"] == "hybrid" and not resp.abstained
-    first = resp.debug["candidates"][0]
-    assert (first["path"], first["chunk_index"]) == ("projects/alpha.md", 0)
-    assert first["vector"] == pytest.approx(0.8, abs=1e-5)
-
-
-def test_restricted_notes_stay_out_of_reach(notes, runtime):
+def test_restricted_notes_stay_out_of_reach(notes, runtime, notes_config):
     q = notes.query_vector(Q)
     notes.note("work", "projects/alpha.md", [("# Alpha", "Project alpha ships in March.")],
                embeddings=[toward(q, 0.8, 1)])
     notes.note("work", "secret/plan.md", [("# Plan", "Project alpha ships early.")],
                embeddings=[toward(q, 0.9, 2)], confidentiality="confidential")
-    resp = ask(Q, debug=True, runtime=runtime, scope=Scope(clearance="internal"))
-    assert resp.debug["folders"]["available"] == ["work/projects"]
+    internal = Scope(clearance="internal")
+    resp = ask(Q, debug=True, runtime=runtime, scope=internal)
+    assert resp.debug["folders"]["searched"] == ["work/projects"]
     assert {c["path"] for c in resp.debug["candidates"]} == {"projects/alpha.md"}
+    assert {r.rel_path for r in resp.references} == {"projects/alpha.md"} and "early" not in resp.answer
+    assert {i.source_path for i in search(Q, k=20, runtime=runtime, scope=internal).items} == {"projects/alpha.md"}
+    assert "secret/plan.md" in {i.source_path for i in search(Q, k=20, runtime=runtime).items}
+    with pytest.raises(InputError, match="no folder named 'secret'"):
+        ask(Q, folders=["secret"], runtime=runtime, scope=internal)
     with pytest.raises(AuthError):
         ask(Q, vaults=["work"], runtime=runtime, scope=Scope(vaults=("home",)))
 
-
-# -- bad input ----------------------------------------------------------------------------------------
 
 def counts(conn, notes):
     row = conn.execute(f"select (select count(*) from documents) d, (select count(*) from chunks) c,"
@@ -284,15 +450,18 @@ def counts(conn, notes):
     return row
 
 
-def test_bad_input_is_a_clear_error_and_loses_nothing(conn, notes, runtime):
+def test_bad_input_is_a_clear_error_and_loses_nothing(conn, notes, runtime, notes_config):
     two_notes(notes)
     notes.vault("empty")
     before = counts(conn, notes)
     cases = [
         (dict(question="   "), InputError, "the question is empty"),
+        (dict(question="x" * 100_000), InputError, "characters long; the limit is"),
         (dict(question=Q, vaults=["nope"]), NotFoundError, r"unknown vault 'nope' \(known vaults: empty, work\)"),
+        (dict(question=Q, vaults=[""]), InputError, "a vault name is empty"),
         (dict(question=Q, folders=["projcts"]), InputError, r"no folder named 'projcts' .*did you mean: .*projects"),
         (dict(question=Q, detail="verbose"), InputError, "detail must be one of: brief, normal, detailed"),
+        (dict(question=Q, k="5"), InputError, "k must be a whole number"),
         (dict(question=Q, vaults=["empty"]), NotFoundError, r"nothing is indexed in vault 'empty' yet: run `ragpg index`"),
     ]
     for kwargs, error, message in cases:
@@ -305,34 +474,11 @@ def test_bad_input_is_a_clear_error_and_loses_nothing(conn, notes, runtime):
 def test_no_vaults_at_all(runtime):
     with pytest.raises(NotFoundError, match="no vaults yet"):
         ask(Q, runtime=runtime)
-
-
-# -- pool, dedupe, search -----------------------------------------------------------------------------
-
-def test_pool_cap_stops_searching_further_folders(notes, runtime, monkeypatch):
-    use_settings(monkeypatch, pool_cap=2, candidates_per_scope=2)
-    three_folders(notes, sims=(0.9, 0.8, 0.7))
-    q = notes.query_vector(Q)
-    notes.note("work", "projects/beta.md", [("# Beta", OFF_TOPIC)], embeddings=[toward(q, 0.85, 4)])
-    resp = ask(Q, debug=True, runtime=runtime)
-    assert len(resp.debug["candidates"]) == 2
-    assert [s["folder"] for s in resp.debug["folders"]["searched"]] == ["work/projects"]
-    assert "pool cap 2 reached" in resp.debug["notes"][0]
-
-
-def test_overlapping_user_folders_are_deduplicated(notes, runtime):
-    q = notes.query_vector(Q)
-    notes.note("work", "projects/alpha/plan.md", [("# Plan", OFF_TOPIC)], embeddings=[toward(q, 0.9, 1)])
-    notes.note("work", "projects/beta.md", [("# Beta", OFF_TOPIC)], embeddings=[toward(q, 0.8, 2)])
-    resp = ask(Q, folders=["projects", "projects/alpha"], debug=True, runtime=runtime)
-    paths = [c["path"] for c in resp.debug["candidates"]]
-    assert sorted(paths) == ["projects/alpha/plan.md", "projects/beta.md"]
-    assert by_path(resp)["projects/alpha/plan.md"]["folder_weight"] == 1.0  # found first by "projects"
+    with pytest.raises(NotFoundError, match="no vaults yet"):
+        search(Q, runtime=runtime)
 
 
 def test_search_ranks_filters_and_masks(notes, runtime):
-    from rag.notes.ask import search
-
     q = notes.query_vector(Q)
     notes.note("work", "projects/alpha.md",
                [("# Alpha > ## Timeline", "Project alpha ships in March."),
@@ -340,21 +486,23 @@ def test_search_ranks_filters_and_masks(notes, runtime):
                embeddings=[toward(q, 0.8, 1), toward(q, 0.7, 2)])
     notes.note("work", "meetings/m1.md", [("# Minutes", OFF_TOPIC)], embeddings=[toward(q, 0.6, 3)])
     notes.note("home", "todo.md", [("# Todo", "Ship the alpha birthday present.")], embeddings=[toward(q, 0.9, 4)])
-    resp = search(Q, k=10, runtime=runtime)
-    items = resp.to_dict()["items"]
+    items = search(Q, k=10, runtime=runtime).to_dict()["items"]
+    # alpha.md#0 holds all three question words (BM25 share 1.0), todo.md two of them, m1.md none
     assert [(i["vault"], i["source_path"], i["chunk_index"]) for i in items] == [
-        ("home", "todo.md", 0), ("work", "projects/alpha.md", 0), ("work", "projects/alpha.md", 1),
+        ("work", "projects/alpha.md", 0), ("home", "todo.md", 0), ("work", "projects/alpha.md", 1),
         ("work", "meetings/m1.md", 0)]
-    assert items[1]["heading_path"] == "Alpha > Timeline" and items[1]["start_line"] == 1
+    assert items[0]["score"] == pytest.approx(notes_profile_final(0.8, 1.0), abs=1e-5)
+    assert items[3]["score"] == pytest.approx(notes_profile_final(0.6, 0.0), abs=1e-5)
+    assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
+    assert items[0]["heading_path"] == "Alpha > Timeline" and items[0]["start_line"] == 1
     assert "AKIAIOSFODNN7EXAMPLE" not in items[2]["snippet"] and "REDACTED" in items[2]["snippet"]
-    assert [i["source_path"] for i in search(Q, folders=["projects"], runtime=runtime).to_dict()["items"]] == [
-        "projects/alpha.md", "projects/alpha.md"]
     assert [i.vault for i in search(Q, vaults=["home"], runtime=runtime).items] == ["home"]
     assert [i.vault for i in search(Q, filters={"vault": "home"}, runtime=runtime).items] == ["home"]
+    assert search(Q, vaults=["work"], filters={"vault": "home"}, runtime=runtime).items == []
     assert [i.source_path for i in search(Q, filters={"folder": "meetings"}, runtime=runtime).items] == [
         "meetings/m1.md"]
     assert len(search(Q, k=1, runtime=runtime).items) == 1
-    for bad in (0, 101, "3"):
+    for bad in (0, 101, "3", True):
         with pytest.raises(InputError, match="k must be a whole number between 1 and 100"):
             search(Q, k=bad, runtime=runtime)
     with pytest.raises(InputError, match="the search query is empty"):
@@ -363,115 +511,15 @@ def test_search_ranks_filters_and_masks(notes, runtime):
         search(Q, vaults=["nope"], runtime=runtime)
 
 
-def test_user_folder_prefix_scope_filters_in_sql(notes, runtime):
-    q = notes.query_vector(Q)
-    notes.note("j", "2024-01/a.md", [("# A", OFF_TOPIC)], embeddings=[toward(q, 0.8, 1)])
-    notes.note("j", "2024-02/b.md", [("# B", OFF_TOPIC)], embeddings=[toward(q, 0.7, 2)])
-    notes.note("j", "2023-12/c.md", [("# C", OFF_TOPIC)], embeddings=[toward(q, 0.9, 3)])
-    resp = ask(Q, folders=["2024-"], debug=True, runtime=runtime)
-    sel = resp.debug["folders"]["selected"]
-    assert [(s["folder"], s["weight"]) for s in sel] == [("j/2024-*", 1.0), ("j/2023-12", 0.9)]
-    assert by_path(resp)["2024-02/b.md"]["folder"] == "j/2024-*"
-    assert by_path(resp)["2023-12/c.md"]["folder"] == "j/2023-12"
+def test_search_lists_only_passages_above_the_minimum_score(notes, runtime, monkeypatch):
+    two_notes(notes)
+    everything = search(Q, k=10, runtime=runtime).items
+    use_settings(monkeypatch, search_min_score=0.6)
+    above = search(Q, k=10, runtime=runtime).items
+    assert above == [i for i in everything if i.score > 0.6] and 0 < len(above) < len(everything)
 
 
-def test_folders_weighted_below_reach_of_the_final_floor_are_not_searched(notes, runtime):
-    q = notes.query_vector(Q)
-    for i in range(8):  # centroid order f0 (0.9) ... f7 (0.55)
-        notes.note("work", f"f{i}/n.md", [("# N", OFF_TOPIC)], embeddings=[toward(q, 0.9 - 0.05 * i, i)])
-    resp = ask(Q, debug=True, runtime=runtime)
-    # best possible blend 0.7 + 0.3 * 0.5 = 0.85; weight 0.4 (7th folder) gives 0.34 < 0.4
-    assert [s["folder"] for s in resp.debug["folders"]["searched"]] == [f"work/f{i}" for i in range(6)]
-    assert "from work/f6 on (weight 0.4)" in resp.debug["notes"][0]
-    assert len(resp.debug["folders"]["selected"]) == 8
-
-
-def test_each_folder_scope_yields_at_most_15_candidates(notes, runtime):
-    q = notes.query_vector(Q)
-    for i in range(20):  # similarities 0.50 ... 0.69: the 15 best are n05 ... n19
-        notes.note("work", f"projects/n{i:02d}.md", [("# N", OFF_TOPIC)], embeddings=[toward(q, 0.5 + 0.01 * i, i)])
-    notes.note("work", "meetings/m.md", [("# M", OFF_TOPIC)], embeddings=[toward(q, 0.45, 99)])
-    resp = ask(Q, debug=True, runtime=runtime)
-    searched = resp.debug["folders"]["searched"]
-    assert searched == [{"folder": "work/projects", "found": 15, "added": 15},
-                        {"folder": "work/meetings", "found": 1, "added": 1}]
-    from_projects = sorted(c["path"] for c in resp.debug["candidates"] if c["folder"] == "work/projects")
-    assert from_projects == [f"projects/n{i:02d}.md" for i in range(5, 20)]
-
-
-def test_hybrid_first_stage_finds_passages_by_their_words(notes, runtime, monkeypatch):
-    q = notes.query_vector(Q)
-    notes.note("work", "projects/a.md", [("# Status", OFF_TOPIC)], embeddings=[toward(q, 0.8, 1)])
-    notes.note("work", "projects/b.md", [("# Plan", "Project alpha will ship in March.")],
-               embeddings=[toward(q, 0.7, 2)])
-    # One candidate a scope: the vector stage keeps the closer vector (a); the hybrid stage fuses in
-    # BM25, where only b matches the question's words, so b wins the fusion (ranks 2+1 beat rank 1).
-    use_settings(monkeypatch, candidates_per_scope=1)
-    vector = ask(Q, debug=True, runtime=runtime)
-    assert [c["path"] for c in vector.debug["candidates"]] == ["projects/a.md"]
-    use_settings(monkeypatch, candidates_per_scope=1, first_stage="hybrid")
-    hybrid = ask(Q, debug=True, runtime=runtime)
-    assert [c["path"] for c in hybrid.debug["candidates"]] == ["projects/b.md"]
-    assert hybrid.debug["candidates"][0]["vector"] == pytest.approx(0.7, abs=1e-5)  # the blend keeps the cosine
-    assert [r.rel_path for r in hybrid.references] == ["projects/b.md"]
-
-
-def test_llm_folder_ranking_orders_and_weights_the_scopes(notes, llm_runtime, llm_stub):
-    three_folders(notes, sims=(0.8, 0.8, 0.8))
-    script(llm_stub, folders='Sure. Ranked: ["work/recipes", "meetings", "work/projects"]', answer="ok")
-    resp = ask(Q, debug=True, runtime=llm_runtime)
-    sel = resp.debug["folders"]
-    assert sel["method"] == "llm" and sel["llm_answer"].startswith("Sure.")
-    assert [(s["folder"], s["source"], s["weight"]) for s in sel["selected"]] == [
-        ("work/recipes", "llm", 1.0), ("work/meetings", "llm", 0.9), ("work/projects", "llm", 0.8)]
-    cands = by_path(resp)
-    assert cands["recipes/soup.md"]["final"] == pytest.approx(0.56, abs=1e-5)
-    assert cands["meetings/m1.md"]["final"] == pytest.approx(0.504, abs=1e-5)
-    assert cands["projects/alpha.md"]["final"] == pytest.approx(0.448, abs=1e-5)
-
-
-def test_llm_folder_ranking_leaves_unlisted_folders_out(notes, llm_runtime, llm_stub):
-    three_folders(notes)
-    script(llm_stub, folders='["work/meetings"]', answer="ok")
-    resp = ask(Q, debug=True, runtime=llm_runtime)
-    assert [s["folder"] for s in resp.debug["folders"]["selected"]] == ["work/meetings"]
-    assert {c["path"] for c in resp.debug["candidates"]} == {"meetings/m1.md"}
-
-
-def test_folder_weight_can_push_a_passage_under_the_final_floor(notes, runtime):
-    q = notes.query_vector(Q)
-    # centroid order: projects (0.9), then meetings (0.62); 0.7 * 0.62 = 0.434 passes at weight 1.0,
-    # but the second folder weighs 0.9: 0.3906 < 0.4
-    notes.note("work", "projects/alpha.md", [("# Status", OFF_TOPIC)], embeddings=[toward(q, 0.9, 1)])
-    notes.note("work", "meetings/m1.md", [("# Minutes", OFF_TOPIC)], embeddings=[toward(q, 0.62, 2)])
-    resp = ask(Q, debug=True, runtime=runtime)
-    m = by_path(resp)["meetings/m1.md"]
-    assert m["folder_weight"] == 0.9 and m["final"] == pytest.approx(0.3906, abs=1e-5)
-    assert m["dropped"] == "below_final_floor"
-    assert [r.rel_path for r in resp.references] == ["projects/alpha.md"]
-
-
-def test_auto_k_limits_the_passages_answered_from(notes, runtime):
-    q = notes.query_vector(Q)
-    for i in range(10):
-        notes.note("work", f"projects/n{i}.md", [("# N", f"Project alpha note {i} says it ships soon.")],
-                   embeddings=[toward(q, 0.9 - 0.01 * i, i)])
-    brief = ask(Q, detail="brief", debug=True, runtime=runtime)
-    assert brief.debug["k"]["value"] == 3 and [c["rank"] for c in brief.debug["candidates"][:4]] == [1, 2, 3, None]
-    assert brief.debug["candidates"][3]["dropped"] == "beyond_k"
-    detailed = ask(Q, detail="detailed", debug=True, runtime=runtime)
-    assert sum(1 for c in detailed.debug["candidates"] if c["rank"]) == 8
-    broad_q = "Give me an overview of everything about project alpha shipping?"
-    qb = notes.query_vector(broad_q)
-    for i in range(10):
-        notes.note("other", f"n{i}.md", [("# N", f"Project alpha note {i} says shipping is soon.")],
-                   embeddings=[toward(qb, 0.9 - 0.01 * i, i)])
-    broad = ask(broad_q, vaults=["other"], debug=True, runtime=runtime)
-    assert broad.debug["k"]["value"] == 7 and "broad question" in broad.debug["k"]["reasons"][1]
-    assert max(c["rank"] or 0 for c in broad.debug["candidates"]) == 7 and len(broad.references) <= 7
-
-
-def test_public_entry_point_matches_the_issue(notes, runtime):
+def test_public_entry_point_matches_the_issue(notes, runtime, notes_config):
     import inspect
 
     import rag
@@ -479,24 +527,9 @@ def test_public_entry_point_matches_the_issue(notes, runtime):
     params = inspect.signature(rag.ask).parameters
     assert list(params)[:6] == ["question", "vaults", "folders", "k", "detail", "debug"]
     assert (params["k"].default, params["detail"].default, params["debug"].default) == (None, "normal", False)
+    assert rag.ask is ask_module.ask and rag.search is ask_module.search
     two_notes(notes)
     resp = rag.ask(Q, runtime=runtime)
     assert isinstance(resp, rag.AskResponse) and resp.debug is None and not resp.abstained
     assert set(resp.references[0].to_dict()) >= {"vault", "rel_path", "heading_path", "chunk_index", "lines",
                                                  "snippet"}
-
-
-def test_without_centroids_every_folder_is_searched_in_name_order(notes, runtime, monkeypatch):
-    from rag.errors import DatabaseError
-
-    three_folders(notes, sims=(0.5, 0.2, 0.9))
-
-    def unavailable(*_args, **_kwargs):
-        raise DatabaseError("match_folders is missing")
-
-    monkeypatch.setattr(ask_module.retrieve, "match_folders", unavailable)
-    resp = ask(Q, debug=True, runtime=runtime)
-    sel = resp.debug["folders"]
-    assert sel["method"] == "all" and "folder centroids unavailable" in sel["notes"][0]
-    assert [s["folder"] for s in sel["selected"]] == ["work/meetings", "work/projects", "work/recipes"]
-    assert not resp.abstained  # recipes (0.9) still answers, at weight 0.8: 0.504
