@@ -48,6 +48,12 @@ class Scope:
             raise AuthError(f"this key may not read vault '{denied[0]}'", )
         return tuple(requested)
 
+    def readable_levels(self) -> tuple[str, ...] | None:
+        """The confidentiality levels this scope may read, or None when it may read every level."""
+        if self.clearance == CONFIDENTIALITY_LEVELS[-1]:
+            return None
+        return levels_up_to(self.clearance)
+
     def restrict_filter(self, filter_: Mapping[str, Any] | None, vaults: Sequence[str] | None) -> dict[str, Any]:
         """Combine a caller's filter with the scope's vault and clearance conditions."""
         clauses: list[dict[str, Any]] = []

@@ -177,9 +177,12 @@ $$;
 
 -- How common each of the query's lexemes is in the given vaults (null = all): chunk frequency
 -- summed over the vaults and the vaults' chunk count. A question whose rare words the notes never
--- use is one they likely cannot answer (rag.notes.abstain):
+-- use is one they likely cannot answer (rag.notes.abstain). With readable_levels, only chunks of
+-- those confidentiality levels count, so the figures say nothing about notes a caller may not read:
 --   select * from ragpg_query_term_stats('how do I export to epub', array['help']);
-create or replace function ragpg_query_term_stats(query_text text, vault_names text[] default null)
+drop function if exists ragpg_query_term_stats(text, text[]);
+create or replace function ragpg_query_term_stats(query_text text, vault_names text[] default null,
+                                                  readable_levels text[] default null)
 returns table (lexeme text, chunk_frequency bigint, chunk_count bigint)
 language sql stable parallel safe rows 16
 set search_path = public, pg_catalog
@@ -192,10 +195,21 @@ begin atomic
         cross join lateral unnest(to_tsvector(cfg.c, coalesce(query_text, ''))) u
     )
     select q.lexeme,
-           coalesce((select sum(t.chunk_frequency) from bm25_term_stats t
-                     where t.vault_id in (select id from v) and t.lexeme = q.lexeme), 0)::bigint,
-           coalesce((select sum(s.chunk_count) from bm25_vault_stats s
-                     where s.vault_id in (select id from v)), 0)::bigint
+           case when readable_levels is null then
+               coalesce((select sum(t.chunk_frequency) from bm25_term_stats t
+                         where t.vault_id in (select id from v) and t.lexeme = q.lexeme), 0)
+           else
+               (select count(*) from bm25_postings p join chunks c on c.id = p.chunk_id
+                where p.vault_id in (select id from v) and p.lexeme = q.lexeme
+                  and coalesce(c.metadata ->> 'confidentiality', 'restricted') = any(readable_levels))
+           end::bigint,
+           case when readable_levels is null then
+               coalesce((select sum(s.chunk_count) from bm25_vault_stats s
+                         where s.vault_id in (select id from v)), 0)
+           else
+               (select count(*) from chunks c where c.vault_id in (select id from v)
+                  and coalesce(c.metadata ->> 'confidentiality', 'restricted') = any(readable_levels))
+           end::bigint
     from q
     order by q.lexeme;
 end;

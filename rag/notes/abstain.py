@@ -11,11 +11,16 @@ generalise across questions (DESIGN.md § Notes vault answering):
 * `term_coverage`        the rarity-weighted share of the question's words found in the top passages
 * `unknown_share`        the rarity-weighted share of the question's words the vaults never use
 * `leg_agreement`        the share of the top passages that both the vector and the BM25 leg found
+* `passage_coverage`     the rarity-weighted share of the question's words found in one single passage
+                         (the best one): an answer sits in one place, a near miss spreads its words
+* `top_bm25`             the best BM25 score among the candidates, over `BM25_SCALE`
+* `rarest_missing`       the rarity of the rarest question word missing from the top passages
+                         (its idf over the largest idf possible; 0 when every word is there)
 
     p(answerable) = 1 / (1 + exp(-(bias + Σ weight_i · signal_i)))     abstain when p < threshold
 
 The weights, bias and threshold are settings (`NotesSettings.abstain_*`) fitted by logistic
-regression on the golden set's dev split only (`python -m rag.notes.fit_abstention`); the test split
+regression on the golden set's dev split only (`python eval/fit_abstention.py`); the test split
 reports how well they generalise.
 """
 
@@ -30,7 +35,8 @@ from rag.text import tokenize
 from rag.types import RankedChunk
 
 SIGNALS: tuple[str, ...] = ("top_final", "margin", "top_similarity", "sentence_similarity", "term_coverage",
-                            "unknown_share", "leg_agreement")
+                            "unknown_share", "leg_agreement", "top_bm25", "rarest_missing", "passage_coverage")
+BM25_SCALE = 10.0  # BM25 is unbounded; this brings typical top scores of short questions near 1
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,9 @@ class AbstainSignals:
     term_coverage: float
     unknown_share: float
     leg_agreement: float
+    top_bm25: float = 0.0
+    rarest_missing: float = 0.0
+    passage_coverage: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return {k: round(v, 6) for k, v in asdict(self).items()}
@@ -70,16 +79,19 @@ def _covered(lexeme: str, tokens: set[str]) -> bool:
     return any(t.startswith(lexeme) or t.startswith(alt) for t in tokens)
 
 
-def term_signals(stats: Sequence[TermStat], passages: Sequence[str]) -> tuple[float, float]:
-    """(term_coverage, unknown_share): rarity-weighted shares of the question's lexemes."""
+def term_signals(stats: Sequence[TermStat], passages: Sequence[str]) -> tuple[float, float, float]:
+    """(term_coverage, unknown_share, rarest_missing): rarity-weighted shares of the question's
+    lexemes found in the passages and unknown to the vaults, and the rarest one missing."""
     weights = {s.lexeme: _idf(s) for s in stats}
     total = sum(weights.values())
     if not total:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     tokens = {t for p in passages for t in tokenize(p)}
-    covered = sum(w for lex, w in weights.items() if _covered(lex, tokens))
+    covered = {lex for lex in weights if _covered(lex, tokens)}
     unknown = sum(weights[s.lexeme] for s in stats if s.chunk_frequency == 0)
-    return covered / total, unknown / total
+    largest = max(math.log(1 + s.chunk_count + 1) for s in stats)
+    rarest = max((w for lex, w in weights.items() if lex not in covered), default=0.0)
+    return sum(weights[lex] for lex in covered) / total, unknown / total, rarest / largest if largest else 0.0
 
 
 def _margin(ranked: Sequence[RankedChunk]) -> float:
@@ -96,11 +108,15 @@ def collect_signals(ranked: Sequence[RankedChunk], stats: Sequence[TermStat], se
     top = list(ranked[:top_passages])
     sims = [r.candidate.similarity for r in top if r.candidate.similarity is not None]
     both = [r for r in top if r.candidate.vector_rank is not None and r.candidate.lexical_rank is not None]
-    coverage, unknown = term_signals(stats, [f"{r.candidate.heading_path} {r.candidate.content}" for r in top])
+    coverage, unknown, rarest = term_signals(stats, [f"{r.candidate.heading_path} {r.candidate.content}" for r in top])
+    single = max((term_signals(stats, [f"{r.candidate.heading_path} {r.candidate.content}"])[0] for r in top),
+                 default=0.0)
+    bm25 = max((r.candidate.bm25_score for r in ranked if r.candidate.bm25_score is not None), default=0.0)
     return AbstainSignals(
         top_final=top[0].scores.final if top else 0.0, margin=_margin(ranked),
         top_similarity=max(sims, default=0.0), sentence_similarity=sentence_similarity,
-        term_coverage=coverage, unknown_share=unknown, leg_agreement=len(both) / len(top) if top else 0.0)
+        term_coverage=coverage, unknown_share=unknown, leg_agreement=len(both) / len(top) if top else 0.0,
+        top_bm25=bm25 / BM25_SCALE, rarest_missing=rarest, passage_coverage=single)
 
 
 def decide(signals: AbstainSignals, weights: Mapping[str, float], bias: float, threshold: float) -> AbstainDecision:

@@ -116,7 +116,7 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
         return answering.abstained("no_results")
     sentences = answering.rank_answer_sentences(rt, ns, question, kept)
     with rt.connection(autocommit=True) as conn:
-        stats = query_term_stats(conn, question, sc.vaults)
+        stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels())
     signals = collect_signals(ranked, stats, max((x.similarity for x in sentences), default=0.0),
                               top_passages=ns.abstain_top_passages)
     decision = decide(signals, ns.abstain_weights, ns.abstain_bias, ns.abstain_threshold)

@@ -22,7 +22,12 @@ class TermStat:
     chunk_count: int  # chunks of the vaults
 
 
-def query_term_stats(conn: psycopg.Connection, query_text: str, vaults: Sequence[str] | None) -> list[TermStat]:
+def query_term_stats(conn: psycopg.Connection, query_text: str, vaults: Sequence[str] | None,
+                     readable_levels: Sequence[str] | None = None) -> list[TermStat]:
+    """Per query lexeme: chunks holding it and chunks in all. With `readable_levels` (a caller below
+    the top clearance) only chunks of those confidentiality levels count, so the figures reveal
+    nothing about notes the caller may not read."""
     query = sql.SQL("select lexeme, chunk_frequency, chunk_count"
-                    " from ragpg_query_term_stats(%(q)s::text, %(v)s::text[])")
-    return fetch_rows(conn, TermStat, query, {"q": query_text, "v": list(vaults) if vaults else None})
+                    " from ragpg_query_term_stats(%(q)s::text, %(v)s::text[], %(l)s::text[])")
+    return fetch_rows(conn, TermStat, query, {"q": query_text, "v": list(vaults) if vaults else None,
+                                              "l": list(readable_levels) if readable_levels is not None else None})

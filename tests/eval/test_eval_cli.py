@@ -221,9 +221,11 @@ def test_unreachable_database_is_exit_1_in_one_line(cli: Run, golden: Path, monk
 
 def test_search_failure_mid_run_is_exit_1_naming_the_case(cli: Run, vault: Path, golden: Path,
                                                           conn: psycopg.Connection) -> None:
-    # A real database failure during the run: the model's vector match function is gone.
+    # A real database failure during the run: the model's hybrid match functions (what the notes
+    # profile searches with, whole and by facet) are gone.
     model = retrieve.list_models(conn)[0]
-    conn.execute(sql.SQL("drop function {}").format(sql.Identifier(model.match_function)))
+    for name in (model.hybrid_function, model.hybrid_multi_function):
+        conn.execute(sql.SQL("drop function {}").format(sql.Identifier(name)))
     conn.commit()
     code, out, err = cli("eval", golden)
     assert (code, out) == (1, "")
