@@ -1,8 +1,17 @@
-"""The notes-vault answering workflow behind `rag.ask` and `rag.search`.
+"""The notes profile's last steps behind `rag.ask` and `rag.search` (DESIGN.md § Notes vault answering).
 
-- `settings`   — `NotesSettings`, the workflow's tunables and defaults;
-- `folders`    — folder selection (user folders, LLM ranking, centroid fallback);
-- `rerank`     — lexical rerank, blend with the vector score, floors, auto-K, confidence bands;
+Retrieval and ranking are the shared stages (`rag.retrieval.stage`, `rag.rank`); this package only adds:
+
+- `ask`        — `ask` and `search`: scope → shared retrieve and rank → the steps below;
+- `scope`      — vaults, the folders the user named, clearance, and the folder prior (never a blindfold);
+- `folders`    — folder listing and ranking (user folders, LLM ranking, centroid fallback);
+- `question`   — the question's terms, the detail hint and auto-K;
+- `abstain`    — calibrated abstention from signals, fitted on the golden set's dev split;
+- `answer`     — the LLM answer or the extractive one, references, the LLM-declines path;
+- `extractive` — sentence scoring and the quoted answer without a language model;
+- `explain`    — `ragpg ask --explain` in plain words;
 - `format`     — the notes context format, citation parsing and matching, snippets;
-- `extractive` — the answer without a language model.
+- `results`    — the response types; `settings` — `NotesSettings`.
+
+May import the rest of `rag` (never the CLI or the server).
 """

@@ -140,7 +140,8 @@ def prepare_scope(rt: Runtime, ns: NotesSettings, question: str, vault_list: lis
     if model is not None:
         sc.query_embedding = rt.embedder.embed_query(question)
     weight = ns.folder_prior_weight_llm if rt.llm is not None else ns.folder_prior_weight
-    if rank_folders and weight > 0 and len(available) > 1 and model is not None:
+    # Folders the user named are the whole search: ranking the others would weigh nothing found.
+    if rank_folders and weight > 0 and len(available) > 1 and model is not None and not user_scopes:
         sc.selection = _select(rt, ns, question, folder_list, available, names, model, sc.query_embedding)
         # An LLM that failed or named no known folder leaves the centroid (or name) order: weighed as that.
         sc.prior_weight = weight if rt.llm is None or "llm" in sc.selection.method else ns.folder_prior_weight

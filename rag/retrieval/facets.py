@@ -45,4 +45,4 @@ def split_facets(question: str, *, min_terms: int = 2, max_facets: int = MAX_FAC
         merged = merged[1:]
     if len(merged) < 2:
         return []
-    return merged[:max_facets]
+    return [" ".join(f.split()) for f in merged[:max_facets]]
