@@ -15,9 +15,10 @@ from rag.retrieval.terms import TermStat
 from rag.types import Candidate, RankedChunk, ScoreBreakdown
 
 WEIGHTS = {"top_final": 2.5, "margin": 1.5, "top_similarity": 2.0, "sentence_similarity": 3.0,
-           "term_coverage": 3.5, "unknown_share": -5.0, "leg_agreement": 1.0}
+           "term_coverage": 3.5, "unknown_share": -5.0, "leg_agreement": 1.0, "top_bm25": 1.0,
+           "rarest_missing": -2.0, "passage_coverage": 2.0}
 BASE = AbstainSignals(top_final=0.5, margin=0.1, top_similarity=0.5, sentence_similarity=0.4, term_coverage=0.5,
-                      unknown_share=0.2, leg_agreement=0.5)
+                      unknown_share=0.2, leg_agreement=0.5, top_bm25=1.0, rarest_missing=0.5, passage_coverage=0.4)
 # Just under the threshold: z = -0.1, so the base case abstains and a step of 0.2 on any signal
 # (|weight| >= 1) moves z by at least 0.2, enough to cross zero.
 BIAS = -(sum(WEIGHTS[n] * getattr(BASE, n) for n in SIGNALS)) - 0.1
@@ -28,9 +29,9 @@ def p(signals: AbstainSignals, weights: dict[str, float] = WEIGHTS, bias: float 
     return decide(signals, weights, bias, 0.5).probability
 
 
-def test_the_signals_are_the_seven_of_the_design():
+def test_the_signals_are_the_design_s_seven_plus_three():
     assert SIGNALS == ("top_final", "margin", "top_similarity", "sentence_similarity", "term_coverage",
-                       "unknown_share", "leg_agreement")
+                       "unknown_share", "leg_agreement", "top_bm25", "rarest_missing", "passage_coverage")
 
 
 def test_probability_is_the_logistic_of_the_weighted_sum():
@@ -97,20 +98,24 @@ def idf(df: int, n: int) -> float:
 
 def test_term_signals_weigh_words_by_rarity():
     stats = [TermStat("sync", 40, 100), TermStat("librari", 2, 100), TermStat("zebra", 0, 100)]
-    coverage, unknown = term_signals(stats, ["Sync keeps your library on every device."])
+    coverage, unknown, rarest = term_signals(stats, ["Sync keeps your library on every device."])
     total = idf(40, 100) + idf(2, 100) + idf(0, 100)
     # "librari" (a Snowball stem) covers "library"; "zebra" is nowhere in the vaults
     assert coverage == pytest.approx((idf(40, 100) + idf(2, 100)) / total)
     assert unknown == pytest.approx(idf(0, 100) / total)
+    # the rarest word missing from the passages is "zebra": its idf over the largest possible idf
+    assert rarest == pytest.approx(idf(0, 100) / math.log(1 + 100 + 1))
     # a rare word missing from the passages costs more than a common one
-    rare_missing, _ = term_signals(stats[:2], ["Sync settings."])
-    common_missing, _ = term_signals(stats[:2], ["Your library."])
+    rare_missing, _, rarest_a = term_signals(stats[:2], ["Sync settings."])
+    common_missing, _, rarest_b = term_signals(stats[:2], ["Your library."])
     assert rare_missing < 0.5 < common_missing
+    assert rarest_a > rarest_b > 0  # "librari" missing is rarer than "sync" missing
 
 
 def test_term_signals_without_terms_are_zero():
-    assert term_signals([], ["anything"]) == (0.0, 0.0)
-    assert term_signals([TermStat("sync", 1, 10)], []) == (0.0, 0.0)
+    assert term_signals([], ["anything"]) == (0.0, 0.0, 0.0)
+    coverage, unknown, rarest = term_signals([TermStat("sync", 1, 10)], [])
+    assert (coverage, unknown) == (0.0, 0.0) and rarest == pytest.approx(idf(1, 10) / math.log(1 + 10 + 1))
 
 
 # -- signals from ranked passages -------------------------------------------------------------------
@@ -139,6 +144,7 @@ def test_collect_signals_from_the_top_passages():
     assert s.leg_agreement == pytest.approx(1 / 3)  # only a.md#0 was found by both legs
     assert s.term_coverage == pytest.approx(idf(3, 50) / (idf(3, 50) + idf(0, 50)))
     assert s.unknown_share == pytest.approx(idf(0, 50) / (idf(3, 50) + idf(0, 50)))
+    assert s.passage_coverage == pytest.approx(s.term_coverage)  # a.md#0 alone holds the one known word
     wider = collect_signals(items, stats, 0.42, top_passages=4)
     assert wider.top_similarity == 0.95 and wider.leg_agreement == pytest.approx(2 / 4)
 
