@@ -1194,110 +1194,39 @@ CREATE FUNCTION public.ragpg_query_lexemes(query_text text, vault_names text[] D
 END;
 
 --
--- Name: bm25_postings; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.bm25_postings (
-    vault_id bigint NOT NULL,
-    lexeme text NOT NULL,
-    chunk_id bigint NOT NULL,
-    tf integer NOT NULL,
-    dl integer NOT NULL,
-    text_search_config regconfig NOT NULL
-);
-
---
--- Name: bm25_term_stats; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.bm25_term_stats (
-    vault_id bigint NOT NULL,
-    lexeme text NOT NULL,
-    chunk_frequency integer NOT NULL,
-    CONSTRAINT bm25_term_stats_chunk_frequency_check CHECK ((chunk_frequency >= 0))
-);
-
---
--- Name: bm25_vault_stats; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.bm25_vault_stats (
-    vault_id bigint NOT NULL,
-    chunk_count bigint DEFAULT 0 NOT NULL,
-    total_length bigint DEFAULT 0 NOT NULL
-);
-
---
--- Name: chunks; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.chunks (
-    id bigint NOT NULL,
-    document_id bigint NOT NULL,
-    vault_id bigint NOT NULL,
-    ordinal integer NOT NULL,
-    heading_path text DEFAULT ''::text NOT NULL,
-    content text NOT NULL,
-    token_count integer DEFAULT 0 NOT NULL,
-    start_line integer,
-    end_line integer,
-    start_byte integer,
-    end_byte integer,
-    risk_flags text[] DEFAULT '{}'::text[] NOT NULL,
-    risk_score real DEFAULT 0 NOT NULL,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    text_search_config regconfig DEFAULT 'english'::regconfig NOT NULL,
-    content_tsv tsvector,
-    lexeme_count integer,
-    CONSTRAINT chunks_ordinal_check CHECK ((ordinal >= 0)),
-    CONSTRAINT chunks_risk_score_check CHECK (((risk_score >= (0)::double precision) AND (risk_score <= (1)::double precision)))
-);
-
---
 -- Name: ragpg_query_term_stats(text, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.ragpg_query_term_stats(query_text text, vault_names text[] DEFAULT NULL::text[], readable_levels text[] DEFAULT NULL::text[]) RETURNS TABLE(lexeme text, chunk_frequency bigint, chunk_count bigint)
     LANGUAGE sql STABLE ROWS 16 PARALLEL SAFE
     SET search_path TO 'public', 'pg_catalog'
-    BEGIN ATOMIC
- WITH v AS (
-          SELECT vaults.id,
-             vaults.text_search_config
-            FROM public.vaults
-           WHERE ((ragpg_query_term_stats.vault_names IS NULL) OR (vaults.name = ANY (ragpg_query_term_stats.vault_names)))
-         ), q AS (
-          SELECT DISTINCT u.lexeme
-            FROM (( SELECT DISTINCT v.text_search_config AS c
-                    FROM v) cfg
-              CROSS JOIN LATERAL unnest(to_tsvector(cfg.c, COALESCE(ragpg_query_term_stats.query_text, ''::text))) u(lexeme, positions, weights))
-         )
-  SELECT q.lexeme,
-         CASE
-             WHEN (ragpg_query_term_stats.readable_levels IS NULL) THEN COALESCE(( SELECT sum(t.chunk_frequency) AS sum
-                FROM public.bm25_term_stats t
-               WHERE ((t.vault_id IN ( SELECT v.id
-                        FROM v)) AND (t.lexeme = q.lexeme))), (0)::bigint)
-             ELSE ( SELECT count(*) AS count
-                FROM (public.bm25_postings p
-                  JOIN public.chunks c ON ((c.id = p.chunk_id)))
-               WHERE ((p.vault_id IN ( SELECT v.id
-                        FROM v)) AND (p.lexeme = q.lexeme) AND (COALESCE((c.metadata ->> 'confidentiality'::text), 'restricted'::text) = ANY (ragpg_query_term_stats.readable_levels))))
-         END AS count,
-     (
-         CASE
-             WHEN (ragpg_query_term_stats.readable_levels IS NULL) THEN COALESCE(( SELECT sum(s.chunk_count) AS sum
-                FROM public.bm25_vault_stats s
-               WHERE (s.vault_id IN ( SELECT v.id
-                        FROM v))), (0)::numeric)
-             ELSE (( SELECT count(*) AS count
-                FROM public.chunks c
-               WHERE ((c.vault_id IN ( SELECT v.id
-                        FROM v)) AND (COALESCE((c.metadata ->> 'confidentiality'::text), 'restricted'::text) = ANY (ragpg_query_term_stats.readable_levels)))))::numeric
-         END)::bigint AS count
-    FROM q
-   ORDER BY q.lexeme;
-END;
+    AS $$
+    with v as (
+        select id, text_search_config from vaults where vault_names is null or name = any(vault_names)
+    ), q as (
+        select distinct u.lexeme
+        from (select distinct text_search_config as c from v) cfg
+        cross join lateral unnest(to_tsvector(cfg.c, coalesce(query_text, ''))) u
+    )
+    select q.lexeme,
+           case when readable_levels is null then
+               coalesce((select sum(t.chunk_frequency) from bm25_term_stats t
+                         where t.vault_id in (select id from v) and t.lexeme = q.lexeme), 0)
+           else
+               (select count(*) from bm25_postings p join chunks c on c.id = p.chunk_id
+                where p.vault_id in (select id from v) and p.lexeme = q.lexeme
+                  and coalesce(c.metadata ->> 'confidentiality', 'restricted') = any(readable_levels))
+           end::bigint,
+           case when readable_levels is null then
+               coalesce((select sum(s.chunk_count) from bm25_vault_stats s
+                         where s.vault_id in (select id from v)), 0)
+           else
+               (select count(*) from chunks c where c.vault_id in (select id from v)
+                  and coalesce(c.metadata ->> 'confidentiality', 'restricted') = any(readable_levels))
+           end::bigint
+    from q
+    order by q.lexeme;
+$$;
 
 --
 -- Name: ragpg_refresh_model_functions(); Type: FUNCTION; Schema: public; Owner: -
@@ -1514,6 +1443,66 @@ ALTER TABLE public.api_keys ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+--
+-- Name: bm25_postings; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.bm25_postings (
+    vault_id bigint NOT NULL,
+    lexeme text NOT NULL,
+    chunk_id bigint NOT NULL,
+    tf integer NOT NULL,
+    dl integer NOT NULL,
+    text_search_config regconfig NOT NULL
+);
+
+--
+-- Name: bm25_term_stats; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.bm25_term_stats (
+    vault_id bigint NOT NULL,
+    lexeme text NOT NULL,
+    chunk_frequency integer NOT NULL,
+    CONSTRAINT bm25_term_stats_chunk_frequency_check CHECK ((chunk_frequency >= 0))
+);
+
+--
+-- Name: bm25_vault_stats; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.bm25_vault_stats (
+    vault_id bigint NOT NULL,
+    chunk_count bigint DEFAULT 0 NOT NULL,
+    total_length bigint DEFAULT 0 NOT NULL
+);
+
+--
+-- Name: chunks; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.chunks (
+    id bigint NOT NULL,
+    document_id bigint NOT NULL,
+    vault_id bigint NOT NULL,
+    ordinal integer NOT NULL,
+    heading_path text DEFAULT ''::text NOT NULL,
+    content text NOT NULL,
+    token_count integer DEFAULT 0 NOT NULL,
+    start_line integer,
+    end_line integer,
+    start_byte integer,
+    end_byte integer,
+    risk_flags text[] DEFAULT '{}'::text[] NOT NULL,
+    risk_score real DEFAULT 0 NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    text_search_config regconfig DEFAULT 'english'::regconfig NOT NULL,
+    content_tsv tsvector,
+    lexeme_count integer,
+    CONSTRAINT chunks_ordinal_check CHECK ((ordinal >= 0)),
+    CONSTRAINT chunks_risk_score_check CHECK (((risk_score >= (0)::double precision) AND (risk_score <= (1)::double precision)))
 );
 
 --

@@ -186,7 +186,8 @@ create or replace function ragpg_query_term_stats(query_text text, vault_names t
 returns table (lexeme text, chunk_frequency bigint, chunk_count bigint)
 language sql stable parallel safe rows 16
 set search_path = public, pg_catalog
-begin atomic
+-- A string body (not `begin atomic`): it must not pin the BM25 tables against a migration downgrade.
+as $$
     with v as (
         select id, text_search_config from vaults where vault_names is null or name = any(vault_names)
     ), q as (
@@ -212,4 +213,4 @@ begin atomic
            end::bigint
     from q
     order by q.lexeme;
-end;
+$$;

@@ -13,6 +13,7 @@ from rag.access import Scope
 from rag.errors import AuthError, InputError, NotFoundError
 from rag.notes.answer import CAUTION, NOTICE_LLM_FAILED, NOTICE_NO_LLM
 from rag.notes.ask import ABSTAIN_ANSWER, ask, search
+from rag.profiles import BUILTIN_PROFILES
 from rag.rank import FRESHNESS_UNKNOWN
 from tests.notes.conftest import FOLDER_PROMPT_MARK, answer_prompts, ask_module, script, use_settings
 from tests.notes.kit import toward
@@ -27,8 +28,10 @@ def by_path(resp):
 
 
 def notes_profile_final(similarity: float, lexical: float, prior: float = 1.0) -> float:
-    """The notes profile's final score (rag.rank): 0.70 cosine + 0.25 BM25 share + 0.05 freshness."""
-    return (0.70 * similarity + 0.25 * lexical + 0.05 * FRESHNESS_UNKNOWN) * prior
+    """The notes profile's final score (rag.rank): w_cosine * cosine + w_bm25 * BM25 share + w_freshness
+    * freshness (undated: 0.5), times the prior; the weights are the built-in notes profile's."""
+    p = BUILTIN_PROFILES["notes"]
+    return (p.w_cosine * similarity + p.w_bm25 * lexical + p.w_freshness * FRESHNESS_UNKNOWN) * prior
 
 
 def two_notes(notes):
@@ -316,8 +319,9 @@ def test_cited_passages_come_first_then_the_others_up_to_the_detail(notes, llm_r
     assert [(r.rel_path, r.chunk_index) for r in resp.references] == [
         ("projects/beta.md", 0), ("projects/alpha.md", 0), ("projects/alpha.md", 1)]  # beta, then by rank
     script(llm_stub, answer="Alpha ships in March.")  # cites nothing: the passages drawn on, in rank order
+    # (alpha#1 at cosine 0.7 outranks beta at 0.6 under the notes profile's weights)
     assert [(r.rel_path, r.chunk_index) for r in ask(Q, detail="normal", runtime=llm_runtime).references] == [
-        ("projects/alpha.md", 0), ("projects/beta.md", 0), ("projects/alpha.md", 1)]
+        ("projects/alpha.md", 0), ("projects/alpha.md", 1), ("projects/beta.md", 0)]
 
 
 @pytest.mark.parametrize("declined", [
@@ -487,15 +491,17 @@ def test_search_ranks_filters_and_masks(notes, runtime):
     notes.note("work", "meetings/m1.md", [("# Minutes", OFF_TOPIC)], embeddings=[toward(q, 0.6, 3)])
     notes.note("home", "todo.md", [("# Todo", "Ship the alpha birthday present.")], embeddings=[toward(q, 0.9, 4)])
     items = search(Q, k=10, runtime=runtime).to_dict()["items"]
-    # alpha.md#0 holds all three question words (BM25 share 1.0), todo.md two of them, m1.md none
-    assert [(i["vault"], i["source_path"], i["chunk_index"]) for i in items] == [
-        ("work", "projects/alpha.md", 0), ("home", "todo.md", 0), ("work", "projects/alpha.md", 1),
-        ("work", "meetings/m1.md", 0)]
-    assert items[0]["score"] == pytest.approx(notes_profile_final(0.8, 1.0), abs=1e-5)
-    assert items[3]["score"] == pytest.approx(notes_profile_final(0.6, 0.0), abs=1e-5)
+    by_ref = {(i["vault"], i["source_path"], i["chunk_index"]): i for i in items}
+    assert set(by_ref) == {("work", "projects/alpha.md", 0), ("home", "todo.md", 0),
+                           ("work", "projects/alpha.md", 1), ("work", "meetings/m1.md", 0)}
+    # alpha.md#0 holds all three question words (BM25 share 1.0), m1.md none (lowest: cosine 0.6, no words)
+    alpha, access = by_ref[("work", "projects/alpha.md", 0)], by_ref[("work", "projects/alpha.md", 1)]
+    assert alpha["score"] == pytest.approx(notes_profile_final(0.8, 1.0), abs=1e-5)
+    assert items[-1]["source_path"] == "meetings/m1.md"
+    assert items[-1]["score"] == pytest.approx(notes_profile_final(0.6, 0.0), abs=1e-5)
     assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
-    assert items[0]["heading_path"] == "Alpha > Timeline" and items[0]["start_line"] == 1
-    assert "AKIAIOSFODNN7EXAMPLE" not in items[2]["snippet"] and "REDACTED" in items[2]["snippet"]
+    assert alpha["heading_path"] == "Alpha > Timeline" and alpha["start_line"] == 1
+    assert "AKIAIOSFODNN7EXAMPLE" not in access["snippet"] and "REDACTED" in access["snippet"]
     assert [i.vault for i in search(Q, vaults=["home"], runtime=runtime).items] == ["home"]
     assert [i.vault for i in search(Q, filters={"vault": "home"}, runtime=runtime).items] == ["home"]
     assert search(Q, vaults=["work"], filters={"vault": "home"}, runtime=runtime).items == []
