@@ -30,7 +30,7 @@ from rag.errors import EmbeddingError, RagError
 from rag.ingest import beir, hnsw, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
 from rag.ingest.hnsw import BulkLoadPolicy
-from rag.ingest.parse import parse_document
+from rag.ingest.parse import UNKNOWN_CONFIDENTIALITY, parse_document
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
 from rag.retrieve import EmbeddingModelRef, get_model, register_model
@@ -63,6 +63,7 @@ class VaultReport:
     files_indexed: int = 0
     files_unchanged: int = 0
     files_removed: int = 0
+    files_failed_closed: int = 0  # stored as the most restricted level: frontmatter or confidentiality unusable
     chunks_written: int = 0
     chunks_reembedded: int = 0
     skipped: list[SkipRecord] = field(default_factory=list)
@@ -75,7 +76,8 @@ class VaultReport:
         return {
             "vault": self.vault, "files_seen": self.files_seen, "files_indexed": self.files_indexed,
             "files_unchanged": self.files_unchanged, "files_skipped": len(self.skipped),
-            "files_removed": self.files_removed, "chunks_written": self.chunks_written,
+            "files_removed": self.files_removed, "files_failed_closed": self.files_failed_closed,
+            "chunks_written": self.chunks_written,
             "chunks_reembedded": self.chunks_reembedded, "skipped": [s.to_dict() for s in self.skipped],
             "warnings": self.warnings, "seconds": round(self.seconds, 3),
             "embedding_model": self.embedding_model, "error": self.error,
@@ -96,8 +98,8 @@ class IndexReport:
         return sum(int(getattr(v, name)) for v in self.vaults)
 
     def to_dict(self) -> dict[str, Any]:
-        names = ("files_seen", "files_indexed", "files_unchanged", "files_removed", "chunks_written",
-                 "chunks_reembedded")
+        names = ("files_seen", "files_indexed", "files_unchanged", "files_removed", "files_failed_closed",
+                 "chunks_written", "chunks_reembedded")
         totals: dict[str, Any] = {n: self.total(n) for n in names}
         totals["files_skipped"] = sum(len(v.skipped) for v in self.vaults)
         return {**totals, "seconds": round(self.seconds, 3), "embedding_model": self.embedding_model,
@@ -191,6 +193,7 @@ class _VaultRun:
         self.embedder, self.model, self.progress = embedder, model, progress
         self.report = VaultReport(vault.name, embedder.model_key)
         self.pending: list[store.PreparedDocument] = []
+        self.unparsed_edits: list[str] = []  # stored documents whose new text could not be parsed
         self.writer: BatchWriter | None = None
         ingest = settings.ingest
         self.bulk = BulkLoadPolicy(ingest.bulk_load_min_vectors, ingest.bulk_load_min_fraction)
@@ -216,6 +219,7 @@ class _VaultRun:
         finally:
             if self.index_deferred:
                 hnsw.restore_deferred(self.conn, self.model.embedding_table)
+        store.restrict_documents(self.conn, self.vault.id, self.unparsed_edits, UNKNOWN_CONFIDENTIALITY)
         self.report.files_removed = store.delete_documents(self.conn, self.vault.id,
                                                            sorted(set(stored) - keep))
         self.backfill_embeddings()
@@ -239,9 +243,14 @@ class _VaultRun:
             raise  # a settings problem, not this file's: it would fail every file
         except Exception as exc:  # one odd file must not stop a nightly run; it is reported, never silent
             self.report.skipped.append(SkipRecord(source.path, "parse_error", f"{type(exc).__name__}: {exc}"))
+            if source.path in stored:  # fail closed: the edit may have tightened confidentiality
+                self.unparsed_edits.append(source.path)
+                self.report.warnings.append(f"{source.path}: old version kept as {UNKNOWN_CONFIDENTIALITY} "
+                                            "until the new one can be parsed")
             self.progress.files_done(1)
             return True
         self.report.warnings.extend(warnings)
+        self.report.files_failed_closed += doc.failed_closed
         doc.replaces = source.path in stored
         self.pending.append(doc)
         # Bounded by documents and by chunks (one document may have up to max_chunks_per_document).
@@ -361,7 +370,7 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
         source_path=f.rel_path, folder="" if folder == "." else folder, title=parsed.title, url=parsed.url,
         doc_type=parsed.doc_type, persona=parsed.persona, tags=list(parsed.tags), project=parsed.project,
         confidentiality=parsed.confidentiality, doc_date=parsed.date, document_version=version,
-        size_bytes=len(data), metadata=dict(parsed.frontmatter),
+        size_bytes=len(data), metadata=dict(parsed.frontmatter), failed_closed=parsed.failed_closed,
     )
     chunker = chunk_markdown if f.kind == "markdown" else chunk_plain_text
     c = settings.chunking
