@@ -9,6 +9,7 @@ Nothing here logs: every rejection is returned as a `SkippedFile` that names the
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import re
 import stat
@@ -39,6 +40,8 @@ class VaultFile:
     abs_path: Path
     kind: Kind
     size_bytes: int
+    root_real: str = ""  # the vault root's real path: what the opened file must lie inside
+    via_link: bool = False  # reached through a symlink the walk checked (the open must follow it)
 
 
 @dataclass(frozen=True)
@@ -175,7 +178,7 @@ class _Walker:
         if st.st_size > self.max_bytes:
             self.skip(rel, "too_large", f"{st.st_size} bytes > limit {self.max_bytes}")
             return
-        self.files.append(VaultFile(rel, Path(path), kind, st.st_size))
+        self.files.append(VaultFile(rel, Path(path), kind, st.st_size, self.root_real, via_link))
 
     def _real_rel(self, path: str) -> str:
         # A symlink must not smuggle a denylisted file in under an innocent name.
@@ -247,15 +250,50 @@ def read_document(f: VaultFile, max_document_bytes: int = _INGEST.max_document_b
     The size is checked on the open descriptor before reading, and at most limit+1 bytes are read,
     so a huge (or growing) file never lands in memory.
     """
+    # O_NONBLOCK: a path swapped for a FIFO since the walk must not hang the indexer. O_NOFOLLOW: a
+    # plain file swapped for a symlink since the walk is refused by the kernel, not followed.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if f.via_link else getattr(os, "O_NOFOLLOW", 0))
     try:
-        # O_NONBLOCK: a path swapped for a FIFO since the walk must not hang the indexer.
-        fd = os.open(f.abs_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        return SkippedFile(f.rel_path, "vanished", "deleted before it could be read")
-    except PermissionError as exc:
-        return SkippedFile(f.rel_path, "unreadable", exc.strerror or "permission denied")
+        fd = os.open(f.abs_path, flags)
     except OSError as exc:
-        return SkippedFile(f.rel_path, "unreadable", exc.strerror or type(exc).__name__)
+        if exc.errno == errno.ELOOP:
+            return SkippedFile(f.rel_path, "symlink_outside_vault", "became a symlink after the walk")
+        return _open_failed(f, exc)
+    if f.root_real and not _inside(opened_path(fd, f.abs_path), f.root_real):
+        # A folder on the way (or a link's target) was swapped since the walk: what is open is not ours.
+        os.close(fd)
+        return SkippedFile(f.rel_path, "symlink_outside_vault", "resolved outside the vault when opened")
+    return _read_open(f, fd, max_document_bytes)
+
+
+def opened_path(fd: int, fallback: Path) -> str:
+    """The real path of an open descriptor, from the kernel where it can say (Linux, macOS)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass
+    if hasattr(fcntl, "F_GETPATH"):  # macOS
+        return os.fsdecode(fcntl.fcntl(fd, fcntl.F_GETPATH, bytes(1024)).rstrip(b"\x00"))
+    # Elsewhere: the path's current real path, accepted only if it is the very file that is open.
+    real = os.path.realpath(fallback)
+    try:
+        same = os.path.samestat(os.stat(real), os.fstat(fd))
+    except OSError:
+        same = False
+    return real if same else ""
+
+
+def _inside(path: str, root_real: str) -> bool:
+    return bool(path) and (path == root_real or path.startswith(root_real.rstrip(os.sep) + os.sep))
+
+
+def _open_failed(f: VaultFile, exc: OSError) -> SkippedFile:
+    if isinstance(exc, FileNotFoundError):
+        return SkippedFile(f.rel_path, "vanished", "deleted before it could be read")
+    return SkippedFile(f.rel_path, "unreadable", exc.strerror or type(exc).__name__)
+
+
+def _read_open(f: VaultFile, fd: int, max_document_bytes: int) -> bytes | SkippedFile:
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

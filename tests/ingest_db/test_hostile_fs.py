@@ -1,0 +1,76 @@
+"""A hostile file system under the vault: swaps between walk and open, odd names, folders vanishing.
+
+Issue 17, items 2, 3 and 6: real files and the real indexer and database. The swap "between walk and
+read" is made deterministic by wrapping the pipeline's walk: it runs for real, then the tree changes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from rag.config import Settings
+from rag.ingest import pipeline
+from rag.ingest.walk import WalkResult
+from tests.ingest_db.helpers import add, index, write_files
+
+
+def after_walk(monkeypatch: pytest.MonkeyPatch, change: Callable[[], None]) -> None:
+    real = pipeline.walk_vault
+
+    def walk(*args, **kwargs) -> WalkResult:
+        result = real(*args, **kwargs)
+        change()
+        return result
+
+    monkeypatch.setattr(pipeline, "walk_vault", walk)
+
+
+def contents(conn: psycopg.Connection) -> dict[str, str]:
+    rows = conn.execute("select d.source_path, string_agg(c.content, '' order by c.ordinal) as text "
+                        "from documents d join chunks c on c.document_id = d.id group by 1").fetchall()
+    return {r["source_path"]: r["text"] for r in rows}
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    return write_files(tmp_path / "outside", {"a.md": "OUTSIDE SECRET a\n", "sub/b.md": "OUTSIDE SECRET b\n"})
+
+
+def test_file_swapped_for_outside_link_after_walk_is_not_read(aconn: psycopg.Connection, settings: Settings,
+                                                              tmp_path: Path, outside: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 2: a.md is replaced by a link to a file outside; sub/ by a link to an outside folder."""
+    root = write_files(tmp_path / "v", {"a.md": "inside a\n", "sub/b.md": "inside b\n", "keep.md": "kept\n"})
+    add(aconn, "v", root)
+
+    def swap() -> None:
+        (root / "a.md").unlink()
+        os.symlink(outside / "a.md", root / "a.md")
+        shutil.rmtree(root / "sub")
+        os.symlink(outside / "sub", root / "sub")
+
+    after_walk(monkeypatch, swap)
+    report = index(settings).vaults[0]
+    assert report.error is None
+    assert {(s.path, s.reason, s.detail) for s in report.skipped} == {
+        ("a.md", "symlink_outside_vault", "became a symlink after the walk"),
+        ("sub/b.md", "symlink_outside_vault", "resolved outside the vault when opened"),
+    }
+    assert contents(aconn) == {"keep.md": "kept\n"}
+    assert "OUTSIDE" not in str(aconn.execute("select array_agg(content) as c from chunks").fetchone()["c"])
+
+
+def test_link_inside_the_vault_still_indexed(aconn: psycopg.Connection, settings: Settings, tmp_path: Path) -> None:
+    root = write_files(tmp_path / "v", {"notes/real.md": "real\n"})
+    os.symlink(root / "notes" / "real.md", root / "alias.md")
+    os.symlink(root / "notes", root / "linked")
+    add(aconn, "v", root)
+    report = index(settings).vaults[0]
+    assert not report.skipped
+    assert contents(aconn) == {"alias.md": "real\n", "linked/real.md": "real\n", "notes/real.md": "real\n"}
