@@ -182,6 +182,8 @@ def index_vault(conn: psycopg.Connection, vault: Vault, settings: Settings, embe
             run.execute()
     except RagError as exc:
         run.report.error, run.report.error_code = str(exc), exc.exit_code
+    except psycopg.DataError as exc:  # a value Postgres refused: this vault fails, the others still run
+        run.report.error, run.report.error_code = f"the database refused a value: {exc}".splitlines()[0], 1
     run.report.seconds = time.perf_counter() - started
     return run.report
 

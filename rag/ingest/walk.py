@@ -21,6 +21,7 @@ from typing import Literal
 
 from rag.config import IngestSettings
 from rag.errors import InputError, NotFoundError
+from rag.ingest.names import stored_name
 
 _INGEST = IngestSettings()
 
@@ -36,7 +37,7 @@ _BINARY_SNIFF_BYTES = 8192
 
 @dataclass(frozen=True)
 class VaultFile:
-    rel_path: str  # posix, relative to the vault root, through symlink names (not their targets)
+    rel_path: str  # posix, relative to the vault root, through symlink names; `names.stored_name` form
     abs_path: Path
     kind: Kind
     size_bytes: int
@@ -105,7 +106,7 @@ class _Walker:
         self.skipped: list[SkippedFile] = []
 
     def skip(self, rel: str, reason: SkipReason, detail: str = "") -> None:
-        self.skipped.append(SkippedFile(rel, reason, detail))
+        self.skipped.append(SkippedFile(stored_name(rel), reason, detail))
 
     def walk_dir(self, path: Path, rel: str, ancestors: tuple[str, ...], via_link: bool = False) -> None:
         try:
@@ -178,7 +179,7 @@ class _Walker:
         if st.st_size > self.max_bytes:
             self.skip(rel, "too_large", f"{st.st_size} bytes > limit {self.max_bytes}")
             return
-        self.files.append(VaultFile(rel, Path(path), kind, st.st_size, self.root_real, via_link))
+        self.files.append(VaultFile(stored_name(rel), Path(path), kind, st.st_size, self.root_real, via_link))
 
     def _real_rel(self, path: str) -> str:
         # A symlink must not smuggle a denylisted file in under an innocent name.

@@ -74,3 +74,29 @@ def test_link_inside_the_vault_still_indexed(aconn: psycopg.Connection, settings
     report = index(settings).vaults[0]
     assert not report.skipped
     assert contents(aconn) == {"alias.md": "real\n", "linked/real.md": "real\n", "notes/real.md": "real\n"}
+
+
+def test_non_utf8_file_names_are_stored_losslessly_and_other_vaults_still_run(
+        aconn: psycopg.Connection, cli, tmp_path: Path) -> None:
+    """Item 3: two names differing only in an undecodable byte, in the first of two vaults."""
+    first = write_files(tmp_path / "first", {"plain.md": "plain\n"})
+    for raw in (b"caf\xe9.md", b"caf\xe8.md", b"lit\xef\xbf\xbd.md"):  # the last is valid UTF-8: U+FFFD
+        with open(os.path.join(os.fsencode(first), raw), "wb") as fh:
+            fh.write(b"text of " + raw.hex().encode() + b"\n")
+    second = write_files(tmp_path / "second", {"s.md": "second vault\n"})
+    assert cli("vault", "add", "first", str(first))[0] == 0
+    assert cli("vault", "add", "second", str(second))[0] == 0
+    code, out, err = cli("index")
+    assert code == 0, err
+    stored = contents(aconn)
+    assert set(stored) == {"plain.md", "caf\ufffdE9.md", "caf\ufffdE8.md", "lit\ufffd\ufffd.md", "s.md"}
+    assert stored["caf\ufffdE9.md"] == "text of " + b"caf\xe9.md".hex() + "\n"
+    code, out, _ = cli("search", b"caf\xe9.md".hex(), "--vault", "first")
+    assert code == 0 and "caf\ufffdE9.md" in out
+
+    from rag.ingest.names import disk_bytes
+    assert disk_bytes("caf\ufffdE9.md") == b"caf\xe9.md" and disk_bytes("lit\ufffd\ufffd.md") == b"lit\xef\xbf\xbd.md"
+    os.unlink(os.path.join(os.fsencode(first), b"caf\xe9.md"))
+    code, out, _ = cli("index", "first")
+    assert code == 0 and "1 removed" in out and "3 unchanged" in out
+    assert "caf\ufffdE9.md" not in contents(aconn) and "caf\ufffdE8.md" in contents(aconn)
