@@ -1,0 +1,80 @@
+"""Hostile or under-privileged callers of the HTTP API (issue 17, items 5, 9 and 13)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+from fastapi.testclient import TestClient
+
+from rag import index_runs
+from rag import keys as key_store
+from tests.server.support import bearer
+from tests.server.test_http import assert_error
+from tests.server.test_index import make_vault, wait_for
+
+
+def test_run_details_hide_file_names_below_top_clearance(client: TestClient, conn: psycopg.Connection,
+                                                         tmp_path: Path) -> None:
+    """Item 5: skips and warnings name files (here restricted ones); a public key sees counts only."""
+    make_vault(conn, tmp_path / "v", "v", {
+        "open.md": "open text\n",
+        "secret-merger-plan.md": "---\nconfidentiality: restricted\ndate: 2026-02-30\n---\nplan\n",
+        "secret-salaries.md": "\x00binary",
+    })
+    _, admin = key_store.create_key(conn, "admin", vaults=[], all_vaults=True, clearance="restricted", can_index=True)
+    _, public = key_store.create_key(conn, "public", vaults=["v"], clearance="public")
+    run = client.post("/v1/index", json={"vaults": ["v"]}, headers=bearer(admin)).json()
+    full = wait_for(client, run["id"], bearer(admin))
+    assert full["status"] == "succeeded"
+    assert "secret-merger-plan.md" in json.dumps(full) and "secret-salaries.md" in json.dumps(full)
+
+    seen = client.get(f"/v1/index/{run['id']}", headers=bearer(public))
+    assert seen.status_code == 200
+    assert "secret" not in seen.text
+    vault = seen.json()["progress"]["report"]["vaults"][0]
+    assert vault["files_skipped"] == 1 and vault["warnings_count"] == 1 and "clearance" in vault["details_hidden"]
+    assert seen.json()["progress"]["report"]["files_indexed"] == 2
+    assert_error(client.get(f"/v1/index/{run['id']}"), 401, "unauthorized")
+
+
+def test_index_runs_need_an_index_key_and_queue_once_per_vault(app, client: TestClient, conn: psycopg.Connection,
+                                                               runtime, tmp_path: Path) -> None:
+    """Item 13: a read-only key cannot start runs; a vault has at most one queued run."""
+    make_vault(conn, tmp_path / "v", "v", {"a.md": "a\n"})
+    make_vault(conn, tmp_path / "w", "w", {"b.md": "b\n"})
+    _, reader = key_store.create_key(conn, "reader", vaults=["v"], clearance="restricted")
+    _, writer = key_store.create_key(conn, "writer", vaults=[], all_vaults=True, clearance="restricted",
+                                     can_index=True)
+    assert_error(client.post("/v1/index", json={"vaults": ["v"]}, headers=bearer(reader)), 403, "forbidden",
+                 "may not start index runs")
+    assert conn.execute("select count(*) as n from index_runs").fetchone()["n"] == 0
+
+    release = threading.Event()
+
+    def slow(rt, names, progress):
+        release.wait(30)
+        return index_runs.default_index_fn(rt, names, progress)
+
+    app.state.ragpg.index_runner = index_runs.IndexRunner(runtime, index_fn=slow)
+    try:
+        first = client.post("/v1/index", json={"vaults": ["v"]}, headers=bearer(writer)).json()
+        deadline = time.monotonic() + 10
+        while client.get(f"/v1/index/{first['id']}", headers=bearer(writer)).json()["status"] != "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        second = client.post("/v1/index", json={"vaults": ["v"]}, headers=bearer(writer))
+        assert second.status_code == 202 and second.json()["status"] == "queued"
+        for body in ({"vaults": ["v"]}, {"vaults": ["w", "v"]}, {}):
+            assert_error(client.post("/v1/index", json=body, headers=bearer(writer)), 409, "conflict",
+                         f"vault 'v' already has a queued index run ({second.json()['id']})")
+        assert client.post("/v1/index", json={"vaults": ["w"]}, headers=bearer(writer)).status_code == 202
+        assert conn.execute("select count(*) as n from index_runs").fetchone()["n"] == 3
+    finally:
+        release.set()
+    assert wait_for(client, second.json()["id"], bearer(writer))["status"] == "succeeded"
+    # once the queued run has started, the vault may be queued again
+    assert client.post("/v1/index", json={"vaults": ["v"]}, headers=bearer(writer)).status_code == 202
