@@ -27,7 +27,7 @@ import psycopg
 from rag.config import Settings
 from rag.embed import Embedder, get_embedder
 from rag.errors import EmbeddingError, RagError
-from rag.ingest import beir, hnsw, store
+from rag.ingest import beir, hnsw, presence, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
 from rag.ingest.hnsw import BulkLoadPolicy
 from rag.ingest.parse import UNKNOWN_CONFIDENTIALITY, parse_document
@@ -196,6 +196,7 @@ class _VaultRun:
         self.report = VaultReport(vault.name, embedder.model_key)
         self.pending: list[store.PreparedDocument] = []
         self.unparsed_edits: list[str] = []  # stored documents whose new text could not be parsed
+        self.identity: tuple[int, int] | None = None  # the root's (device, inode) after the walk
         self.writer: BatchWriter | None = None
         ingest = settings.ingest
         self.bulk = BulkLoadPolicy(ingest.bulk_load_min_vectors, ingest.bulk_load_min_fraction)
@@ -203,7 +204,11 @@ class _VaultRun:
         self.deferral_decided = self.index_deferred = False
 
     def execute(self) -> None:
-        sources, skipped = discover(self.vault, self.settings)
+        if self.vault.kind != "beir":  # deletions later need the very root the walk listed
+            self.identity = presence.root_identity_or_none(self.vault.root)
+        sources, skipped = discover(self.vault, self.settings)  # a missing or unreadable root raises here
+        if self.vault.kind != "beir" and self.identity is None:
+            self.identity = presence.root_identity(self.vault.root)
         self.report.skipped.extend(skipped)
         self.report.files_seen = len(sources) + len(skipped)
         self.progress.begin_vault(self.vault.name, len(sources))
@@ -222,10 +227,22 @@ class _VaultRun:
             if self.index_deferred:
                 hnsw.restore_deferred(self.conn, self.model.embedding_table)
         store.restrict_documents(self.conn, self.vault.id, self.unparsed_edits, UNKNOWN_CONFIDENTIALITY)
-        self.report.files_removed = store.delete_documents(self.conn, self.vault.id,
-                                                           sorted(set(stored) - keep))
+        self.report.files_removed = store.delete_documents(self.conn, self.vault.id, self.deletable(stored, keep))
         self.backfill_embeddings()
         mark_indexed(self.conn, self.vault.id)
+
+    def deletable(self, stored: dict[str, str], keep: set[str]) -> list[str]:
+        """Stored documents whose files are positively gone (see rag.ingest.presence); raises, deleting
+        nothing, when the vault's folder changed under the run."""
+        candidates = set(stored) - keep
+        if self.identity is None or not candidates:
+            return sorted(candidates)
+        presence.check_root_unchanged(self.vault.root, self.identity)
+        unreadable = [s.path for s in self.report.skipped if s.reason == "unreadable"]
+        candidates = {p for p in candidates if not presence.under_any(p, unreadable)}
+        vanished = {s.path for s in self.report.skipped if s.reason == "vanished"} & candidates
+        confirmed = presence.confirm_vanished(self.vault.root, sorted(vanished))
+        return sorted((candidates - vanished) | confirmed)
 
     def visit(self, source: Source, stored: dict[str, str]) -> bool:
         """Handle one candidate; True when its document stays (indexed or unchanged)."""

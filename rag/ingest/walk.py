@@ -22,6 +22,7 @@ from typing import Literal
 from rag.config import IngestSettings
 from rag.errors import InputError, NotFoundError
 from rag.ingest.names import stored_name
+from rag.ingest.presence import NOTHING_DELETED, VaultChangedError
 
 _INGEST = IngestSettings()
 
@@ -112,11 +113,15 @@ class _Walker:
         try:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except FileNotFoundError:
-            self.skip(rel or ".", "vanished", "folder disappeared during the walk")
-            return
+        except (FileNotFoundError, NotADirectoryError):
+            # Its files are unseen, not deleted: carrying on would delete their documents.
+            raise VaultChangedError(f"folder '{stored_name(rel or '.')}' vanished during the walk; "
+                                    f"{NOTHING_DELETED}") from None
         except OSError as exc:
-            self.skip(rel or ".", "unreadable", exc.strerror or type(exc).__name__)
+            if not rel:
+                raise VaultChangedError(f"cannot read vault folder {path} ({exc.strerror}); "
+                                        f"{NOTHING_DELETED}") from None
+            self.skip(rel, "unreadable", exc.strerror or type(exc).__name__)  # its documents are kept
             return
         for entry in entries:
             self.visit(entry, f"{rel}/{entry.name}" if rel else entry.name, ancestors, via_link)

@@ -16,6 +16,7 @@ import pytest
 
 from rag.config import Settings
 from rag.ingest import pipeline
+from rag.ingest import walk as walk_module
 from rag.ingest.walk import WalkResult
 from tests.ingest_db.helpers import add, index, write_files
 
@@ -100,3 +101,82 @@ def test_non_utf8_file_names_are_stored_losslessly_and_other_vaults_still_run(
     code, out, _ = cli("index", "first")
     assert code == 0 and "1 removed" in out and "3 unchanged" in out
     assert "caf\ufffdE9.md" not in contents(aconn) and "caf\ufffdE8.md" in contents(aconn)
+
+
+# --- item 6: folders that vanish or cannot be read delete nothing ------------------------------------------
+
+TREE = {"a/1.md": "one\n", "a/2.md": "two\n", "b/3.md": "three\n", "b/deep/4.md": "four\n", "top.md": "top\n"}
+
+
+def indexed_vault(aconn: psycopg.Connection, cli, tmp_path: Path) -> Path:
+    root = write_files(tmp_path / "v", TREE)
+    assert cli("vault", "add", "v", str(root))[0] == 0
+    assert cli("index", "v")[0] == 0
+    assert set(contents(aconn)) == set(TREE)
+    return root
+
+
+def fails_deleting_nothing(aconn: psycopg.Connection, cli, expected: str) -> None:
+    code, out, err = cli("index", "v")
+    lines = err.splitlines()
+    assert code == 1, (out, err)
+    assert any(line.startswith("error: vault 'v': ") and expected in line for line in lines), err
+    assert any("nothing was deleted" in line for line in lines)
+    assert set(contents(aconn)) == set(TREE)
+
+
+def test_folder_vanishing_during_the_walk_aborts(aconn: psycopg.Connection, cli, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    root = indexed_vault(aconn, cli, tmp_path)
+    real = walk_module._Walker.walk_dir
+
+    def walk_dir(self, path, rel, ancestors, via_link=False):  # moves b/ away while a/ is being listed
+        if rel == "a" and (root / "b").exists():
+            (root / "b").rename(tmp_path / "moved-b")
+        return real(self, path, rel, ancestors, via_link)
+
+    monkeypatch.setattr(walk_module._Walker, "walk_dir", walk_dir)
+    fails_deleting_nothing(aconn, cli, "folder 'b' vanished during the walk")
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda root, tmp: root.rename(tmp / "elsewhere"), "is gone or unreadable"),
+    (lambda root, tmp: (root.rename(tmp / "elsewhere"), root.mkdir()), "was replaced during the run"),
+    (lambda root, tmp: (root / "b").rename(tmp / "moved-b"), "folder 'b' vanished during the run"),
+], ids=["root-moved", "root-unmounted", "subfolder-moved"])
+def test_folder_gone_between_walk_and_read_aborts(aconn: psycopg.Connection, cli, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch, change, expected: str) -> None:
+    root = indexed_vault(aconn, cli, tmp_path)
+    for rel in TREE:  # changed files, so every one is read after the walk
+        (root / rel).write_text("edited " + TREE[rel])
+    after_walk(monkeypatch, lambda: change(root, tmp_path))
+    fails_deleting_nothing(aconn, cli, expected)
+
+
+def test_unreadable_root_aborts_and_unreadable_subfolder_keeps_its_notes(
+        aconn: psycopg.Connection, cli, settings: Settings, tmp_path: Path) -> None:
+    from rag.embed import get_embedder
+    from rag.vaults import resolve_vaults
+    from tests.ingest_db.helpers import file_permissions_enforced
+
+    root = indexed_vault(aconn, cli, tmp_path)
+    (root / "top.md").unlink()  # really deleted: still removed when the rest of the tree is readable
+    vault = resolve_vaults(aconn, ["v"])[0]
+    embedder = get_embedder(settings.embedding.model, settings.embedding)
+    model = pipeline.ensure_model(aconn, embedder)
+
+    def run_locked(folder: Path) -> pipeline.VaultReport:
+        folder.chmod(0)
+        try:
+            with file_permissions_enforced():
+                return pipeline.index_vault(aconn, vault, settings, embedder, model, pipeline.NoProgress())
+        finally:
+            folder.chmod(0o755)
+
+    report = run_locked(root)
+    assert report.error is not None and report.error.startswith("cannot read vault folder")
+    assert report.error_code != 0 and set(contents(aconn)) == set(TREE)
+    report = run_locked(root / "b")
+    assert report.error is None and report.files_removed == 1
+    assert [s.message for s in report.skipped] == ["skipped b: unreadable (Permission denied)"]
+    assert set(contents(aconn)) == set(TREE) - {"top.md"}
