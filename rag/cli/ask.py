@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from rag.cli.app import print_json, state
+from rag.cli.terminal import for_terminal, json_for_terminal
 
 # The notes pipeline (numpy, litellm, ...) loads when `ask`/`search` runs, not at every `ragpg` start.
 if TYPE_CHECKING:
@@ -67,9 +68,9 @@ def ask_command(
     if json_out:
         print_json(response.to_dict())
         return
-    typer.echo(render_answer(response))
+    typer.echo(for_terminal(render_answer(response)))
     if debug and response.debug is not None:
-        sys.stderr.write(json.dumps(response.debug, indent=2, default=str, ensure_ascii=False) + "\n")
+        sys.stderr.write(json_for_terminal(json.dumps(response.debug, indent=2, default=str, ensure_ascii=False)) + "\n")
 
 
 def search_command(
@@ -91,7 +92,7 @@ def search_command(
     if json_out:
         print_json(response.to_dict())
         return
-    typer.echo(render_search(response))
+    typer.echo(for_terminal(render_search(response)))
 
 
 # -- rendering ----------------------------------------------------------------------------------
