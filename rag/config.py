@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
@@ -81,6 +81,10 @@ class LLMSettings(_Group):
 
 
 class ServerSettings(_Group):
+    # "auto": keyless on loopback only until the first API key is created, keys required from then on
+    # (revoking every key never turns authentication off); "keys": always; "keyless": loopback
+    # callers without a key get full access even when keys exist (an explicit choice).
+    auth: Literal["auto", "keys", "keyless"] = "auto"
     host: str = "127.0.0.1"
     port: int = Field(8000, gt=0, lt=65536)
     concurrency: int = Field(8, gt=0)

@@ -78,3 +78,31 @@ def test_index_runs_need_an_index_key_and_queue_once_per_vault(app, client: Test
     assert wait_for(client, second.json()["id"], bearer(writer))["status"] == "succeeded"
     # once the queued run has started, the vault may be queued again
     assert client.post("/v1/index", json={"vaults": ["v"]}, headers=bearer(writer)).status_code == 202
+
+
+def test_revoking_the_last_key_never_reopens_the_server(make_runtime, seeded: psycopg.Connection, db_url: str,
+                                                        tmp_path: Path) -> None:
+    """Item 9: `auto` is keyless only until the first key exists; keyless is otherwise an explicit setting."""
+    from server.app import create_app
+    from tests.server.conftest import LOOPBACK
+
+    def status(mode: str, headers: dict[str, str] | None = None) -> int:
+        with TestClient(create_app(make_runtime(auth=mode)), client=LOOPBACK) as c:
+            return c.get("/v1/vaults", headers=headers).status_code
+
+    assert status("auto") == 200  # a fresh install: keyless on loopback
+    _, key = key_store.create_key(seeded, "only", vaults=["alpha"], clearance="public")
+    assert (status("auto"), status("auto", bearer(key))) == (401, 200)
+    key_store.revoke_key(seeded, "only")
+    assert (status("auto"), status("auto", bearer(key))) == (401, 401)  # nobody gets in, not everybody
+    assert (status("keys"), status("keyless")) == (401, 200)
+
+    from tests.server.test_serve_cli import env_for, start, stop
+    from tests.support.cli import ragpg
+
+    proc, port = start(db_url, tmp_path)
+    err = stop(proc)
+    assert "auth: API key required on every request (server.auth = auto) — no active key exists" in err
+    refused = ragpg("serve", "--host", "0.0.0.0", "--port", str(port),
+                    env={**env_for(db_url, tmp_path), "RAGPG_SERVER__AUTH": "keyless"}, timeout=60)
+    assert refused.returncode == 2 and "server.auth = keyless: refusing to serve on 0.0.0.0" in refused.stderr
