@@ -11,16 +11,15 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 from rag.config import IngestSettings
 from rag.errors import InputError, NotFoundError
+from rag.ingest.globs import compile_glob, glob_match
 from rag.ingest.names import stored_name
 from rag.ingest.presence import NOTHING_DELETED, VaultChangedError
 
@@ -207,45 +206,14 @@ def is_denied(rel_path: str, patterns: Sequence[str]) -> bool:
     parts = rel_path.split("/")
     prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
     for pattern in patterns:
-        regex, anchored = _compile_glob(pattern)
-        if regex is None:
+        pat = pattern.strip().strip("/")
+        if not pat:
             continue
-        candidates = prefixes if anchored else parts
-        if any(regex.fullmatch(c) for c in candidates):
+        tokens = compile_glob(pat)
+        candidates = prefixes if "/" in pat else parts  # a pattern with "/" is anchored at the root
+        if any(glob_match(tokens, c) for c in candidates):
             return True
     return False
-
-
-@lru_cache(maxsize=256)
-def _compile_glob(pattern: str) -> tuple[re.Pattern[str] | None, bool]:
-    pat = pattern.strip().strip("/")
-    if not pat:
-        return None, False
-    anchored = "/" in pat
-    out: list[str] = []
-    i = 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pat[i] == "[" and (end := pat.find("]", i + 2)) != -1:
-            body = pat[i + 1 : end]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    return re.compile("".join(out), re.DOTALL), anchored
 
 
 # --- reading ----------------------------------------------------------------------------------
