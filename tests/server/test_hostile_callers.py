@@ -106,3 +106,20 @@ def test_revoking_the_last_key_never_reopens_the_server(make_runtime, seeded: ps
     refused = ragpg("serve", "--host", "0.0.0.0", "--port", str(port),
                     env={**env_for(db_url, tmp_path), "RAGPG_SERVER__AUTH": "keyless"}, timeout=60)
     assert refused.returncode == 2 and "server.auth = keyless: refusing to serve on 0.0.0.0" in refused.stderr
+
+
+def test_chunks_of_files_with_newline_or_backslash_in_their_names(client: TestClient, conn: psycopg.Connection,
+                                                                  tmp_path: Path) -> None:
+    """Item 14: such names are indexed, so their chunks must be fetchable (the path is only a DB key)."""
+    make_vault(conn, tmp_path / "v", "v", {"line\nbreak.md": "# L\n\nnewline name\n",
+                                           "back\\slash.md": "# B\n\nbackslash name\n",
+                                           "tab\tand\x1bescape.md": "# T\n\ncontrol name\n"})
+    run = client.post("/v1/index", json={"vaults": ["v"]}).json()
+    assert wait_for(client, run["id"])["status"] == "succeeded"
+    for encoded, text in (("line%0Abreak.md", "newline name"), ("back%5Cslash.md", "backslash name"),
+                          ("tab%09and%1Bescape.md", "control name")):
+        resp = client.get(f"/v1/chunks/v/{encoded}/0")
+        assert resp.status_code == 200, resp.text
+        assert text in resp.json()["content"]
+    assert_error(client.get("/v1/chunks/v/notes%5C..%5Cline%0Abreak.md/0"), 404, "not_found")
+    assert_error(client.get("/v1/chunks/v/..%2Fline%0Abreak.md/0"), 400, "invalid_input", "path traversal")
