@@ -104,7 +104,7 @@ def error_response(request: Request, exc: BaseException) -> JSONResponse:
     status, code, message = classify(exc)
     rid = request_id_of(request)
     headers: dict[str, str] = {}
-    if status == 429:
+    if status in (429, 503):  # both pass: over capacity, or the database is back within a probe interval
         headers["Retry-After"] = str(request.app.state.ragpg.settings.server.retry_after_s)
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="ragpg"'

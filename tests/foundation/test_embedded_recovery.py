@@ -68,3 +68,16 @@ def test_first_start_killed_at_any_moment_recovers(data_dir: Path) -> None:
             assert not list(target.glob("pgdata.init-*"))
         finally:
             ragpg("db", "stop", env={"RAGPG_DATA_DIR": str(target)})
+
+
+@pytest.mark.parametrize("url", ["postgresql://me@127.0.0.1:1/x", "postgresql://me@10.255.255.1:5432/x"],
+                         ids=["refused", "unroutable"])
+@pytest.mark.parametrize("command", [("search", "foo"), ("index",), ("db", "upgrade")])
+def test_unreachable_database_url_is_one_line_exit_3_fast(url: str, command: tuple[str, ...]) -> None:
+    """Item 12."""
+    started = time.monotonic()
+    out = ragpg(*command, env={"DATABASE_URL": url, "RAGPG_EMBEDDING__MODEL": "hash"})
+    assert time.monotonic() - started < 3 + 1.5  # + interpreter start-up
+    assert out.returncode == 3, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot connect to the database"), out.stderr
