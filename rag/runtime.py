@@ -115,7 +115,14 @@ class Runtime:
         outage = self.outage
         outage.before_use()
         try:
-            with self.pool.connection() as conn:
+            pool = self.pool
+        except DatabaseError as exc:  # cannot connect at all
+            outage.failed(str(exc))
+            raise
+        lent: psycopg.Connection | None = None
+        try:
+            with pool.connection() as conn:
+                lent = conn
                 if not autocommit:
                     yield conn
                     return
@@ -126,11 +133,11 @@ class Runtime:
                     _restore_transactional(conn)
         except psycopg.OperationalError as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            outage.failed(reason)
+            # An outage only when no connection could be had, or the one lent died: a cancelled or
+            # failed statement on a live connection says nothing about the database being down.
+            if lent is None or lent.broken or lent.closed:
+                outage.failed(reason)
             raise DatabaseError(f"database unavailable: {reason}") from None
-        except DatabaseError as exc:
-            outage.failed(str(exc))
-            raise
 
     @property
     def embedder(self) -> Embedder:
