@@ -24,6 +24,8 @@ _EXPORTS = {
     "load_settings": "rag.config",
 }
 
+_CHECKED = frozenset({"compute_context", "acompute_context"})
+
 __all__ = ["__version__", *_EXPORTS]
 
 
@@ -33,4 +35,9 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'rag' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    if name in _CHECKED:  # the public face checks argument types (rag/arguments.py)
+        from rag.arguments import checked
+
+        value = checked(value)
+    return value

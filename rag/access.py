@@ -28,6 +28,7 @@ class Scope:
     vaults: tuple[str, ...] | None = None
     clearance: str = "restricted"
     principal: str = "local"
+    can_index: bool = True  # may start index runs (a write); API keys only with `keys create --index`
 
     @classmethod
     def unrestricted(cls) -> Scope:

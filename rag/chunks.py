@@ -52,21 +52,26 @@ class ChunkRecord:
 
 
 def validate_source_path(source_path: str) -> str:
-    """A vault-relative POSIX path: no '..' or '.' segments, not absolute, no backslashes or NULs."""
+    """A vault-relative POSIX path: no '..' or '.' segments, not absolute, no NUL.
+
+    A source path is only ever an exact key in the documents table (nothing is read from disk), so
+    any character a POSIX file name may hold is accepted, newline and backslash included: the
+    indexer stores such names, and their chunks must be fetchable. Traversal-looking paths are still
+    refused, with a message saying what to send instead."""
     shown = source_path if len(source_path) <= 80 else source_path[:77] + "..."
     if not source_path:
         raise InputError("source_path is empty")
     if len(source_path) > MAX_SOURCE_PATH_CHARS:
         raise InputError(f"source_path is {len(source_path)} characters; the limit is {MAX_SOURCE_PATH_CHARS}")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in source_path):
-        raise InputError("source_path contains control characters")
+    if "\x00" in source_path:
+        raise InputError("source_path contains a NUL character")
     try:
         source_path.encode("utf-8")
     except UnicodeEncodeError:
         raise InputError("source_path is not valid UTF-8") from None
-    if source_path.startswith("/") or "\\" in source_path or _DRIVE.match(source_path):
+    if source_path.startswith("/") or _DRIVE.match(source_path):
         raise InputError(f"invalid source_path {shown!r}: it must be relative to the vault root "
-                         "(no leading '/', no drive letter, no backslashes)")
+                         "(no leading '/', no drive letter)")
     parts = source_path.split("/")
     if ".." in parts:
         raise InputError(f"invalid source_path {shown!r}: path traversal ('..') is not allowed; "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
@@ -80,7 +80,22 @@ class LLMSettings(_Group):
     temperature: float = Field(0.0, ge=0, le=2)
 
 
+class DbSettings(_Group):
+    # An unreachable database is reported within about this long (one line, exit 3), not after retries.
+    connect_timeout_s: float = Field(2.0, gt=0)
+    # How long a request waits for a pooled connection before it fails (503 + Retry-After). The pool
+    # holds at least server.concurrency connections, so only an outage makes a request wait this long.
+    pool_wait_s: float = Field(1.0, gt=0)
+    # During an outage requests fail at once; at most one probe connection per this interval checks
+    # whether the database is back, and a successful probe replaces the pool (no reconnect backoff).
+    outage_probe_interval_s: float = Field(1.0, gt=0)
+
+
 class ServerSettings(_Group):
+    # "auto": keyless on loopback only until the first API key is created, keys required from then on
+    # (revoking every key never turns authentication off); "keys": always; "keyless": loopback
+    # callers without a key get full access even when keys exist (an explicit choice).
+    auth: Literal["auto", "keys", "keyless"] = "auto"
     host: str = "127.0.0.1"
     port: int = Field(8000, gt=0, lt=65536)
     concurrency: int = Field(8, gt=0)
@@ -153,6 +168,7 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(default_factory=default_data_dir)
     log_level: str = "WARNING"
+    db: DbSettings = DbSettings()
     chunking: ChunkingSettings = ChunkingSettings()
     ingest: IngestSettings = IngestSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()

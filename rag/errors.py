@@ -25,6 +25,10 @@ class NotFoundError(InputError):
     exit_code = 4
 
 
+class ConflictError(InputError):
+    """The request clashes with work already in progress (e.g. an index run already queued)."""
+
+
 class DatabaseError(RagError):
     """The database cannot be reached or lacks what ragpg needs (e.g. pgvector)."""
 

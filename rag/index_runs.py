@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,8 +23,8 @@ from psycopg import sql
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from rag.access import Scope
-from rag.errors import AuthError, InputError, NotFoundError, RagError
+from rag.access import CONFIDENTIALITY_LEVELS, Scope
+from rag.errors import AuthError, ConflictError, InputError, NotFoundError, RagError
 
 if TYPE_CHECKING:
     from rag.runtime import Runtime
@@ -81,8 +81,21 @@ def parse_run_id(run_id: str | uuid.UUID) -> uuid.UUID:
         raise InputError(f"invalid index run id {str(run_id)[:60]!r}: expected a UUID") from None
 
 
+# Advisory lock key ("RAGQ") serialising the queued-run check and insert across server workers.
+_QUEUE_LOCK = 0x52414751
+
+
 def create_run(conn: psycopg.Connection, vaults: Sequence[str]) -> IndexRun:
+    """A queued run, unless one of `vaults` already has a queued run (ConflictError): a caller cannot
+    pile up work, and a second queued run of a vault would only redo what the first one does."""
     with conn.transaction(), conn.cursor(row_factory=class_row(IndexRun)) as cur:
+        conn.execute("select pg_advisory_xact_lock(%s)", (_QUEUE_LOCK,))
+        queued = cur.execute(sql.SQL("select {} from index_runs where status = 'queued' and vaults && %s "
+                                     "order by created_at limit 1").format(_COLUMNS), (list(vaults),)).fetchone()
+        if queued is not None:
+            clash = next(v for v in vaults if v in queued.vaults)
+            raise ConflictError(f"vault '{clash}' already has a queued index run ({queued.id}); "
+                                f"poll GET /v1/index/{queued.id}")
         row = cur.execute(sql.SQL("insert into index_runs (id, vaults) values (%s, %s) returning {}").format(_COLUMNS),
                           (uuid.uuid4(), list(vaults))).fetchone()
     assert row is not None
@@ -98,7 +111,33 @@ def get_run(conn: psycopg.Connection, run_id: str | uuid.UUID, *, scope: Scope |
         conn.rollback()
     if row is None or (scope is not None and not all(scope.allows_vault(v) for v in row.vaults)):
         raise NotFoundError(f"no index run {rid}")
-    return row
+    return row if scope is None else redacted(row, scope)
+
+
+HIDDEN = "file names hidden: they need a key with clearance 'restricted'"
+
+
+def redacted(run: IndexRun, scope: Scope) -> IndexRun:
+    """The run as `scope` may see it. Skips, warnings and errors name files, and a file's level is
+    unknown until it is parsed (a skipped one never is), so below the top clearance only the counts
+    remain: fail closed rather than guess which names are safe to show."""
+    if scope.clearance == CONFIDENTIALITY_LEVELS[-1]:
+        return run
+    progress = dict(run.progress)
+    if isinstance(progress.get("report"), dict):
+        report = dict(progress["report"])
+        report["vaults"] = [_counts_only(v) for v in report.get("vaults", []) if isinstance(v, dict)]
+        progress["report"] = report
+    error = None if run.error is None else f"{len(run.error.split('; '))} vault(s) failed ({HIDDEN})"
+    return replace(run, progress=progress, error=error)
+
+
+def _counts_only(vault: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in vault.items() if k not in ("skipped", "warnings", "error", "skipped_truncated")}
+    out["warnings_count"] = len(vault.get("warnings") or [])
+    out["error"] = None if vault.get("error") is None else f"failed ({HIDDEN})"
+    out["details_hidden"] = HIDDEN
+    return out
 
 
 _NOW = object()  # a column value meaning the database's now()
@@ -188,6 +227,8 @@ class IndexRunner:
         from rag import vaults as vault_store
 
         scope = scope or Scope.unrestricted()
+        if not scope.can_index:
+            raise AuthError("this key may not start index runs (create one with `ragpg keys create --index`)")
         with self.runtime.connection() as conn:
             if vaults:
                 denied = [v for v in vaults if not scope.allows_vault(v)]

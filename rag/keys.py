@@ -30,16 +30,17 @@ class ApiKey:
     created_at: datetime
     revoked_at: datetime | None
     last_used_at: datetime | None
+    can_index: bool = False
 
     @property
     def scope(self) -> Scope:
         return Scope(vaults=None if self.all_vaults else tuple(self.vaults), clearance=self.clearance,
-                     principal=self.name)
+                     principal=self.name, can_index=self.can_index)
 
 
 _COLUMNS = sql.SQL(", ").join(
     sql.Identifier(c) for c in ("id", "name", "key_prefix", "vaults", "all_vaults", "clearance", "created_at",
-                                "revoked_at", "last_used_at"))
+                                "revoked_at", "last_used_at", "can_index"))
 
 
 def hash_key(plaintext: str) -> str:
@@ -48,7 +49,7 @@ def hash_key(plaintext: str) -> str:
 
 
 def create_key(conn: psycopg.Connection, name: str, *, vaults: list[str], clearance: str = "public",
-               all_vaults: bool = False) -> tuple[ApiKey, str]:
+               all_vaults: bool = False, can_index: bool = False) -> tuple[ApiKey, str]:
     """Create a key; returns the row and the plaintext key (shown once, never stored)."""
     from rag.vaults import validate_name
 
@@ -64,9 +65,10 @@ def create_key(conn: psycopg.Connection, name: str, *, vaults: list[str], cleara
     try:
         with conn.transaction(), conn.cursor(row_factory=class_row(ApiKey)) as cur:
             cur.execute(
-                sql.SQL("insert into api_keys (name, key_prefix, key_hash, vaults, all_vaults, clearance)"
-                        " values (%s, %s, %s, %s, %s, %s) returning {}").format(_COLUMNS),
-                (name, plaintext[:DISPLAY_PREFIX_CHARS], hash_key(plaintext), vaults, all_vaults, clearance))
+                sql.SQL("insert into api_keys (name, key_prefix, key_hash, vaults, all_vaults, clearance, can_index)"
+                        " values (%s, %s, %s, %s, %s, %s, %s) returning {}").format(_COLUMNS),
+                (name, plaintext[:DISPLAY_PREFIX_CHARS], hash_key(plaintext), vaults, all_vaults, clearance,
+                 can_index))
             row = cur.fetchone()
     except psycopg.errors.UniqueViolation:
         raise InputError(f"an API key named '{name}' already exists") from None
@@ -93,6 +95,12 @@ def revoke_key(conn: psycopg.Connection, name: str) -> ApiKey:
 
 def any_active_keys(conn: psycopg.Connection) -> bool:
     row = conn.execute("select exists (select 1 from api_keys where revoked_at is null) as any").fetchone()
+    return bool(row and (row["any"] if isinstance(row, dict) else row[0]))
+
+
+def any_keys_ever(conn: psycopg.Connection) -> bool:
+    """True once a key was ever created, revoked or not: from then on `auto` auth requires keys."""
+    row = conn.execute("select exists (select 1 from api_keys) as any").fetchone()
     return bool(row and (row["any"] if isinstance(row, dict) else row[0]))
 
 

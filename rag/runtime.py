@@ -14,7 +14,8 @@ from psycopg.rows import dict_row
 
 from rag.config import Settings, load_settings
 from rag.errors import DatabaseError
-from rag.store.database import mask_url, resolve_database_url
+from rag.store.database import mask_url, open_connection, resolve_database_url
+from rag.store.outage import OutageGuard
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from rag.llm import LLM
 
 POOL_MIN_SIZE = 1
-POOL_TIMEOUT_S = 10.0
 
 
 def _configure(conn: psycopg.Connection) -> None:
@@ -51,6 +51,8 @@ class Runtime:
     _tracer: Any = field(default=None, repr=False)
     _profiles: dict[str, Any] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _url: str | None = field(default=None, repr=False)
+    _outage: OutageGuard | None = field(default=None, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **kwargs: Any) -> Runtime:
@@ -60,28 +62,67 @@ class Runtime:
     def pool(self) -> ConnectionPool:
         with self._lock:
             if self._pool is None:
-                from psycopg_pool import ConnectionPool
-
-                url = resolve_database_url(self.settings)
-                self._pool = ConnectionPool(url, min_size=POOL_MIN_SIZE, max_size=self.pool_max_size,
-                                            kwargs={"row_factory": dict_row}, configure=_configure,
-                                            # a connection left dead by a database restart is
-                                            # replaced before use instead of failing one request
-                                            check=ConnectionPool.check_connection,
-                                            timeout=POOL_TIMEOUT_S, open=False, name="ragpg")
-                try:
-                    self._pool.open(wait=True, timeout=POOL_TIMEOUT_S)
-                except Exception:
-                    self._pool = None
-                    raise DatabaseError(f"cannot connect to the database at {mask_url(url)}") from None
+                self._pool = self._open_pool()
             return self._pool
+
+    def _database_url(self) -> str:
+        if self._url is None:
+            self._url = resolve_database_url(self.settings)
+        return self._url
+
+    def _open_pool(self) -> ConnectionPool:
+        from psycopg_pool import ConnectionPool
+
+        db = self.settings.db
+        url = self._database_url()
+        # One plain connection first: an unreachable database is one clear error within
+        # connect_timeout_s, not a pool retrying (and logging each retry) until its timeout.
+        open_connection(url, register_vector=False, connect_timeout_s=db.connect_timeout_s).close()
+        pool = ConnectionPool(url, min_size=POOL_MIN_SIZE, max_size=self.pool_max_size,
+                              kwargs={"row_factory": dict_row, "connect_timeout": max(1, round(db.connect_timeout_s))},
+                              configure=_configure,
+                              # a connection left dead by a database restart is replaced before use
+                              check=ConnectionPool.check_connection,
+                              timeout=db.pool_wait_s, open=False, name="ragpg")
+        try:
+            pool.open(wait=True, timeout=db.connect_timeout_s + db.pool_wait_s)
+        except Exception:
+            pool.close(timeout=0)
+            raise DatabaseError(f"cannot connect to the database at {mask_url(url)}") from None
+        return pool
+
+    def _replace_pool(self) -> None:
+        """After an outage: a fresh pool connects now; the old one would wait out its reconnect backoff."""
+        with self._lock:
+            old, self._pool = self._pool, None
+        if old is not None:
+            old.close(timeout=0)
+
+    @property
+    def outage(self) -> OutageGuard:
+        with self._lock:
+            if self._outage is None:
+                db = self.settings.db
+                self._outage = OutageGuard(self._database_url, db.connect_timeout_s, db.outage_probe_interval_s,
+                                           self._replace_pool)
+            return self._outage
 
     @contextmanager
     def connection(self, *, autocommit: bool = False) -> Iterator[psycopg.Connection]:
         """A pooled connection. ``autocommit=True`` suits a run of reads (a search, compute_context):
-        each statement stands alone, so no BEGIN, COMMIT or SAVEPOINT round trips."""
+        each statement stands alone, so no BEGIN, COMMIT or SAVEPOINT round trips. While the database
+        is down this fails at once (DatabaseError) instead of waiting (rag/store/outage.py)."""
+        outage = self.outage
+        outage.before_use()
         try:
-            with self.pool.connection() as conn:
+            pool = self.pool
+        except DatabaseError as exc:  # cannot connect at all
+            outage.failed(str(exc))
+            raise
+        lent: psycopg.Connection | None = None
+        try:
+            with pool.connection() as conn:
+                lent = conn
                 if not autocommit:
                     yield conn
                     return
@@ -91,7 +132,12 @@ class Runtime:
                 finally:
                     _restore_transactional(conn)
         except psycopg.OperationalError as exc:
-            raise DatabaseError(f"database unavailable: {str(exc).strip().splitlines()[0]}") from None
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            # An outage only when no connection could be had, or the one lent died: a cancelled or
+            # failed statement on a live connection says nothing about the database being down.
+            if lent is None or lent.broken or lent.closed:
+                outage.failed(reason)
+            raise DatabaseError(f"database unavailable: {reason}") from None
 
     @property
     def embedder(self) -> Embedder:

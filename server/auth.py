@@ -1,8 +1,9 @@
 """Who is calling: an API key (`Authorization: Bearer <key>` or `X-API-Key: <key>`) → a Scope.
 
-When at least one active key exists, every /v1 request needs a valid key. With none configured
-the server runs on loopback only (`ragpg serve` refuses other hosts) and, as a second line,
-serves unauthenticated requests only to loopback clients, with an unrestricted scope.
+`server.auth` decides whether a request without a key may pass (`keyless_allowed`): in the default
+`auto` mode only until the first key was ever created (revoking every key later does not reopen
+the server); `keys` never; `keyless` always. A keyless caller must be on loopback (`ragpg serve`
+also refuses other hosts then) and gets an unrestricted scope.
 """
 
 from __future__ import annotations
@@ -58,8 +59,15 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def resolve_principal(conn: psycopg.Connection, key: str | None, client_host: str | None) -> Principal:
-    if key is None and not key_store.any_active_keys(conn):
+def keyless_allowed(conn: psycopg.Connection, mode: str) -> bool:
+    if mode == "keyless":
+        return True
+    return mode == "auto" and not key_store.any_keys_ever(conn)
+
+
+def resolve_principal(conn: psycopg.Connection, key: str | None, client_host: str | None,
+                      mode: str = "auto") -> Principal:
+    if key is None and keyless_allowed(conn, mode):
         if not is_loopback(client_host):
             raise Unauthorized("no API keys are configured: unauthenticated access is allowed from loopback only")
         return Principal(scope=Scope.unrestricted(), key_name=None)

@@ -68,7 +68,7 @@ async def call(request: Request, op: Callable[[Call], T], *, vaults: Sequence[st
 
     def work() -> T:
         with rt.connection() as conn:
-            principal = resolve_principal(conn, key, client)
+            principal = resolve_principal(conn, key, client, st.settings.server.auth)
         authorize_vaults(principal.scope, vaults)
         c = Call(scope=principal.scope, request_id=rid, runtime=rt, principal=principal.key_name)
         if trace is None:

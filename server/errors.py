@@ -4,6 +4,7 @@ Every error body has the same shape: ``{"error": {"code": "...", "message": "...
 validation errors add ``details``). Status codes:
 
     InputError → 400          NotFoundError → 404          ConfigError (server side) → 500
+    ConflictError → 409
     Unauthorized → 401        any other AuthError → 403    AdmissionError → 429 + Retry-After
     DatabaseError → 503       EmbeddingError / LLMError → 502
     oversize body → 413       malformed JSON, wrong types, unknown fields → 400
@@ -28,6 +29,7 @@ from rag.errors import (
     AdmissionError,
     AuthError,
     ConfigError,
+    ConflictError,
     DatabaseError,
     EmbeddingError,
     InputError,
@@ -74,6 +76,7 @@ _STATUS_BY_ERROR: tuple[tuple[type[BaseException], int, str], ...] = (
     (AuthError, 403, "forbidden"),
     (AdmissionError, 429, "over_capacity"),
     (NotFoundError, 404, "not_found"),
+    (ConflictError, 409, "conflict"),
     # A broken server-side setting (e.g. a profile in the config file), not the caller's fault.
     (ConfigError, 500, "server_misconfigured"),
     (InputError, 400, "invalid_input"),
@@ -101,7 +104,7 @@ def error_response(request: Request, exc: BaseException) -> JSONResponse:
     status, code, message = classify(exc)
     rid = request_id_of(request)
     headers: dict[str, str] = {}
-    if status == 429:
+    if status in (429, 503):  # both pass: over capacity, or the database is back within a probe interval
         headers["Retry-After"] = str(request.app.state.ragpg.settings.server.retry_after_s)
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="ragpg"'

@@ -1428,6 +1428,7 @@ CREATE TABLE public.api_keys (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     revoked_at timestamp with time zone,
     last_used_at timestamp with time zone,
+    can_index boolean DEFAULT false NOT NULL,
     CONSTRAINT api_keys_clearance_check CHECK ((clearance = ANY (ARRAY['public'::text, 'internal'::text, 'confidential'::text, 'restricted'::text]))),
     CONSTRAINT api_keys_name_check CHECK (((length(name) >= 1) AND (length(name) <= 100)))
 );

@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from rag.cli.terminal import for_terminal, json_for_terminal
 from rag.config import Settings, load_settings
 
 
@@ -33,9 +34,9 @@ def state(ctx: typer.Context) -> CliState:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_for_terminal(json.dumps(data, indent=2, default=str, ensure_ascii=False)) + "\n")
 
 
 def info(message: str) -> None:
     """Human status lines go to stderr so stdout stays clean for data."""
-    typer.echo(message, err=True)
+    typer.echo(for_terminal(message), err=True)  # messages name files, and file names are untrusted

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from rag.cli.app import print_json, state
+from rag.cli.terminal import for_terminal, json_for_terminal
 
 # The notes pipeline (numpy, litellm, ...) loads when `ask`/`search` runs, not at every `ragpg` start.
 if TYPE_CHECKING:
@@ -73,11 +74,12 @@ def ask_command(
         out = response.to_dict() if debug else {k_: v for k_, v in response.to_dict().items() if k_ != "debug"}
         print_json({**out, "explanation": explanation} if explain else out)
         return
-    typer.echo(render_answer(response))
+    typer.echo(for_terminal(render_answer(response)))
     if explanation:
-        typer.echo("\n".join(["", "Why this answer:", *(line if line.startswith(" ") else f"- {line}" for line in explanation)]))
+        lines = (line if line.startswith(" ") else f"- {line}" for line in explanation)
+        typer.echo(for_terminal("\n".join(["", "Why this answer:", *lines])))
     if debug and response.debug is not None:  # the full numbers, to stderr
-        sys.stderr.write(json.dumps(response.debug, indent=2, default=str, ensure_ascii=False) + "\n")
+        sys.stderr.write(json_for_terminal(json.dumps(response.debug, indent=2, default=str, ensure_ascii=False)) + "\n")
 
 
 def search_command(
@@ -99,7 +101,7 @@ def search_command(
     if json_out:
         print_json(response.to_dict())
         return
-    typer.echo(render_search(response))
+    typer.echo(for_terminal(render_search(response)))
 
 
 # -- rendering ----------------------------------------------------------------------------------

@@ -83,7 +83,9 @@ def _emit(report: IndexReport, json_out: bool) -> None:
     for v in report.vaults:
         if v.error is None:
             typer.echo(f"{v.vault}: {v.files_seen} files seen, {v.files_indexed} indexed, "
-                       f"{v.files_unchanged} unchanged, {len(v.skipped)} skipped, {v.files_removed} removed; "
+                       f"{v.files_unchanged} unchanged, {len(v.skipped)} skipped, {v.files_removed} removed" +
+                       (f", {v.files_failed_closed} stored as restricted (unusable confidentiality)"
+                        if v.files_failed_closed else "") + "; " +
                        f"{v.chunks_written} chunks written" +
                        (f", {v.chunks_reembedded} re-embedded" if v.chunks_reembedded else "") +
                        f" in {v.seconds:.2f} s ({report.embedding_model})")

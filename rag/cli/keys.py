@@ -16,7 +16,7 @@ JSON_HELP = "Print machine-readable JSON."
 def _as_dict(k: key_store.ApiKey) -> dict[str, object]:
     return {"name": k.name, "prefix": k.key_prefix, "vaults": "*" if k.all_vaults else k.vaults,
             "clearance": k.clearance, "created_at": k.created_at, "revoked_at": k.revoked_at,
-            "last_used_at": k.last_used_at}
+            "last_used_at": k.last_used_at, "can_index": k.can_index}
 
 
 @app.command()
@@ -25,10 +25,12 @@ def create(ctx: typer.Context, name: str = typer.Argument(..., help="A name for 
            all_vaults: bool = typer.Option(False, "--all-vaults", help="The key may read every vault."),
            clearance: str = typer.Option("public", "--clearance",
                                          help=f"Highest confidentiality readable: {', '.join(CONFIDENTIALITY_LEVELS)}."),
+           can_index: bool = typer.Option(False, "--index", help="The key may also start index runs (POST /v1/index)."),
            json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """Create a key. The key itself is printed once and never stored."""
     with connect(state(ctx).settings) as conn:
-        row, plaintext = key_store.create_key(conn, name, vaults=vault, clearance=clearance, all_vaults=all_vaults)
+        row, plaintext = key_store.create_key(conn, name, vaults=vault, clearance=clearance, all_vaults=all_vaults,
+                                              can_index=can_index)
     if json_out:
         print_json({**_as_dict(row), "key": plaintext})
     else:
@@ -49,7 +51,7 @@ def list_(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", hel
     for r in rows:
         status = "revoked" if r.revoked_at else "active"
         vaults = "all vaults" if r.all_vaults else ", ".join(r.vaults)
-        typer.echo(f"{r.name}\t{r.key_prefix}…\t{status}\t{r.clearance}\t{vaults}")
+        typer.echo(f"{r.name}\t{r.key_prefix}…\t{status}\t{r.clearance}\t{vaults}" + ("\tindex" if r.can_index else ""))
 
 
 @app.command()

@@ -17,6 +17,18 @@ WORKER_HEALTHCHECK_S = 30
 NO_KEYS_NOTICE = "no API keys configured: serving on loopback only, without authentication"
 
 
+def auth_line(mode: str, keyless: bool, active_keys: bool) -> str:
+    """The one line `ragpg serve` prints about authentication."""
+    if keyless and mode == "keyless":
+        return ("auth: keyless (server.auth = keyless): loopback callers without a key get full access; "
+                "keys still apply when sent")
+    if keyless:
+        return (f"auth: keyless until the first key is created — {NO_KEYS_NOTICE}; "
+                "`ragpg keys create` turns keys on for good")
+    tail = "" if active_keys else " — no active key exists, so every request will be refused (401)"
+    return f"auth: API key required on every request (server.auth = {mode}){tail}"
+
+
 def _is_loopback_host(host: str) -> bool:
     from server.auth import is_loopback
 
@@ -39,19 +51,22 @@ def serve(ctx: typer.Context,
     port = port or settings.server.port
     url = resolve_database_url(settings)  # starts the embedded server when DATABASE_URL is unset
     from rag.store import migrate  # alembic + SQLAlchemy: loaded only by the commands that need them
+    from server.auth import keyless_allowed
 
+    mode = settings.server.auth
     with open_connection(url) as conn:
-        has_keys = key_store.any_active_keys(conn)
+        active = key_store.any_active_keys(conn)
+        keyless = keyless_allowed(conn, mode)
         revision = migrate.current_revision(conn)
-    if not has_keys and not _is_loopback_host(host):
-        raise ConfigError(f"no API keys configured: refusing to serve on {host} without authentication; "
+    if keyless and not _is_loopback_host(host):
+        reason = "server.auth = keyless" if mode == "keyless" else "no API keys configured"
+        raise ConfigError(f"{reason}: refusing to serve on {host} without authentication; "
                           "create a key with `ragpg keys create` or bind to 127.0.0.1")
     head = migrate.head_revision()
     if revision != head:
         info(f"warning: database schema at revision {revision}, expected {head}; run `ragpg db upgrade` "
              "(/healthz reports 503 until then)")
-    if not has_keys:
-        info(NO_KEYS_NOTICE)
+    info(auth_line(mode, keyless, active))
     info(f"ragpg serving on http://{host}:{port} (docs at /docs; {workers} worker{'s' if workers > 1 else ''}, "
          f"concurrency {settings.server.concurrency}, queue {settings.server.queue_size} per worker)")
 

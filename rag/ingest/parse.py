@@ -4,6 +4,10 @@ A broken frontmatter block never loses the document: it is reported in `warnings
 is still indexed. Invalid YAML between the fences: the body starts after the closing fence. YAML
 that is not a mapping (e.g. a `---` rule, a line of prose, `---`): the whole file is body. No
 closing fence: the whole file is body.
+
+Fail closed: whenever the frontmatter cannot be trusted to say what the note asked for (it does not
+parse, or `confidentiality` is present but not one known level given once), the note is stored at
+the most restricted level and `failed_closed` is set, so the run summary can count it.
 """
 
 from __future__ import annotations
@@ -24,7 +28,35 @@ from rag.access import CONFIDENTIALITY_LEVELS
 # pure-Python one (frontmatter was a fifth of parsing time on the help vault). Its error messages
 # are worded differently, so a document it rejects is loaded again by the pure-Python loader, whose
 # message is the one reported.
-_FAST_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_CONFIDENTIALITY_KEY = "confidentiality"
+
+
+def _strict_loader(base: type) -> type:
+    """`base` with two changes. Timestamps stay strings: PyYAML raises a bare ValueError on an
+    impossible date (2026-02-30), which would reject the whole note; `_date` warns instead. A
+    mapping naming `confidentiality` twice (in any case, or via a merge key) is an error: which one
+    wins would otherwise be an accident of YAML, and the note fails closed."""
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            self.flatten_mapping(node)
+            names = [k.value.lower() for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+            if names.count(_CONFIDENTIALITY_KEY) > 1:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "'confidentiality' given more than once", node.start_mark)
+            return super().construct_mapping(node, deep=deep)
+
+    Loader.yaml_implicit_resolvers = {
+        first: [r for r in resolvers if r[0] != _TIMESTAMP_TAG]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    Loader.add_constructor("tag:yaml.org,2002:map", Loader.construct_yaml_map)
+    return Loader
+
+
+_FAST_SAFE_LOADER = _strict_loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+_SAFE_LOADER = _strict_loader(yaml.SafeLoader)
 
 DEFAULT_CONFIDENTIALITY = "public"
 # Fail closed: a level nobody recognises is treated as the most restrictive one.
@@ -54,6 +86,7 @@ class ParsedDocument:
     url: str | None
     aliases: list[str]
     frontmatter: dict[str, Any]
+    failed_closed: bool  # stored at the most restricted level because the text could not be trusted
     body_start_line: int  # 0-based index of the first body line ("\n"-separated lines)
     body_start_byte: int  # offset of that line in the UTF-8 encoding of the text
     warnings: list[str] = field(default_factory=list)
@@ -84,16 +117,18 @@ def parse_document(text: str, rel_path: str) -> ParsedDocument:
             problem, body_line = str(exc), 0
         except _FrontmatterError as exc:
             problem = str(exc)
-    if problem is not None:
-        warnings.append(f"broken frontmatter in {rel_path}: {problem}")
 
     fm = {str(k).lower(): v for k, v in frontmatter.items()}
     date, date_problem = _date(fm)
     if date_problem:
-        warnings.append(f"unparseable date in {rel_path}: {date_problem}")
-    confidentiality, conf_problem = _confidentiality(fm.get("confidentiality"))
-    if conf_problem:
-        warnings.append(f"unknown confidentiality in {rel_path}: {conf_problem} (treated as {confidentiality})")
+        warnings.append(f"unparseable date in {rel_path}: {date_problem} (indexed without a date)")
+    if problem is not None:
+        confidentiality, conf_problem = UNKNOWN_CONFIDENTIALITY, problem
+        warnings.append(f"broken frontmatter in {rel_path}: {problem} (treated as {confidentiality})")
+    else:
+        confidentiality, conf_problem = _confidentiality(fm)
+        if conf_problem:
+            warnings.append(f"unknown confidentiality in {rel_path}: {conf_problem} (treated as {confidentiality})")
     return ParsedDocument(
         title=_scalar(fm.get("title")) or _first_h1(lines[body_line:]) or PurePosixPath(rel_path).stem,
         date=date,
@@ -105,6 +140,7 @@ def parse_document(text: str, rel_path: str) -> ParsedDocument:
         url=_scalar(fm.get("url")),
         aliases=_aliases(fm.get("aliases", fm.get("alias"))),
         frontmatter=frontmatter,
+        failed_closed=conf_problem is not None,
         body_start_line=body_line,
         body_start_byte=_byte_offset(text, lines, body_line),
         warnings=warnings,
@@ -132,7 +168,7 @@ def _safe_load(raw: str) -> Any:
     try:
         return yaml.load(raw, Loader=_FAST_SAFE_LOADER)  # noqa: S506 (a safe loader)
     except yaml.YAMLError:
-        return yaml.safe_load(raw)  # raises again, with the pure-Python loader's wording
+        return yaml.load(raw, Loader=_SAFE_LOADER)  # noqa: S506 (raises again, with the pure-Python wording)
 
 
 def _load_mapping(raw: str) -> dict[str, Any]:
@@ -141,7 +177,8 @@ def _load_mapping(raw: str) -> dict[str, Any]:
     except yaml.MarkedYAMLError as exc:
         where = f" (line {exc.problem_mark.line + 2})" if exc.problem_mark else ""
         raise _FrontmatterError(f"{exc.problem or exc.context or 'invalid YAML'}{where}") from None
-    except (yaml.YAMLError, RecursionError) as exc:
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as exc:
+        # ValueError & co.: a constructor choking on a value (e.g. `!!int x`), not a YAML error.
         raise _FrontmatterError(f"invalid YAML: {type(exc).__name__}") from None
     if data is None:
         return {}
@@ -215,14 +252,19 @@ def _date(fm: dict[str, Any]) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _confidentiality(value: Any) -> tuple[str, str | None]:
-    text = _scalar(value)
-    if text is None:
+def _confidentiality(fm: dict[str, Any]) -> tuple[str, str | None]:
+    """The level a parsed frontmatter asks for; (most restricted, why) unless it is a known level.
+
+    Only an absent key means public: an empty value, a list (`[restricted]`), a number or an
+    unknown word may each have meant something stricter than public."""
+    if _CONFIDENTIALITY_KEY not in fm:
         return DEFAULT_CONFIDENTIALITY, None
-    level = text.lower()
-    if level in CONFIDENTIALITY_LEVELS:
-        return level, None
-    return UNKNOWN_CONFIDENTIALITY, repr(text[:40])
+    value = fm[_CONFIDENTIALITY_KEY]
+    if isinstance(value, str) and value.strip().lower() in CONFIDENTIALITY_LEVELS:
+        return value.strip().lower(), None
+    if isinstance(value, str):
+        return UNKNOWN_CONFIDENTIALITY, repr(value.strip()[:40])
+    return UNKNOWN_CONFIDENTIALITY, f"not a plain level: {type(value).__name__} {str(value)[:40]!r}"
 
 
 def _tags(value: Any) -> list[str]:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import psycopg
@@ -27,10 +27,11 @@ import psycopg
 from rag.config import Settings
 from rag.embed import Embedder, get_embedder
 from rag.errors import EmbeddingError, RagError
-from rag.ingest import beir, hnsw, store
+from rag.ingest import beir, hnsw, presence, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
 from rag.ingest.hnsw import BulkLoadPolicy
-from rag.ingest.parse import parse_document
+from rag.ingest.parse import UNKNOWN_CONFIDENTIALITY, parse_document
+from rag.ingest.report import IndexReport, SkipRecord, VaultReport
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
 from rag.retrieve import EmbeddingModelRef, get_model, register_model
@@ -39,69 +40,6 @@ from rag.vaults import Vault, mark_indexed, resolve_vaults
 
 # A stored document survives these skips: the file is still there, just not usable right now.
 KEEP_ON_SKIP = frozenset({"unreadable", "parse_error"})
-
-
-@dataclass(frozen=True)
-class SkipRecord:
-    path: str
-    reason: str
-    detail: str = ""
-
-    @property
-    def message(self) -> str:
-        return f"skipped {self.path}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
-
-    def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "reason": self.reason, "detail": self.detail}
-
-
-@dataclass
-class VaultReport:
-    vault: str
-    embedding_model: str
-    files_seen: int = 0
-    files_indexed: int = 0
-    files_unchanged: int = 0
-    files_removed: int = 0
-    chunks_written: int = 0
-    chunks_reembedded: int = 0
-    skipped: list[SkipRecord] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    error: str | None = None
-    error_code: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "vault": self.vault, "files_seen": self.files_seen, "files_indexed": self.files_indexed,
-            "files_unchanged": self.files_unchanged, "files_skipped": len(self.skipped),
-            "files_removed": self.files_removed, "chunks_written": self.chunks_written,
-            "chunks_reembedded": self.chunks_reembedded, "skipped": [s.to_dict() for s in self.skipped],
-            "warnings": self.warnings, "seconds": round(self.seconds, 3),
-            "embedding_model": self.embedding_model, "error": self.error,
-        }
-
-
-@dataclass
-class IndexReport:
-    embedding_model: str
-    vaults: list[VaultReport] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def failed(self) -> list[VaultReport]:
-        return [v for v in self.vaults if v.error is not None]
-
-    def total(self, name: str) -> int:
-        return sum(int(getattr(v, name)) for v in self.vaults)
-
-    def to_dict(self) -> dict[str, Any]:
-        names = ("files_seen", "files_indexed", "files_unchanged", "files_removed", "chunks_written",
-                 "chunks_reembedded")
-        totals: dict[str, Any] = {n: self.total(n) for n in names}
-        totals["files_skipped"] = sum(len(v.skipped) for v in self.vaults)
-        return {**totals, "seconds": round(self.seconds, 3), "embedding_model": self.embedding_model,
-                "ok": not self.failed, "vaults": [v.to_dict() for v in self.vaults]}
 
 
 class IndexProgress(Protocol):
@@ -180,6 +118,8 @@ def index_vault(conn: psycopg.Connection, vault: Vault, settings: Settings, embe
             run.execute()
     except RagError as exc:
         run.report.error, run.report.error_code = str(exc), exc.exit_code
+    except psycopg.DataError as exc:  # a value Postgres refused: this vault fails, the others still run
+        run.report.error, run.report.error_code = f"the database refused a value: {exc}".splitlines()[0], 1
     run.report.seconds = time.perf_counter() - started
     return run.report
 
@@ -191,6 +131,8 @@ class _VaultRun:
         self.embedder, self.model, self.progress = embedder, model, progress
         self.report = VaultReport(vault.name, embedder.model_key)
         self.pending: list[store.PreparedDocument] = []
+        self.unparsed_edits: list[str] = []  # stored documents whose new text could not be parsed
+        self.identity: tuple[int, int] | None = None  # the root's (device, inode) after the walk
         self.writer: BatchWriter | None = None
         ingest = settings.ingest
         self.bulk = BulkLoadPolicy(ingest.bulk_load_min_vectors, ingest.bulk_load_min_fraction)
@@ -198,7 +140,11 @@ class _VaultRun:
         self.deferral_decided = self.index_deferred = False
 
     def execute(self) -> None:
-        sources, skipped = discover(self.vault, self.settings)
+        if self.vault.kind != "beir":  # deletions later need the very root the walk listed
+            self.identity = presence.root_identity_or_none(self.vault.root)
+        sources, skipped = discover(self.vault, self.settings)  # a missing or unreadable root raises here
+        if self.vault.kind != "beir" and self.identity is None:
+            self.identity = presence.root_identity(self.vault.root)
         self.report.skipped.extend(skipped)
         self.report.files_seen = len(sources) + len(skipped)
         self.progress.begin_vault(self.vault.name, len(sources))
@@ -216,10 +162,23 @@ class _VaultRun:
         finally:
             if self.index_deferred:
                 hnsw.restore_deferred(self.conn, self.model.embedding_table)
-        self.report.files_removed = store.delete_documents(self.conn, self.vault.id,
-                                                           sorted(set(stored) - keep))
+        store.restrict_documents(self.conn, self.vault.id, self.unparsed_edits, UNKNOWN_CONFIDENTIALITY)
+        self.report.files_removed = store.delete_documents(self.conn, self.vault.id, self.deletable(stored, keep))
         self.backfill_embeddings()
         mark_indexed(self.conn, self.vault.id)
+
+    def deletable(self, stored: dict[str, str], keep: set[str]) -> list[str]:
+        """Stored documents whose files are positively gone (see rag.ingest.presence); raises, deleting
+        nothing, when the vault's folder changed under the run."""
+        candidates = set(stored) - keep
+        if self.identity is None or not candidates:
+            return sorted(candidates)
+        presence.check_root_unchanged(self.vault.root, self.identity)
+        unreadable = [s.path for s in self.report.skipped if s.reason == "unreadable"]
+        candidates = {p for p in candidates if not presence.under_any(p, unreadable)}
+        vanished = {s.path for s in self.report.skipped if s.reason == "vanished"} & candidates
+        confirmed = presence.confirm_vanished(self.vault.root, sorted(vanished))
+        return sorted((candidates - vanished) | confirmed)
 
     def visit(self, source: Source, stored: dict[str, str]) -> bool:
         """Handle one candidate; True when its document stays (indexed or unchanged)."""
@@ -239,9 +198,14 @@ class _VaultRun:
             raise  # a settings problem, not this file's: it would fail every file
         except Exception as exc:  # one odd file must not stop a nightly run; it is reported, never silent
             self.report.skipped.append(SkipRecord(source.path, "parse_error", f"{type(exc).__name__}: {exc}"))
+            if source.path in stored:  # fail closed: the edit may have tightened confidentiality
+                self.unparsed_edits.append(source.path)
+                self.report.warnings.append(f"{source.path}: old version kept as {UNKNOWN_CONFIDENTIALITY} "
+                                            "until the new one can be parsed")
             self.progress.files_done(1)
             return True
         self.report.warnings.extend(warnings)
+        self.report.files_failed_closed += doc.failed_closed
         doc.replaces = source.path in stored
         self.pending.append(doc)
         # Bounded by documents and by chunks (one document may have up to max_chunks_per_document).
@@ -361,7 +325,7 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
         source_path=f.rel_path, folder="" if folder == "." else folder, title=parsed.title, url=parsed.url,
         doc_type=parsed.doc_type, persona=parsed.persona, tags=list(parsed.tags), project=parsed.project,
         confidentiality=parsed.confidentiality, doc_date=parsed.date, document_version=version,
-        size_bytes=len(data), metadata=dict(parsed.frontmatter),
+        size_bytes=len(data), metadata=dict(parsed.frontmatter), failed_closed=parsed.failed_closed,
     )
     chunker = chunk_markdown if f.kind == "markdown" else chunk_plain_text
     c = settings.chunking

@@ -64,6 +64,7 @@ class PreparedDocument:
     chunks: list[PreparedChunk] = field(default_factory=list)
     vectors: np.ndarray | None = None
     replaces: bool = False  # a stored version exists: its chunks must go first
+    failed_closed: bool = False  # confidentiality could not be trusted: stored as the most restricted level
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,23 @@ def delete_documents(conn: psycopg.Connection, vault_id: int, source_paths: Sequ
         _delete_chunks_of(conn, vault_id, source_paths)
         cur = conn.execute("delete from documents where vault_id = %s and source_path = any(%s)",
                            (vault_id, list(source_paths)))
+        return cur.rowcount
+
+
+def restrict_documents(conn: psycopg.Connection, vault_id: int, source_paths: Sequence[str], level: str) -> int:
+    """Raise stored documents (and their chunks' metadata, which SQL filters read) to `level`.
+
+    For a changed file that could not be parsed: its old version stays searchable (the file is
+    still there), but no longer at a level the new text may have tightened."""
+    if not source_paths:
+        return 0
+    with conn.transaction():
+        conn.execute(
+            "update chunks set metadata = jsonb_set(metadata, '{confidentiality}', to_jsonb(%s::text)) "
+            "where document_id in (select id from documents where vault_id = %s and source_path = any(%s))",
+            (level, vault_id, list(source_paths)))
+        cur = conn.execute("update documents set confidentiality = %s where vault_id = %s and source_path = any(%s)",
+                           (level, vault_id, list(source_paths)))
         return cur.rowcount
 
 

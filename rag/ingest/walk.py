@@ -9,17 +9,19 @@ Nothing here logs: every rejection is returned as a `SkippedFile` that names the
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
-import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 from rag.config import IngestSettings
 from rag.errors import InputError, NotFoundError
+from rag.ingest.globs import compile_glob, glob_match
+from rag.ingest.names import stored_name
+from rag.ingest.presence import NOTHING_DELETED, VaultChangedError
 
 _INGEST = IngestSettings()
 
@@ -35,10 +37,12 @@ _BINARY_SNIFF_BYTES = 8192
 
 @dataclass(frozen=True)
 class VaultFile:
-    rel_path: str  # posix, relative to the vault root, through symlink names (not their targets)
+    rel_path: str  # posix, relative to the vault root, through symlink names; `names.stored_name` form
     abs_path: Path
     kind: Kind
     size_bytes: int
+    root_real: str = ""  # the vault root's real path: what the opened file must lie inside
+    via_link: bool = False  # reached through a symlink the walk checked (the open must follow it)
 
 
 @dataclass(frozen=True)
@@ -102,17 +106,21 @@ class _Walker:
         self.skipped: list[SkippedFile] = []
 
     def skip(self, rel: str, reason: SkipReason, detail: str = "") -> None:
-        self.skipped.append(SkippedFile(rel, reason, detail))
+        self.skipped.append(SkippedFile(stored_name(rel), reason, detail))
 
     def walk_dir(self, path: Path, rel: str, ancestors: tuple[str, ...], via_link: bool = False) -> None:
         try:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except FileNotFoundError:
-            self.skip(rel or ".", "vanished", "folder disappeared during the walk")
-            return
+        except (FileNotFoundError, NotADirectoryError):
+            # Its files are unseen, not deleted: carrying on would delete their documents.
+            raise VaultChangedError(f"folder '{stored_name(rel or '.')}' vanished during the walk; "
+                                    f"{NOTHING_DELETED}") from None
         except OSError as exc:
-            self.skip(rel or ".", "unreadable", exc.strerror or type(exc).__name__)
+            if not rel:
+                raise VaultChangedError(f"cannot read vault folder {path} ({exc.strerror}); "
+                                        f"{NOTHING_DELETED}") from None
+            self.skip(rel, "unreadable", exc.strerror or type(exc).__name__)  # its documents are kept
             return
         for entry in entries:
             self.visit(entry, f"{rel}/{entry.name}" if rel else entry.name, ancestors, via_link)
@@ -175,7 +183,7 @@ class _Walker:
         if st.st_size > self.max_bytes:
             self.skip(rel, "too_large", f"{st.st_size} bytes > limit {self.max_bytes}")
             return
-        self.files.append(VaultFile(rel, Path(path), kind, st.st_size))
+        self.files.append(VaultFile(stored_name(rel), Path(path), kind, st.st_size, self.root_real, via_link))
 
     def _real_rel(self, path: str) -> str:
         # A symlink must not smuggle a denylisted file in under an innocent name.
@@ -198,45 +206,14 @@ def is_denied(rel_path: str, patterns: Sequence[str]) -> bool:
     parts = rel_path.split("/")
     prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
     for pattern in patterns:
-        regex, anchored = _compile_glob(pattern)
-        if regex is None:
+        pat = pattern.strip().strip("/")
+        if not pat:
             continue
-        candidates = prefixes if anchored else parts
-        if any(regex.fullmatch(c) for c in candidates):
+        tokens = compile_glob(pat)
+        candidates = prefixes if "/" in pat else parts  # a pattern with "/" is anchored at the root
+        if any(glob_match(tokens, c) for c in candidates):
             return True
     return False
-
-
-@lru_cache(maxsize=256)
-def _compile_glob(pattern: str) -> tuple[re.Pattern[str] | None, bool]:
-    pat = pattern.strip().strip("/")
-    if not pat:
-        return None, False
-    anchored = "/" in pat
-    out: list[str] = []
-    i = 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pat[i] == "[" and (end := pat.find("]", i + 2)) != -1:
-            body = pat[i + 1 : end]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    return re.compile("".join(out), re.DOTALL), anchored
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -247,15 +224,50 @@ def read_document(f: VaultFile, max_document_bytes: int = _INGEST.max_document_b
     The size is checked on the open descriptor before reading, and at most limit+1 bytes are read,
     so a huge (or growing) file never lands in memory.
     """
+    # O_NONBLOCK: a path swapped for a FIFO since the walk must not hang the indexer. O_NOFOLLOW: a
+    # plain file swapped for a symlink since the walk is refused by the kernel, not followed.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if f.via_link else getattr(os, "O_NOFOLLOW", 0))
     try:
-        # O_NONBLOCK: a path swapped for a FIFO since the walk must not hang the indexer.
-        fd = os.open(f.abs_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        return SkippedFile(f.rel_path, "vanished", "deleted before it could be read")
-    except PermissionError as exc:
-        return SkippedFile(f.rel_path, "unreadable", exc.strerror or "permission denied")
+        fd = os.open(f.abs_path, flags)
     except OSError as exc:
-        return SkippedFile(f.rel_path, "unreadable", exc.strerror or type(exc).__name__)
+        if exc.errno == errno.ELOOP:
+            return SkippedFile(f.rel_path, "symlink_outside_vault", "became a symlink after the walk")
+        return _open_failed(f, exc)
+    if f.root_real and not _inside(opened_path(fd, f.abs_path), f.root_real):
+        # A folder on the way (or a link's target) was swapped since the walk: what is open is not ours.
+        os.close(fd)
+        return SkippedFile(f.rel_path, "symlink_outside_vault", "resolved outside the vault when opened")
+    return _read_open(f, fd, max_document_bytes)
+
+
+def opened_path(fd: int, fallback: Path) -> str:
+    """The real path of an open descriptor, from the kernel where it can say (Linux, macOS)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass
+    if hasattr(fcntl, "F_GETPATH"):  # macOS
+        return os.fsdecode(fcntl.fcntl(fd, fcntl.F_GETPATH, bytes(1024)).rstrip(b"\x00"))
+    # Elsewhere: the path's current real path, accepted only if it is the very file that is open.
+    real = os.path.realpath(fallback)
+    try:
+        same = os.path.samestat(os.stat(real), os.fstat(fd))
+    except OSError:
+        same = False
+    return real if same else ""
+
+
+def _inside(path: str, root_real: str) -> bool:
+    return bool(path) and (path == root_real or path.startswith(root_real.rstrip(os.sep) + os.sep))
+
+
+def _open_failed(f: VaultFile, exc: OSError) -> SkippedFile:
+    if isinstance(exc, FileNotFoundError):
+        return SkippedFile(f.rel_path, "vanished", "deleted before it could be read")
+    return SkippedFile(f.rel_path, "unreadable", exc.strerror or type(exc).__name__)
+
+
+def _read_open(f: VaultFile, fd: int, max_document_bytes: int) -> bytes | SkippedFile:
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -9,11 +9,11 @@ from contextlib import contextmanager
 import psycopg
 from psycopg.rows import dict_row
 
-from rag.config import Settings
+from rag.config import DbSettings, Settings
 from rag.errors import DatabaseError
 from rag.store.embedded import EmbeddedServer
 
-CONNECT_TIMEOUT_S = 10
+CONNECT_TIMEOUT_S = DbSettings().connect_timeout_s  # for callers without settings at hand
 
 
 def mask_url(url: str) -> str:
@@ -51,12 +51,14 @@ def sqlalchemy_url(url: str) -> str:
     return re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql+psycopg://", url)
 
 
-def open_connection(url: str, *, autocommit: bool = False, register_vector: bool = True) -> psycopg.Connection:
+def open_connection(url: str, *, autocommit: bool = False, register_vector: bool = True,
+                    connect_timeout_s: float = CONNECT_TIMEOUT_S) -> psycopg.Connection:
     try:
-        conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S,
+        # libpq counts whole seconds (and treats 1 as 2); at least 1 so 0 never means "wait forever".
+        conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=max(1, round(connect_timeout_s)),
                                row_factory=dict_row)
     except psycopg.OperationalError as exc:
-        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else "connection failed"
+        reason = " ".join(line.strip() for line in str(exc).strip().splitlines()) or "connection failed"
         raise DatabaseError(f"cannot connect to the database at {mask_url(url)}: {reason}") from None
     if register_vector:
         _register_vector(conn)
@@ -76,7 +78,8 @@ def _register_vector(conn: psycopg.Connection) -> None:
 
 @contextmanager
 def connect(settings: Settings, *, autocommit: bool = False) -> Iterator[psycopg.Connection]:
-    conn = open_connection(resolve_database_url(settings), autocommit=autocommit)
+    conn = open_connection(resolve_database_url(settings), autocommit=autocommit,
+                           connect_timeout_s=settings.db.connect_timeout_s)
     try:
         yield conn
     finally:

@@ -7,6 +7,7 @@ and otherwise initialises and starts one that listens only on a Unix socket in t
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -25,6 +26,9 @@ SUPERUSER = "postgres"
 SYSTEM_USER_WHEN_ROOT = "embedded_postgres"
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
+STAGING_PREFIX = "pgdata.init-"
+
+log = logging.getLogger("ragpg.embedded")
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,9 @@ class EmbeddedServer:
             if current.running:
                 self._ensure_database(current.url)
                 return ServerStatus(True, self.pgdata, current.pid, current.url, adopted=True)
+            self._remove_stale_staging()
+            if self._half_made():
+                self._discard_half_made()
             if not (self.pgdata / "PG_VERSION").exists():
                 self._initdb()
             self._pg_ctl_start()
@@ -176,9 +183,30 @@ class EmbeddedServer:
         for p in (self.data_dir, path):
             os.chown(p, entry.pw_uid, entry.pw_gid)
 
+    def _remove_stale_staging(self) -> None:
+        """Staging folders of an initdb that never finished (its process was killed): the lock is ours,
+        so no live start owns one. Each is a few tens of MB of nothing."""
+        for staging in self.data_dir.glob(f"{STAGING_PREFIX}*"):
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _half_made(self) -> bool:
+        """A pgdata folder that initdb never completed: no PG_VERSION or no global/pg_control. Such a
+        cluster was never started, so it holds no data; pg_ctl would only fail on it."""
+        if not self.pgdata.is_dir():
+            return self.pgdata.exists()  # a stray file where the cluster should be
+        return not ((self.pgdata / "PG_VERSION").is_file() and (self.pgdata / "global" / "pg_control").is_file())
+
+    def _discard_half_made(self) -> None:
+        log.warning("removing the half-made database cluster %s (initdb never finished; it held no data)",
+                    self.pgdata)
+        if self.pgdata.is_dir() and not self.pgdata.is_symlink():
+            shutil.rmtree(self.pgdata)
+        else:
+            self.pgdata.unlink()
+
     def _initdb(self) -> None:
         # Initialise beside the target and rename, so a failure leaves no half-made cluster.
-        staging = self.data_dir / f"pgdata.init-{os.getpid()}"
+        staging = self.data_dir / f"{STAGING_PREFIX}{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(mode=0o700)
         try:
@@ -198,9 +226,13 @@ class EmbeddedServer:
 
             entry = pwd.getpwnam(SYSTEM_USER_WHEN_ROOT)
             os.chown(self.log_path, entry.pw_uid, entry.pw_gid)
-        self._run([str(_bin("pg_ctl")), "-D", str(self.pgdata), "-w", "-t", str(int(START_TIMEOUT_S)),
-                   "-l", str(self.log_path),
-                   "-o", f"-h '' -k '{self.pgdata}'", "start"])
+        try:
+            self._run([str(_bin("pg_ctl")), "-D", str(self.pgdata), "-w", "-t", str(int(START_TIMEOUT_S)),
+                       "-l", str(self.log_path),
+                       "-o", f"-h '' -k '{self.pgdata}'", "start"])
+        except DatabaseError as exc:
+            raise DatabaseError(f"{exc}; if this data dir never held data, remove {self.pgdata} and run "
+                                "`ragpg db start` to create it afresh") from None
 
     def _wait_ready(self) -> ServerStatus:
         deadline = time.monotonic() + START_TIMEOUT_S

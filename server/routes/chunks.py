@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
+from starlette.convertors import Convertor, register_url_convertor
 
 from rag import chunks
 from server.calls import Call, call
@@ -15,7 +16,23 @@ from server.routes.common import errors
 router = APIRouter(prefix="/v1", tags=["chunks"])
 
 
-@router.get("/chunks/{vault}/{source_path:path}/{ordinal}", response_model=ChunkResponse, responses=errors(404))
+class AnyPathConvertor(Convertor[str]):
+    """Starlette's `path` convertor, but matching newlines too (its `.*` stops at one): a file name
+    may hold a newline, and its chunks must still be reachable as `%0A`."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anypath", AnyPathConvertor())
+
+
+@router.get("/chunks/{vault}/{source_path:anypath}/{ordinal}", response_model=ChunkResponse, responses=errors(404))
 async def get_chunk(vault: Annotated[str, Path(pattern=VAULT_NAME_PATTERN)],
                     source_path: Annotated[str, Path(description="Path relative to the vault root.")],
                     ordinal: Annotated[int, Path(ge=0, le=2_147_483_647)], request: Request) -> dict[str, Any]:

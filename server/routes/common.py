@@ -11,7 +11,7 @@ _ERR = {"model": ErrorResponse}
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {**_ERR, "description": "Invalid request (malformed JSON, wrong types, unknown fields, bad values)."},
     401: {**_ERR, "description": "Missing, malformed, invalid or revoked API key."},
-    403: {**_ERR, "description": "The key may not read the requested vault."},
+    403: {**_ERR, "description": "The key may not read the requested vault (or, for POST /v1/index, start runs)."},
     413: {**_ERR, "description": "Request body over server.max_body_bytes."},
     429: {**_ERR, "description": "Server at capacity; retry after the Retry-After header's seconds."},
     503: {**_ERR, "description": "Database unavailable."},
@@ -21,5 +21,6 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     base = dict(ERROR_RESPONSES)
     for code in codes:
-        base[code] = {**_ERR, "description": {404: "Not found.", 502: "Upstream provider failed."}.get(code, "Error.")}
+        base[code] = {**_ERR, "description": {404: "Not found.", 409: "The vault already has a queued index run.",
+                                                       502: "Upstream provider failed."}.get(code, "Error.")}
     return base

@@ -23,7 +23,7 @@ def _runner(request: Request) -> index_runs.IndexRunner:
     return st.index_runner
 
 
-@router.post("/index", status_code=202, response_model=IndexRunResponse, responses=errors(404))
+@router.post("/index", status_code=202, response_model=IndexRunResponse, responses=errors(404, 409))
 async def start_index(body: IndexRequest, request: Request) -> Any:
     """Start indexing registered vaults in the background; poll `GET /v1/index/{id}` for progress."""
     runner = _runner(request)

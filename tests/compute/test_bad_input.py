@@ -71,3 +71,29 @@ def test_requests_hand_the_pool_its_connections_back_transactional(kb):
         assert (first.autocommit, second.autocommit) == (False, False)
         first.execute("select 1")
         assert first.info.transaction_status == TransactionStatus.INTRANS
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"budget_tokens": "lots"}, "compute_context: 'budget_tokens' must be a whole number, got str 'lots'"),
+    ({"budget_tokens": None}, "compute_context: 'budget_tokens' must be a whole number, got NoneType None"),
+    ({"budget_tokens": 1.5}, "compute_context: 'budget_tokens' must be a whole number, got float 1.5"),
+    ({"vaults": "kb"}, "compute_context: 'vaults' must be a list of names or None, got str 'kb'"),
+    ({"vaults": [1]}, "compute_context: every item of 'vaults' must be a string, got int 1"),
+    ({"filters": [1]}, "compute_context: 'filters' must be a JSON object (dict) or None, got list [1]"),
+    ({"profile": 3}, "compute_context: 'profile' must be a string, got int 3"),
+    ({"mode": None}, "compute_context: 'mode' must be a string, got NoneType None"),
+])
+def test_wrong_argument_types_name_the_argument(kb, kwargs, message):
+    """Item 17: `from rag import compute_context` checks types first; nothing runs, nothing is lost."""
+    import rag
+
+    before = kb.chunk_count()
+    rt = kb.runtime()
+    for fn in (rag.compute_context, lambda q, **kw: asyncio.run(rag.acompute_context(q, **kw))):
+        with pytest.raises(InputError) as info:
+            fn("zorblax", runtime=rt, **kwargs)
+        assert str(info.value) == message
+    with pytest.raises(InputError, match="'query' must be a string, got bytes"):
+        rag.compute_context(b"zorblax", runtime=rt)
+    assert kb.chunk_count() == before
+    assert rag.compute_context(corpus.STRONG_QUERY, mode="base", runtime=rt).chunks

@@ -89,7 +89,7 @@ def test_dates(frontmatter: str, expected: str | None) -> None:
 def test_unparseable_date_is_warned_not_fatal() -> None:
     doc = parse_document("---\ndate: next tuesday\n---\nbody\n", "n/d.md")
     assert doc.date is None
-    assert doc.warnings == ["unparseable date in n/d.md: date: 'next tuesday'"]
+    assert doc.warnings == ["unparseable date in n/d.md: date: 'next tuesday' (indexed without a date)"]
     assert parse_document("---\ndate: '2024-02-30'\n---\n", "x.md").date is None
 
 
@@ -116,24 +116,24 @@ def test_broken_yaml_reported_and_body_kept() -> None:
 
 def test_yaml_error_names_the_file_line() -> None:
     doc = parse_document("---\na: 1\nb: c: d\n---\nbody\n", "n.md")
-    assert doc.warnings == ["broken frontmatter in n.md: mapping values are not allowed here (line 3)"]
+    assert doc.warnings == ["broken frontmatter in n.md: mapping values are not allowed here (line 3) (treated as restricted)"]
 
 
 def test_frontmatter_that_is_not_a_mapping_keeps_all_text() -> None:
     """Two thematic breaks around prose look like fences; losing that prose would be worse."""
     text = "---\nSome intro prose\n---\nbody\n"
     doc = parse_document(text, "rule.md")
-    assert doc.warnings == ["broken frontmatter in rule.md: expected a mapping, got str"]
+    assert doc.warnings == ["broken frontmatter in rule.md: expected a mapping, got str (treated as restricted)"]
     assert (doc.body_start_line, doc.body_start_byte) == (0, 0)
     assert doc.body(text) == text
     listed = parse_document("---\n- a\n- b\n---\nbody\n", "list.md")
-    assert listed.warnings == ["broken frontmatter in list.md: expected a mapping, got list"]
+    assert listed.warnings == ["broken frontmatter in list.md: expected a mapping, got list (treated as restricted)"]
 
 
 def test_no_closing_fence_keeps_whole_file_as_body() -> None:
     text = "---\ntitle: x\nno end fence here\n"
     doc = parse_document(text, "open.md")
-    assert doc.warnings == ["broken frontmatter in open.md: no closing '---' fence"]
+    assert doc.warnings == ["broken frontmatter in open.md: no closing '---' fence (treated as restricted)"]
     assert (doc.body_start_line, doc.body_start_byte) == (0, 0)
     assert doc.title == "open"
 

@@ -98,11 +98,10 @@ def test_chunk_fetch_shape_and_not_found(client: TestClient, keys: Keys) -> None
     ("notes/%2e%2e/%2e%2e/%2e%2e/etc/passwd", "path traversal"),
     ("%2Fetc%2Fpasswd", "relative to the vault root"),
     ("/etc/passwd", "relative to the vault root"),
-    ("notes%5C..%5Csecret.md", "relative to the vault root"),
     ("C:%2Fwindows%2Fwin.ini", "relative to the vault root"),
     ("notes/%2e/public.md", "'.' path segments"),
     ("notes//public.md", "empty or"),
-    ("notes%00.md", "control characters"),
+    ("notes%00.md", "NUL character"),
 ])
 def test_path_traversal_is_400(client: TestClient, keys: Keys, seeded: psycopg.Connection, raw_path: str,
                                needle: str) -> None:

@@ -38,8 +38,7 @@ def test_healthz_needs_no_key_even_with_keys(client: TestClient, keys: Keys) -> 
     assert client.get("/v1/vaults").status_code == 401
 
 
-def test_healthz_503_when_database_unreachable(settings: Settings, monkeypatch) -> None:
-    monkeypatch.setattr("rag.runtime.POOL_TIMEOUT_S", 0.5)
+def test_healthz_503_when_database_unreachable(settings: Settings) -> None:
     bad = settings.model_copy(update={"database_url": "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1"})
     rt = Runtime.from_settings(bad, pool_max_size=10)
     with TestClient(create_app(rt), client=LOOPBACK) as c:

@@ -77,8 +77,9 @@ def test_index_errors(client: TestClient, conn: psycopg.Connection, tmp_path: Pa
 def test_index_scoping(client: TestClient, conn: psycopg.Connection, tmp_path: Path) -> None:
     make_vault(conn, tmp_path / "one", "one", {"a.md": "# One\n\nfirst\n"})
     make_vault(conn, tmp_path / "two", "two", {"b.md": "# Two\n\nsecond\n"})
-    _, admin = key_store.create_key(conn, "admin", vaults=[], all_vaults=True, clearance="restricted")
-    _, only_one = key_store.create_key(conn, "one", vaults=["one"], clearance="public")
+    _, admin = key_store.create_key(conn, "admin", vaults=[], all_vaults=True, clearance="restricted",
+                                    can_index=True)
+    _, only_one = key_store.create_key(conn, "one", vaults=["one"], clearance="public", can_index=True)
     before = row_counts(conn)
     assert_error(client.post("/v1/index", json={"vaults": ["two"]}, headers=bearer(only_one)), 403, "forbidden",
                  "vault 'two'")

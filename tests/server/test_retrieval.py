@@ -59,7 +59,7 @@ def corpus(conn: psycopg.Connection, settings: Settings, tmp_path: Path) -> dict
     assert not report.failed, report.to_dict()
     make = lambda name, **kw: key_store.create_key(conn, name, **kw)[1]  # noqa: E731
     return {
-        "admin": make("admin", vaults=[], all_vaults=True, clearance="restricted"),
+        "admin": make("admin", vaults=[], all_vaults=True, clearance="restricted", can_index=True),
         "alpha_public": make("alpha-public", vaults=["alpha"], clearance="public"),
         "alpha_internal": make("alpha-internal", vaults=["alpha"], clearance="internal"),
         "beta": make("beta", vaults=["beta"], clearance="restricted"),

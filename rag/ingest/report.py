@@ -1,0 +1,71 @@
+"""What an index run reports: per vault counts, skips and warnings, and the totals over vaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SkipRecord:
+    path: str
+    reason: str
+    detail: str = ""
+
+    @property
+    def message(self) -> str:
+        return f"skipped {self.path}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "reason": self.reason, "detail": self.detail}
+
+
+@dataclass
+class VaultReport:
+    vault: str
+    embedding_model: str
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    files_failed_closed: int = 0  # stored as the most restricted level: frontmatter or confidentiality unusable
+    chunks_written: int = 0
+    chunks_reembedded: int = 0
+    skipped: list[SkipRecord] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str | None = None
+    error_code: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "vault": self.vault, "files_seen": self.files_seen, "files_indexed": self.files_indexed,
+            "files_unchanged": self.files_unchanged, "files_skipped": len(self.skipped),
+            "files_removed": self.files_removed, "files_failed_closed": self.files_failed_closed,
+            "chunks_written": self.chunks_written,
+            "chunks_reembedded": self.chunks_reembedded, "skipped": [s.to_dict() for s in self.skipped],
+            "warnings": self.warnings, "seconds": round(self.seconds, 3),
+            "embedding_model": self.embedding_model, "error": self.error,
+        }
+
+
+@dataclass
+class IndexReport:
+    embedding_model: str
+    vaults: list[VaultReport] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> list[VaultReport]:
+        return [v for v in self.vaults if v.error is not None]
+
+    def total(self, name: str) -> int:
+        return sum(int(getattr(v, name)) for v in self.vaults)
+
+    def to_dict(self) -> dict[str, Any]:
+        names = ("files_seen", "files_indexed", "files_unchanged", "files_removed", "files_failed_closed",
+                 "chunks_written", "chunks_reembedded")
+        totals: dict[str, Any] = {n: self.total(n) for n in names}
+        totals["files_skipped"] = sum(len(v.skipped) for v in self.vaults)
+        return {**totals, "seconds": round(self.seconds, 3), "embedding_model": self.embedding_model,
+                "ok": not self.failed, "vaults": [v.to_dict() for v in self.vaults]}

@@ -1,0 +1,61 @@
+"""Property: whatever the frontmatter (random YAML, broken YAML, wrong types for every known key), the
+confidentiality parse_document gives (and the indexer stores) is never lower than what the text asked for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag.ingest.parse import CONFIDENTIALITY_LEVELS, confidentiality_rank, parse_document
+
+KNOWN_KEYS = ("title", "date", "created", "project", "tags", "tag", "doc_type", "type", "persona", "url",
+              "aliases", "alias")
+level = st.sampled_from(CONFIDENTIALITY_LEVELS)
+scalar = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=12),
+                   st.dates().map(str), st.just("2026-02-30"))
+value = st.recursive(scalar, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.text(max_size=6), inner, max_size=3), max_leaves=8)
+# How the text spells the level it asks for: plain, odd case, or a wrong type around it.
+spelled = st.sampled_from(["{}", "{}", "{}".upper(), "'{}'", "[{}]", "{{level: {}}}", " {} ", "!!str {}"])
+BREAKAGE = ["bad: [unclosed\n", "\tindented: tab\n", "x: y: z\n", "- list item\n", "&anchor\n", "? \n",
+            "a: *missing\n", "!!int nope: 1\n", "k: !!binary '%%%'\n"]
+
+
+@st.composite
+def frontmatter(draw: st.DrawFn) -> tuple[str, int]:
+    """(document text, rank of the level it asks for)."""
+    fields: dict[str, Any] = draw(st.dictionaries(st.sampled_from(KNOWN_KEYS), value, max_size=6))
+    body = yaml.safe_dump(fields, allow_unicode=True, sort_keys=False) if fields else ""
+    asked = draw(level)
+    line = f"{draw(st.sampled_from(['confidentiality', 'Confidentiality', 'CONFIDENTIALITY']))}: " \
+           f"{draw(spelled).format(asked)}\n"
+    lines = [*body.splitlines(keepends=True)]
+    lines.insert(draw(st.integers(0, len(lines))), line)
+    if draw(st.booleans()):  # a second statement of the level: the stricter of the two counts
+        other = draw(level)
+        lines.insert(draw(st.integers(0, len(lines))), f"confidentiality: {other}\n")
+        asked = max(asked, other, key=CONFIDENTIALITY_LEVELS.index)
+    if draw(st.booleans()):
+        lines.insert(draw(st.integers(0, len(lines))), draw(st.sampled_from(BREAKAGE)))
+    close = draw(st.sampled_from(["---\n", "...\n", ""]))  # "" = no closing fence
+    return "---\n" + "".join(lines) + close + "body text\n", CONFIDENTIALITY_LEVELS.index(asked)
+
+
+@settings(max_examples=400, deadline=None)
+@given(frontmatter())
+def test_stored_level_is_never_lower_than_asked(case: tuple[str, int]) -> None:
+    text, asked = case
+    doc = parse_document(text, "n.md")
+    assert confidentiality_rank(doc.confidentiality) >= asked, (text, doc.confidentiality, doc.warnings)
+    if doc.failed_closed:  # every fail-closed note is warned about, naming the file
+        assert any("n.md" in w and "treated as restricted" in w for w in doc.warnings)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_arbitrary_text_never_crashes_and_confidentiality_is_a_known_level(text: str) -> None:
+    doc = parse_document("---\n" + text, "r.md")
+    assert doc.confidentiality in CONFIDENTIALITY_LEVELS

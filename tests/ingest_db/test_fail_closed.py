@@ -1,0 +1,116 @@
+"""Hostile frontmatter fails closed: a note whose confidentiality cannot be trusted is stored restricted.
+
+Issue 17, items 1, 4 and 10: real files, the real indexer and database, the CLI's summary.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+
+from rag.config import Settings
+from rag.ingest import pipeline
+from tests.ingest_db.helpers import add, index, write_files
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcde", "bcdef", strict=True))
+
+HOSTILE = {
+    "yaml-error.md": "---\nconfidentiality: restricted\nbad: [unclosed\n---\nsecret one\n",
+    "unclosed.md": "---\nconfidentiality: restricted\nno closing fence\n\nsecret two\n",
+    "bomb.md": f"---\nconfidentiality: restricted\n{BOMB}---\nsecret three\n",
+    "listed.md": "---\nconfidentiality: [restricted]\n---\nsecret four\n",
+    "number.md": "---\nconfidentiality: 3\n---\nsecret five\n",
+    "empty.md": "---\nconfidentiality:\n---\nsecret six\n",
+    "twice.md": "---\nconfidentiality: restricted\nConfidentiality: public\n---\nsecret seven\n",
+    "merged.md": "---\nbase: &b {confidentiality: public}\n<<: *b\nconfidentiality: restricted\n---\nsecret eight\n",
+}
+PLAIN = {"public.md": "---\ntitle: open\n---\nopen text\n", "internal.md": "---\nconfidentiality: internal\n---\nx\n"}
+
+
+def levels(conn: psycopg.Connection) -> dict[str, set[str]]:
+    """source_path -> the levels stored for it, in documents and in every chunk's metadata."""
+    rows = conn.execute("select d.source_path, d.confidentiality as doc, c.metadata->>'confidentiality' as chunk "
+                        "from documents d join chunks c on c.document_id = d.id").fetchall()
+    out: dict[str, set[str]] = {}
+    for r in rows:
+        out.setdefault(r["source_path"], set()).update({r["doc"], r["chunk"]})
+    return out
+
+
+def test_untrustworthy_confidentiality_is_stored_restricted(aconn: psycopg.Connection, cli,
+                                                            tmp_path: Path) -> None:
+    root = write_files(tmp_path / "v", {**HOSTILE, **PLAIN})
+    assert cli("vault", "add", "v", str(root))[0] == 0
+    code, out, err = cli("index", "v", "--json")
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["files_failed_closed"] == len(HOSTILE) and summary["files_indexed"] == len(HOSTILE) + 2
+    stored = levels(aconn)
+    assert {p: stored[p] for p in HOSTILE} == {p: {"restricted"} for p in HOSTILE}
+    assert stored["public.md"] == {"public"} and stored["internal.md"] == {"internal"}
+    warned = [line for line in err.splitlines() if "(treated as restricted)" in line]
+    assert sorted(line.split(" in ", 1)[1].split(":")[0] for line in warned) == sorted(HOSTILE)
+    assert all(line.startswith("warning: v: ") and "\n" not in line for line in warned)
+
+    code, out, _ = cli("index", "v")  # human summary names the count (nothing changed: 0 this run)
+    assert code == 0 and "stored as restricted" not in out
+    (root / "listed.md").write_text("---\nconfidentiality: [restricted]\n---\nsecret four, edited\n")
+    code, out, _ = cli("index", "v")
+    assert code == 0 and "1 stored as restricted (unusable confidentiality)" in out
+
+
+def test_edit_with_bad_date_still_applies_the_new_level(aconn: psycopg.Connection, settings: Settings,
+                                                        tmp_path: Path) -> None:
+    """Item 4: public → restricted in the same edit that makes the date impossible."""
+    root = write_files(tmp_path / "v", {"n.md": "---\ndate: 2026-02-01\n---\nplan\n"})
+    add(aconn, "v", root)
+    index(settings)
+    assert levels(aconn) == {"n.md": {"public"}}
+    (root / "n.md").write_text("---\nconfidentiality: restricted\ndate: 2026-02-30\n---\nplan, now secret\n")
+    report = index(settings).vaults[0]
+    assert report.error is None and report.files_indexed == 1 and not report.skipped
+    assert levels(aconn) == {"n.md": {"restricted"}}
+    assert report.warnings == ["unparseable date in n.md: date: '2026-02-30' (indexed without a date)"]
+    content = aconn.execute("select content from chunks").fetchone()["content"]
+    assert content == "plan, now secret\n"
+
+
+def test_new_note_with_impossible_date_is_indexed_without_it(aconn: psycopg.Connection, settings: Settings,
+                                                             tmp_path: Path) -> None:
+    """Item 10."""
+    root = write_files(tmp_path / "v", {"d.md": "---\ndate: 2026-02-30\ntitle: T\n---\nbody\n"})
+    add(aconn, "v", root)
+    report = index(settings).vaults[0]
+    assert report.files_indexed == 1 and not report.skipped
+    assert report.warnings == ["unparseable date in d.md: date: '2026-02-30' (indexed without a date)"]
+    row = aconn.execute("select title, doc_date, metadata->>'date' as raw from documents").fetchone()
+    assert (row["title"], row["doc_date"], row["raw"]) == ("T", None, "2026-02-30")
+
+
+def test_edit_the_parser_rejects_keeps_the_old_version_restricted(aconn: psycopg.Connection, settings: Settings,
+                                                                  tmp_path: Path, monkeypatch) -> None:
+    """Item 4, any other rejection: the old public text stays (the file exists) but only as restricted."""
+    root = write_files(tmp_path / "v", {"n.md": "public plan\n", "other.md": "other\n"})
+    add(aconn, "v", root)
+    index(settings)
+    (root / "n.md").write_text("---\nconfidentiality: restricted\n---\nsecret plan\n")
+    real = pipeline.parse_document
+
+    def choke(text: str, rel_path: str):
+        if rel_path == "n.md":
+            raise RecursionError("parser gave up")
+        return real(text, rel_path)
+
+    monkeypatch.setattr(pipeline, "parse_document", choke)
+    report = index(settings).vaults[0]
+    assert [(s.path, s.reason) for s in report.skipped] == [("n.md", "parse_error")]
+    assert report.warnings == ["n.md: old version kept as restricted until the new one can be parsed"]
+    assert levels(aconn) == {"n.md": {"restricted"}, "other.md": {"public"}}
+    monkeypatch.setattr(pipeline, "parse_document", real)
+    index(settings)
+    assert levels(aconn)["n.md"] == {"restricted"}
+    assert aconn.execute("select content from chunks c join documents d on d.id = c.document_id "
+                         "where d.source_path = 'n.md'").fetchone()["content"] == "secret plan\n"
