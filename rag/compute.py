@@ -17,6 +17,7 @@ from typing import Any
 
 from rag import autorag
 from rag.access import Scope
+from rag.arguments import check_context_arguments
 from rag.context import assemble_context
 from rag.errors import InputError
 from rag.evidence import evidence_full, evidence_llm, score_dict
@@ -74,6 +75,8 @@ def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters:
                     profile: str = "chat", mode: str = "auto", budget_tokens: int = 4000,
                     runtime: Runtime | None = None, scope: Scope | None = None,
                     request_id: str | None = None) -> ContextResult:
+    check_context_arguments({"query": query, "vaults": vaults, "filters": filters, "profile": profile, "mode": mode,
+                             "budget_tokens": budget_tokens})  # a wrong type is an InputError naming it
     rt = runtime or default_runtime()
     query = validate_request(query, budget_tokens, rt.settings.retrieval.max_query_chars)
     prof = get_profile(profile, rt.profiles)
