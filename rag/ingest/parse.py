@@ -127,6 +127,11 @@ def parse_document(text: str, rel_path: str) -> ParsedDocument:
         warnings.append(f"broken frontmatter in {rel_path}: {problem} (treated as {confidentiality})")
     else:
         confidentiality, conf_problem = _confidentiality(fm)
+        if _CONFIDENTIALITY_KEY not in fm and _MENTIONS_CONFIDENTIALITY.search("\n".join(lines[:body_line])):
+            # The text asks for a level the parse did not yield as a top-level key (e.g. inside a
+            # quoted or nested key): trust neither reading, store it at the most restricted level.
+            confidentiality = UNKNOWN_CONFIDENTIALITY
+            conf_problem = "a confidentiality line that is not a top-level key"
         if conf_problem:
             warnings.append(f"unknown confidentiality in {rel_path}: {conf_problem} (treated as {confidentiality})")
     return ParsedDocument(
@@ -250,6 +255,9 @@ def _date(fm: dict[str, Any]) -> tuple[str | None, str | None]:
                 pass
         return None, f"{key}: {str(value)[:40]!r}"
     return None, None
+
+
+_MENTIONS_CONFIDENTIALITY = re.compile(r"confidentiality\s*['\"]?\s*:", re.IGNORECASE)
 
 
 def _confidentiality(fm: dict[str, Any]) -> tuple[str, str | None]:

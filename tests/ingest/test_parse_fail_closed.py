@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rag.ingest.parse import CONFIDENTIALITY_LEVELS, confidentiality_rank, parse_document
@@ -44,8 +44,15 @@ def frontmatter(draw: st.DrawFn) -> tuple[str, int]:
     return "---\n" + "".join(lines) + close + "body text\n", CONFIDENTIALITY_LEVELS.index(asked)
 
 
+# Found by this test in CI: the level's line sits inside a quoted multi-line key, so YAML has no
+# top-level confidentiality at all; the text still asked for one.
+NESTED_IN_A_KEY = ("---\ntitle:\n  ? ''\n  : null\n  ? '\n  confidentiality: internal\n\n      '\n  : null\n---\n"
+                   "body text\n", CONFIDENTIALITY_LEVELS.index("internal"))
+
+
 @settings(max_examples=400, deadline=None)
 @given(frontmatter())
+@example(NESTED_IN_A_KEY)
 def test_stored_level_is_never_lower_than_asked(case: tuple[str, int]) -> None:
     text, asked = case
     doc = parse_document(text, "n.md")
