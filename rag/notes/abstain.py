@@ -127,13 +127,19 @@ def decide(signals: AbstainSignals, weights: Mapping[str, float], bias: float, t
     return AbstainDecision(abstain, p, threshold, signals, _reason(signals, abstain, p, threshold))
 
 
+# When `--explain` names a signal as a reason (wording only; the decision is the fitted model's).
+EXPLAIN_UNKNOWN_SHARE_MIN = 0.3
+EXPLAIN_COVERAGE_BELOW = 0.5
+EXPLAIN_SENTENCE_SIMILARITY_BELOW = 0.45
+
+
 def _reason(s: AbstainSignals, abstain: bool, p: float, threshold: float) -> str:
     notes = []
-    if s.unknown_share >= 0.3:
+    if s.unknown_share >= EXPLAIN_UNKNOWN_SHARE_MIN:
         notes.append(f"{s.unknown_share:.0%} of the question's distinctive words never appear in the notes")
-    if s.term_coverage < 0.5:
+    if s.term_coverage < EXPLAIN_COVERAGE_BELOW:
         notes.append(f"the best passages contain only {s.term_coverage:.0%} of the question's distinctive words")
-    if s.sentence_similarity < 0.45:
+    if s.sentence_similarity < EXPLAIN_SENTENCE_SIMILARITY_BELOW:
         notes.append("no sentence in the best passages is close in meaning to the question")
     if s.leg_agreement == 0:
         notes.append("word search and meaning search found different passages")

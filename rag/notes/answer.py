@@ -67,10 +67,10 @@ def candidate_debug(r: RankedChunk, sc: NotesScope) -> dict[str, Any]:
             "final": round(r.scores.final, 6), "lines": [c.start_line, c.end_line], "text": c.content}
 
 
-def _similarity_to(rt: Runtime, question: str) -> Any:
-    """texts -> cosine similarity of each to the question, with the embedder the notes were indexed with;
-    None-like zeros (term matching only) when the embedder fails."""
-    query = np.asarray(rt.embedder.embed_query(question), dtype=np.float64)
+def _similarity_to(rt: Runtime, query_embedding: Any) -> Any:
+    """texts -> cosine similarity of each to the question's embedding, with the embedder the notes were
+    indexed with; zeros (term matching only) when the embedder fails."""
+    query = np.asarray(query_embedding, dtype=np.float64)
     norm = float(np.linalg.norm(query)) or 1.0
 
     def similarity(texts: list[str]) -> list[float]:
@@ -86,10 +86,14 @@ def _similarity_to(rt: Runtime, question: str) -> Any:
     return similarity
 
 
-def rank_answer_sentences(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedChunk]) -> list[Sentence]:
-    """Every sentence of the passages drawn on, scored against the question and weighed by its passage."""
+def rank_answer_sentences(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedChunk],
+                          query_embedding: Any | None) -> list[Sentence]:
+    """Every sentence of the passages drawn on, scored against the question and weighed by its passage.
+    `query_embedding` is the one retrieval used (None for a lexical profile: embedded here)."""
     chunks = [r.candidate for r in kept]
-    scored = score_sentences(question, chunks, similarity=_similarity_to(rt, question),
+    if query_embedding is None:
+        query_embedding = rt.embedder.embed_query(question)
+    scored = score_sentences(question, chunks, similarity=_similarity_to(rt, query_embedding),
                              semantic_weight=ns.extractive_semantic_weight)
     return weigh_by_passage(scored, [r.scores.final for r in kept])
 
@@ -140,5 +144,4 @@ def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedC
 
 
 def _declined(text: str) -> bool:
-    norm = " ".join(text.split()).rstrip(".").lower()
-    return norm == ABSTAIN_ANSWER.rstrip(".").lower() or norm.startswith(ABSTAIN_ANSWER.rstrip(".").lower())
+    return " ".join(text.split()).lower().startswith(ABSTAIN_ANSWER.rstrip(".").lower())

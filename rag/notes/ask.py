@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rag.access import Scope
@@ -93,13 +94,7 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
         root.set(abstained=response.abstained, answeredBy=response.answered_by,
                  folderMethod=trace.get("folders", {}).get("method"), topScore=trace.get("best_score"),
                  chunkCount=len(response.references), insufficient=response.abstained)
-    return response if not debug else _with_debug(response, trace)
-
-
-def _with_debug(response: AskResponse, trace: dict[str, Any]) -> AskResponse:
-    from dataclasses import replace
-
-    return replace(response, debug=trace)
+    return replace(response, debug=trace) if debug else response
 
 
 def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], folder_list: list[str], k: int,
@@ -114,7 +109,7 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
     if not kept:
         trace["abstention"] = {"abstain": True, "reason": "not answered: nothing in the notes matched"}
         return answering.abstained("no_results")
-    sentences = answering.rank_answer_sentences(rt, ns, question, kept)
+    sentences = answering.rank_answer_sentences(rt, ns, question, kept, sc.query_embedding)
     with rt.connection(autocommit=True) as conn:
         stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels())
     signals = collect_signals(ranked, stats, max((x.similarity for x in sentences), default=0.0),

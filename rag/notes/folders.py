@@ -1,17 +1,18 @@
 """Which folders a notes question is searched in, and in what order.
 
-Order of the selection (each entry is one *folder scope*, searched separately):
+Order of the selection: a prior on scores (`rag.notes.scope`); every folder in the search's scope is
+searched in one pass whatever its position:
 
 1. the folders the user named, in the order named. A name is `folder` or `<vault>/folder`; it
    matches that folder and everything below it (`projects` covers `projects/alpha`), or, when no
    folder is called that, the folders whose name starts with it (`proj` → `projects`). A name
    matching nothing is an InputError that suggests close matches;
 2. the remaining folders, ranked by the LLM (prompt `folder_rank`; the answer is a JSON array of
-   folder names; only the folders it lists are searched) or, without an LLM, by the similarity of
+   folder names; the folders it leaves out weigh the minimum) or, without an LLM, by the similarity of
    the question to each folder's centroid (mean embedding, computed in SQL). When the LLM fails or
-   its answer names no known folder, every remaining folder is searched, in centroid order.
+   its answer names no known folder, the centroid order is used.
 
-The folder at position i weighs max(1.0 - 0.1·i, 0.1) in the final score (`rerank.folder_weights`).
+The folder at position i weighs max(1.0 - 0.1·i, 0.1) (`rag.notes.question.folder_weights`).
 Folders are `documents.folder` values (the file's directory relative to the vault root; '' is the
 vault's top level, shown as `<vault>/(top level)`), always shown with their vault name.
 """

@@ -67,11 +67,15 @@ def _route_prf(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> li
     return _judge(ctx, run, base, {"rewrite": ctx.run("rewrite", expanded, ctx.embed(expanded), run)})
 
 
+def _why_no_llm(run: RetrievalRun) -> str:
+    return "LLM failed" if run.llm_failures else "no LLM configured"
+
+
 def _route_hyde(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
     doc = ctx.llm_text("hyde", run, query=ctx.query)
     if not doc:
         run.winner = "base"
-        run.reason = "HyDE skipped: " + ("LLM failed" if run.llm_failures else "no LLM configured")
+        run.reason = "HyDE skipped: " + _why_no_llm(run)
         return base
     run.winner, run.reason = "hyde", "hyde mode forced"
     return ctx.run("hyde", ctx.query, ctx.embed(doc), run)
@@ -81,7 +85,7 @@ def _route_rewrite(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -
     text = ctx.llm_text("rewrite", run, query=ctx.query)
     if not text:
         run.notes.append("rewrite by pseudo-relevance feedback (" +
-                         ("LLM failed" if run.llm_failures else "no LLM configured") + ")")
+                         _why_no_llm(run) + ")")
         text = _prf_query(ctx, base)
     run.winner, run.reason = "rewrite", "rewrite mode forced"
     return ctx.run("rewrite", text, ctx.embed(text), run)
@@ -114,7 +118,7 @@ def _route_reverse(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -
     draft = ctx.llm_text("reverse_draft", run, query=ctx.query)
     if not draft:
         run.winner = "base"
-        run.reason = "reverse skipped: " + ("LLM failed" if run.llm_failures else "no LLM configured")
+        run.reason = "reverse skipped: " + _why_no_llm(run)
         return base
     run.winner, run.reason = "reverse", "evidence retrieved for a drafted answer"
     return ctx.run("reverse", f"{ctx.query}\n{draft}", ctx.embed(draft), run)
