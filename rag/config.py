@@ -89,6 +89,8 @@ class DbSettings(_Group):
     # During an outage requests fail at once; at most one probe connection per this interval checks
     # whether the database is back, and a successful probe replaces the pool (no reconnect backoff).
     outage_probe_interval_s: float = Field(1.0, gt=0)
+    # A `ragpg db console` login (a role bound by clearance and vaults) stops working after this long.
+    console_login_valid_h: float = Field(12.0, gt=0)
 
 
 class ServerSettings(_Group):

@@ -16,9 +16,12 @@ from rag.config import Settings, load_settings
 from rag.errors import DatabaseError
 from rag.store.database import mask_url, open_connection, resolve_database_url
 from rag.store.outage import OutageGuard
+from rag.store.row_security import apply_read_scope, clear_read_scope, scope_settings
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
+
+    from rag.access import Scope
 
     from rag.embed.base import Embedder
     from rag.llm import LLM
@@ -31,6 +34,25 @@ def _configure(conn: psycopg.Connection) -> None:
 
     register_vector(conn)
     conn.commit()
+
+
+@contextmanager
+def _reading_as(conn: psycopg.Connection, scope: Scope) -> Iterator[None]:
+    apply_read_scope(conn, scope)
+    if not conn.autocommit:  # committed, so a rollback by the caller cannot undo the scope
+        conn.commit()
+    try:
+        yield
+    finally:
+        try:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.rollback()
+            clear_read_scope(conn)
+        except psycopg.Error:
+            conn.close()  # never lend a connection that may still read as someone: the pool replaces it
+        else:
+            if not conn.autocommit:
+                conn.commit()
 
 
 def _restore_transactional(conn: psycopg.Connection) -> None:
@@ -108,10 +130,21 @@ class Runtime:
             return self._outage
 
     @contextmanager
-    def connection(self, *, autocommit: bool = False) -> Iterator[psycopg.Connection]:
+    def connection(self, *, autocommit: bool = False, scope: Scope | None = None) -> Iterator[psycopg.Connection]:
         """A pooled connection. ``autocommit=True`` suits a run of reads (a search, compute_context):
         each statement stands alone, so no BEGIN, COMMIT or SAVEPOINT round trips. While the database
-        is down this fails at once (DatabaseError) instead of waiting (rag/store/outage.py)."""
+        is down this fails at once (DatabaseError) instead of waiting (rag/store/outage.py).
+        With a limited ``scope`` the connection reads as that scope (row-level security,
+        rag/store/row_security.py) until it goes back to the pool."""
+        if scope is not None and scope_settings(scope) is not None:
+            with self._connection(autocommit) as conn, _reading_as(conn, scope):
+                yield conn
+            return
+        with self._connection(autocommit) as conn:
+            yield conn
+
+    @contextmanager
+    def _connection(self, autocommit: bool) -> Iterator[psycopg.Connection]:
         outage = self.outage
         outage.before_use()
         try:

@@ -288,6 +288,21 @@ end
 $$;
 
 --
+-- Name: ragpg_content_tables(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_content_tables() RETURNS SETOF regclass
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+    select t::regclass from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
+                                         'bm25_vault_stats', 'embedding_models']) as t
+    union all
+    select to_regclass(quote_ident(embedding_table)) from embedding_models
+    where to_regclass(quote_ident(embedding_table)) is not null
+$$;
+
+--
 -- Name: embedding_models; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -470,6 +485,35 @@ begin
         execute format('drop function %I(%s)', p_name, p_arg_types);
         execute 'create function ' || p_definition;
     end;
+end
+$$;
+
+--
+-- Name: ragpg_ensure_console_role(text, text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_ensure_console_role(p_clearance text, p_vaults text[]) RETURNS name
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_vaults text[] := (select array_agg(distinct v order by v) from unnest(p_vaults) v);
+    v_role name;
+begin
+    if ragpg_level_rank(p_clearance) is null then
+        raise exception using errcode = '22023',
+            message = format('unknown clearance %L (use public, internal, confidential or restricted)', p_clearance);
+    end if;
+    v_role := format('ragpg_console_%s_%s', p_clearance,
+                     case when v_vaults is null then 'all' else left(md5(array_to_string(v_vaults, chr(31))), 10) end);
+    if not exists (select 1 from pg_roles where rolname = v_role) then
+        execute format('create role %I login nosuperuser nocreatedb nocreaterole noinherit', v_role);
+    end if;
+    insert into ragpg_console_roles (role_name, clearance, vaults)
+    values (v_role, p_clearance, v_vaults)
+    on conflict (role_name) do update set clearance = excluded.clearance, vaults = excluded.vaults;
+    perform ragpg_grant_console_select(v_role, t) from ragpg_content_tables() t;
+    return v_role;
 end
 $$;
 
@@ -788,6 +832,19 @@ end
 $_$;
 
 --
+-- Name: ragpg_grant_console_select(name, regclass); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_grant_console_select(p_role name, p_table regclass) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    execute format('grant select on %s to %I', p_table, p_role);
+end
+$$;
+
+--
 -- Name: ragpg_invalid_filter(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -817,6 +874,14 @@ CREATE FUNCTION public.ragpg_langchain_chunk_id(p_id text) RETURNS bigint
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog'
     RETURN ((('x'::text || "left"(md5(p_id), 16)))::bit(64))::bigint;
+
+--
+-- Name: ragpg_level_rank(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_level_rank(p_level text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN array_position(ARRAY['public'::text, 'internal'::text, 'confidential'::text, 'restricted'::text], p_level);
 
 --
 -- Name: ragpg_lexical_scores(text, integer, jsonb, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
@@ -1293,8 +1358,120 @@ begin
         m.embedding_table, p_dims);
     execute format('create index if not exists %I on %I using hnsw (embedding vector_cosine_ops)',
                    m.embedding_table || '_hnsw_idx', m.embedding_table);
+    perform ragpg_secure_content_table(to_regclass(quote_ident(m.embedding_table)));  -- 80_security.sql
     perform ragpg_create_model_functions(m);
     return m;
+end
+$$;
+
+--
+-- Name: ragpg_scope_clearance_rank(name); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_scope_clearance_rank(p_invoker name) RETURNS integer
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_registered text;
+    v_setting text := nullif(current_setting('ragpg.clearance', true), '');
+    v_rank integer;
+begin
+    select clearance into v_registered from ragpg_console_roles where role_name = p_invoker;
+    if found then
+        v_rank := ragpg_level_rank(v_registered);
+    elsif p_invoker = 'ragpg_reader' and v_setting is not null then
+        v_rank := 4;
+    else
+        return 0;
+    end if;
+    if v_setting is not null then  -- narrows only; a value that is no level narrows to nothing
+        v_rank := least(v_rank, coalesce(ragpg_level_rank(v_setting), 0));
+    end if;
+    return coalesce(v_rank, 0);
+end
+$$;
+
+--
+-- Name: ragpg_scope_vault_ids(name); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_scope_vault_ids(p_invoker name) RETURNS bigint[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_setting text := nullif(current_setting('ragpg.vaults', true), '');
+    v_registered text[];
+    v_every boolean;
+    v_asked text[];
+begin
+    select vaults, vaults is null into v_registered, v_every from ragpg_console_roles where role_name = p_invoker;
+    if not found then
+        if p_invoker <> 'ragpg_reader' or v_setting is null then
+            return '{}';
+        end if;
+        v_every := true;
+    end if;
+    if v_setting is not null and v_setting <> '*' then
+        begin
+            v_asked := array(select jsonb_array_elements_text(v_setting::jsonb));
+        exception when others then
+            return '{}';  -- a setting that does not parse narrows to nothing
+        end;
+    end if;
+    return array(select v.id from vaults v
+                 where (v_every or v.name = any(v_registered))
+                   and (v_asked is null or v.name = any(v_asked)));
+end
+$$;
+
+--
+-- Name: ragpg_secure_content_table(regclass); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_secure_content_table(p_table regclass) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_vaults constant text := '(select ragpg_scope_vault_ids(current_user))::bigint[]';  -- an array, not a subquery of rows
+    v_rank constant text := '(select ragpg_scope_clearance_rank(current_user))';
+    v_name text := (select relname from pg_class where oid = p_table);
+    v_rule text;
+    v_has_reader boolean := exists (select 1 from pg_roles where rolname = 'ragpg_reader');
+begin
+    if v_has_reader then
+        execute format('grant select on %s to ragpg_reader', p_table);
+    end if;
+    perform ragpg_grant_console_select(r.role_name, p_table)
+    from ragpg_console_roles r where exists (select 1 from pg_roles where rolname = r.role_name);
+    if v_name = 'embedding_models' then
+        return;  -- model names and table names only: readable by every reader
+    end if;
+    v_rule := case
+        when v_name = 'vaults' then format('id = any(%s)', v_vaults)
+        when v_name = 'documents' then format(
+            'vault_id = any(%s) and coalesce(ragpg_level_rank(confidentiality), 4) <= %s', v_vaults, v_rank)
+        when v_name = 'chunks' then format(
+            'vault_id = any(%s) and coalesce(ragpg_level_rank(metadata ->> ''confidentiality''), 4) <= %s',
+            v_vaults, v_rank)
+        when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s)', v_vaults)
+        -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself
+        -- (the chunk's own policy applies inside the subquery)
+        else 'exists (select 1 from chunks c where c.id = chunk_id)'
+    end;
+    execute format('alter table %s enable row level security', p_table);
+    execute format('drop policy if exists ragpg_scope on %s', p_table);
+    execute format('create policy ragpg_scope on %s for select using (%s)', p_table, v_rule);
+    execute format('drop policy if exists ragpg_reader_rows on %s', p_table);
+    if v_has_reader and (v_name = 'bm25_postings' or v_name not in ('vaults', 'documents', 'chunks',
+                                                                     'bm25_term_stats', 'bm25_vault_stats')) then
+        -- The server's reader joins every posting and embedding to its chunk, whose policy decides; a
+        -- per-row subquery here would only slow its lexical leg.
+        execute format('create policy ragpg_reader_rows on %s for select to ragpg_reader using (%s)', p_table,
+                       case when v_name = 'bm25_postings' then format('vault_id = any(%s)', v_vaults) else 'true' end);
+    end if;
 end
 $$;
 
@@ -1595,6 +1772,18 @@ CREATE TABLE public.index_runs (
 );
 
 --
+-- Name: ragpg_console_roles; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ragpg_console_roles (
+    role_name name NOT NULL,
+    clearance text NOT NULL,
+    vaults text[],
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT ragpg_console_roles_clearance_check CHECK ((clearance = ANY (ARRAY['public'::text, 'internal'::text, 'confidential'::text, 'restricted'::text])))
+);
+
+--
 -- Name: vaults_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -1727,6 +1916,13 @@ ALTER TABLE ONLY public.index_runs
     ADD CONSTRAINT index_runs_pkey PRIMARY KEY (id);
 
 --
+-- Name: ragpg_console_roles ragpg_console_roles_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ragpg_console_roles
+    ADD CONSTRAINT ragpg_console_roles_pkey PRIMARY KEY (role_name);
+
+--
 -- Name: vaults vaults_name_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1822,6 +2018,86 @@ ALTER TABLE ONLY public.chunks
 
 ALTER TABLE ONLY public.documents
     ADD CONSTRAINT documents_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
+
+--
+-- Name: bm25_postings; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.bm25_postings ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: bm25_term_stats; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.bm25_term_stats ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: bm25_vault_stats; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.bm25_vault_stats ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: chunks; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.chunks ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: documents; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.documents ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: bm25_postings ragpg_reader_rows; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_reader_rows ON public.bm25_postings FOR SELECT TO ragpg_reader USING ((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])));
+
+--
+-- Name: bm25_postings ragpg_scope; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_scope ON public.bm25_postings FOR SELECT USING ((EXISTS ( SELECT 1
+   FROM public.chunks c
+  WHERE (c.id = bm25_postings.chunk_id))));
+
+--
+-- Name: bm25_term_stats ragpg_scope; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_scope ON public.bm25_term_stats FOR SELECT USING ((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])));
+
+--
+-- Name: bm25_vault_stats ragpg_scope; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_scope ON public.bm25_vault_stats FOR SELECT USING ((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])));
+
+--
+-- Name: chunks ragpg_scope; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_scope ON public.chunks FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (COALESCE(public.ragpg_level_rank((metadata ->> 'confidentiality'::text)), 4) <= ( SELECT public.ragpg_scope_clearance_rank(CURRENT_USER) AS ragpg_scope_clearance_rank))));
+
+--
+-- Name: documents ragpg_scope; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_scope ON public.documents FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (COALESCE(public.ragpg_level_rank(confidentiality), 4) <= ( SELECT public.ragpg_scope_clearance_rank(CURRENT_USER) AS ragpg_scope_clearance_rank))));
+
+--
+-- Name: vaults ragpg_scope; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_scope ON public.vaults FOR SELECT USING ((id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])));
+
+--
+-- Name: vaults; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.vaults ENABLE ROW LEVEL SECURITY;
 
 --
 -- PostgreSQL database dump complete

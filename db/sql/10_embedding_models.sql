@@ -57,6 +57,7 @@ begin
         m.embedding_table, p_dims);
     execute format('create index if not exists %I on %I using hnsw (embedding vector_cosine_ops)',
                    m.embedding_table || '_hnsw_idx', m.embedding_table);
+    perform ragpg_secure_content_table(to_regclass(quote_ident(m.embedding_table)));  -- 80_security.sql
     perform ragpg_create_model_functions(m);
     return m;
 end

@@ -128,3 +128,23 @@ def dump_schema(ctx: typer.Context,
     else:
         with open(output, "w", encoding="utf-8") as fh:
             fh.write(text)
+
+
+@app.command()
+def console(ctx: typer.Context,
+            clearance: str = typer.Option(..., "--clearance", help="Highest level the session may read: "
+                                          "public, internal, confidential or restricted."),
+            vault: list[str] = typer.Option(None, "--vault", help="A vault the session may read (repeat); "
+                                            "every vault when left out."),
+            json_out: bool = typer.Option(False, "--json", help="Print the login (role, conninfo, valid "
+                                          "until) instead of opening psql."),
+            with_password: bool = typer.Option(False, "--with-password", help="With --json: include the "
+                                               "login's password (shown once, masked otherwise)."),
+            psql_args: list[str] = typer.Argument(None, help="Arguments for psql, after --, e.g. "
+                                                  "-- -c 'select count(*) from chunks'.")) -> None:
+    """Open psql as a role the database itself limits to a clearance and vaults (row-level security)."""
+    from rag.cli.console import open_console
+
+    code = open_console(state(ctx).settings, clearance, list(vault or []), list(psql_args or []),
+                        json_out=json_out, with_password=with_password)
+    raise typer.Exit(code)

@@ -67,7 +67,7 @@ def _names(values: Sequence[str] | str | None, what: str) -> list[str]:
 def retrieve_notes(rt: Runtime, ns: NotesSettings, question: str, sc: NotesScope) -> tuple[Retrieval, list[RankedChunk]]:
     """The shared retrieve and rank stages over a notes scope (what `ask` and `search` both rank)."""
     prof = sc.profile
-    with rt.connection(autocommit=True) as conn:
+    with rt.connection(autocommit=True, scope=sc.caller) as conn:
         found = retrieve_stage(conn, rt, prof, question, sc.filter, mode=prof.mode, model=sc.model,
                                query_embedding=sc.query_embedding)
     return found, rank_candidates(found.candidates, prof, prior=sc.prior)
@@ -110,7 +110,7 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
         trace["abstention"] = {"abstain": True, "reason": "not answered: nothing in the notes matched"}
         return answering.abstained("no_results")
     sentences = answering.rank_answer_sentences(rt, ns, question, kept, sc.query_embedding)
-    with rt.connection(autocommit=True) as conn:
+    with rt.connection(autocommit=True, scope=scope) as conn:
         stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels())
     signals = collect_signals(ranked, stats, max((x.similarity for x in sentences), default=0.0),
                               top_passages=ns.abstain_top_passages)

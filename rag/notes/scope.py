@@ -48,6 +48,7 @@ class NotesScope:
     available: list[Folder] = field(default_factory=list)
     user_scopes: list[FolderScope] = field(default_factory=list)
     weight_min: float = 0.1  # a folder the ranking left out (an LLM lists only some) weighs the minimum
+    caller: Scope | None = None  # whose clearance the database enforces on every read (row-level security)
 
     def folder_weight(self, vault: str, folder: str) -> float:
         if self.selection is None:
@@ -124,34 +125,34 @@ def prepare_scope(rt: Runtime, ns: NotesSettings, question: str, vault_list: lis
                   match_count: int | None = None) -> NotesScope:
     """Resolve vaults and folders, build the filter and (when it weighs anything) the folder prior."""
     prof = notes_profile(rt, ns, match_count)
-    with rt.connection(autocommit=True) as conn:
+    with rt.connection(autocommit=True, scope=scope) as conn:
         names = resolve_vaults(conn, vault_list, scope)
         if base and "vault" in base:  # a vault named in the filter narrows the vaults searched
             wanted = filter_vault_names(base)
             base = {k: v for k, v in base.items() if k != "vault"}
             names = [n for n in names if n in wanted]
             if not names:
-                return NotesScope([], {}, prof)
+                return NotesScope([], {}, prof, caller=scope)
         available = _indexed_folders(conn, names, scope)
         user_scopes = resolve_user_folders(folder_list, available) if folder_list else []
         model = indexed_model(conn, rt) if prof.retrieval != "lexical" else None
     sc = NotesScope(names, notes_filter(names, user_scopes, base, scope), prof, model, available=available,
-                    user_scopes=user_scopes, weight_min=ns.folder_weight_min)
+                    user_scopes=user_scopes, weight_min=ns.folder_weight_min, caller=scope)
     if model is not None:
         sc.query_embedding = rt.embedder.embed_query(question)
     weight = ns.folder_prior_weight_llm if rt.llm is not None else ns.folder_prior_weight
     # Folders the user named are the whole search: ranking the others would weigh nothing found.
     if rank_folders and weight > 0 and len(available) > 1 and model is not None and not user_scopes:
-        sc.selection = _select(rt, ns, question, folder_list, available, names, model, sc.query_embedding)
+        sc.selection = _select(rt, ns, question, folder_list, available, names, model, sc.query_embedding, scope)
         # An LLM that failed or named no known folder leaves the centroid (or name) order: weighed as that.
         sc.prior_weight = weight if rt.llm is None or "llm" in sc.selection.method else ns.folder_prior_weight
     return sc
 
 
 def _select(rt: Runtime, ns: NotesSettings, question: str, folder_list: list[str], available: list[Folder],
-            names: list[str], model: retrieve.EmbeddingModelRef, embedding: Any) -> FolderSelection:
+            names: list[str], model: retrieve.EmbeddingModelRef, embedding: Any, scope: Scope) -> FolderSelection:
     def centroids() -> list[tuple[str, str, float]]:
-        with rt.connection(autocommit=True) as conn:
+        with rt.connection(autocommit=True, scope=scope) as conn:
             rows = retrieve.match_folders(conn, model, embedding, vaults=names,
                                           match_count=min(max(len(available), 1), retrieve.SQL_MAX_MATCH_COUNT),
                                           settings=rt.settings.retrieval)

@@ -1,0 +1,194 @@
+-- Clearance in the database: row-level security on every table that holds note content.
+--
+-- Who is bound, and by what:
+--   * a console role (`ragpg db console --clearance public --vault notes` makes one, recorded in
+--     ragpg_console_roles): the clearance and vaults recorded for it. A session setting
+--     (`set ragpg.clearance = ...`, `set ragpg.vaults = '["notes"]'`) may narrow that, never widen it.
+--   * ragpg_reader (the role the server takes for a request made with a scoped API key): exactly
+--     the session settings the server sets on the connection; without them it sees nothing.
+--   * any other role that is not the tables' owner: nothing (fail closed).
+-- The owner (the server's own login, migrations, index runs) is not bound: RLS is enabled, not forced.
+-- match_* functions run as the invoker (none is SECURITY DEFINER), so the policies apply inside them.
+
+-- Ranks 1 (public) .. 4 (restricted); anything else is null, which callers read as the most restricted.
+-- No SET clause and pg_catalog only, so the planner inlines it into the policies.
+create or replace function ragpg_level_rank(p_level text) returns integer
+language sql immutable parallel safe
+return array_position(array['public', 'internal', 'confidential', 'restricted'], p_level);
+
+-- The highest rank the invoker may read (0: nothing). SECURITY DEFINER so it reads the registry that
+-- console roles cannot; the policies pass `current_user`, the role the rows are read as.
+create or replace function ragpg_scope_clearance_rank(p_invoker name) returns integer
+language plpgsql stable security definer
+set search_path = public, pg_catalog
+as $$
+declare
+    v_registered text;
+    v_setting text := nullif(current_setting('ragpg.clearance', true), '');
+    v_rank integer;
+begin
+    select clearance into v_registered from ragpg_console_roles where role_name = p_invoker;
+    if found then
+        v_rank := ragpg_level_rank(v_registered);
+    elsif p_invoker = 'ragpg_reader' and v_setting is not null then
+        v_rank := 4;
+    else
+        return 0;
+    end if;
+    if v_setting is not null then  -- narrows only; a value that is no level narrows to nothing
+        v_rank := least(v_rank, coalesce(ragpg_level_rank(v_setting), 0));
+    end if;
+    return coalesce(v_rank, 0);
+end
+$$;
+
+-- The ids of the vaults the invoker may read ('{}': none). `ragpg.vaults` is '*' or a JSON array of names.
+create or replace function ragpg_scope_vault_ids(p_invoker name) returns bigint[]
+language plpgsql stable security definer
+set search_path = public, pg_catalog
+as $$
+declare
+    v_setting text := nullif(current_setting('ragpg.vaults', true), '');
+    v_registered text[];
+    v_every boolean;
+    v_asked text[];
+begin
+    select vaults, vaults is null into v_registered, v_every from ragpg_console_roles where role_name = p_invoker;
+    if not found then
+        if p_invoker <> 'ragpg_reader' or v_setting is null then
+            return '{}';
+        end if;
+        v_every := true;
+    end if;
+    if v_setting is not null and v_setting <> '*' then
+        begin
+            v_asked := array(select jsonb_array_elements_text(v_setting::jsonb));
+        exception when others then
+            return '{}';  -- a setting that does not parse narrows to nothing
+        end;
+    end if;
+    return array(select v.id from vaults v
+                 where (v_every or v.name = any(v_registered))
+                   and (v_asked is null or v.name = any(v_asked)));
+end
+$$;
+
+-- Every table a reader needs: the content tables and one embedding table per registered model.
+create or replace function ragpg_content_tables() returns setof regclass
+language sql stable
+set search_path = public, pg_catalog
+as $$
+    select t::regclass from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
+                                         'bm25_vault_stats', 'embedding_models']) as t
+    union all
+    select to_regclass(quote_ident(embedding_table)) from embedding_models
+    where to_regclass(quote_ident(embedding_table)) is not null
+$$;
+
+-- RLS and policies on one table, by what its rows are keyed on. Idempotent (re-applied after upgrades
+-- and when a model's embedding table is made).
+create or replace function ragpg_secure_content_table(p_table regclass) returns void
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+declare
+    v_vaults constant text := '(select ragpg_scope_vault_ids(current_user))::bigint[]';  -- an array, not a subquery of rows
+    v_rank constant text := '(select ragpg_scope_clearance_rank(current_user))';
+    v_name text := (select relname from pg_class where oid = p_table);
+    v_rule text;
+    v_has_reader boolean := exists (select 1 from pg_roles where rolname = 'ragpg_reader');
+begin
+    if v_has_reader then
+        execute format('grant select on %s to ragpg_reader', p_table);
+    end if;
+    perform ragpg_grant_console_select(r.role_name, p_table)
+    from ragpg_console_roles r where exists (select 1 from pg_roles where rolname = r.role_name);
+    if v_name = 'embedding_models' then
+        return;  -- model names and table names only: readable by every reader
+    end if;
+    v_rule := case
+        when v_name = 'vaults' then format('id = any(%s)', v_vaults)
+        when v_name = 'documents' then format(
+            'vault_id = any(%s) and coalesce(ragpg_level_rank(confidentiality), 4) <= %s', v_vaults, v_rank)
+        when v_name = 'chunks' then format(
+            'vault_id = any(%s) and coalesce(ragpg_level_rank(metadata ->> ''confidentiality''), 4) <= %s',
+            v_vaults, v_rank)
+        when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s)', v_vaults)
+        -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself
+        -- (the chunk's own policy applies inside the subquery)
+        else 'exists (select 1 from chunks c where c.id = chunk_id)'
+    end;
+    execute format('alter table %s enable row level security', p_table);
+    execute format('drop policy if exists ragpg_scope on %s', p_table);
+    execute format('create policy ragpg_scope on %s for select using (%s)', p_table, v_rule);
+    execute format('drop policy if exists ragpg_reader_rows on %s', p_table);
+    if v_has_reader and (v_name = 'bm25_postings' or v_name not in ('vaults', 'documents', 'chunks',
+                                                                     'bm25_term_stats', 'bm25_vault_stats')) then
+        -- The server's reader joins every posting and embedding to its chunk, whose policy decides; a
+        -- per-row subquery here would only slow its lexical leg.
+        execute format('create policy ragpg_reader_rows on %s for select to ragpg_reader using (%s)', p_table,
+                       case when v_name = 'bm25_postings' then format('vault_id = any(%s)', v_vaults) else 'true' end);
+    end if;
+end
+$$;
+
+create or replace function ragpg_grant_console_select(p_role name, p_table regclass) returns void
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+begin
+    execute format('grant select on %s to %I', p_table, p_role);
+end
+$$;
+
+-- `ragpg db console`: the login role for a clearance and a set of vaults (null: every vault), made or
+-- updated, recorded and granted read access. Needs CREATEROLE; the password is set by the caller.
+create or replace function ragpg_ensure_console_role(p_clearance text, p_vaults text[]) returns name
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+declare
+    v_vaults text[] := (select array_agg(distinct v order by v) from unnest(p_vaults) v);
+    v_role name;
+begin
+    if ragpg_level_rank(p_clearance) is null then
+        raise exception using errcode = '22023',
+            message = format('unknown clearance %L (use public, internal, confidential or restricted)', p_clearance);
+    end if;
+    v_role := format('ragpg_console_%s_%s', p_clearance,
+                     case when v_vaults is null then 'all' else left(md5(array_to_string(v_vaults, chr(31))), 10) end);
+    if not exists (select 1 from pg_roles where rolname = v_role) then
+        execute format('create role %I login nosuperuser nocreatedb nocreaterole noinherit', v_role);
+    end if;
+    insert into ragpg_console_roles (role_name, clearance, vaults)
+    values (v_role, p_clearance, v_vaults)
+    on conflict (role_name) do update set clearance = excluded.clearance, vaults = excluded.vaults;
+    perform ragpg_grant_console_select(v_role, t) from ragpg_content_tables() t;
+    return v_role;
+end
+$$;
+
+-- The reader role is cluster-wide: made once; the owner must be able to become it.
+do $$
+begin
+    if not exists (select 1 from pg_roles where rolname = 'ragpg_reader') then
+        begin
+            create role ragpg_reader nologin noinherit;
+        exception
+            when duplicate_object or unique_violation then null;  -- another database made it meanwhile
+            when insufficient_privilege then
+                raise notice 'ragpg: cannot create role ragpg_reader (needs CREATEROLE): requests with a scoped API key will fail until it exists';
+        end;
+    end if;
+    if exists (select 1 from pg_roles where rolname = 'ragpg_reader')
+       and not pg_has_role(current_user, 'ragpg_reader', 'member') then
+        begin
+            execute format('grant ragpg_reader to %I', current_user);
+        exception when insufficient_privilege then
+            raise notice 'ragpg: % cannot become ragpg_reader: requests with a scoped API key will fail', current_user;
+        end;
+    end if;
+end
+$$;
+
+select ragpg_secure_content_table(t) from ragpg_content_tables() t;

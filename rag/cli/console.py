@@ -1,0 +1,67 @@
+"""`ragpg db console`: psql as a login role bound by row-level security (db/sql/80_security.sql)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+from rag.access import levels_up_to
+from rag.cli.app import print_json
+from rag.config import Settings
+from rag.errors import InputError, NotFoundError
+from rag.store.database import open_connection, resolve_database_url
+from rag.store.row_security import ConsoleLogin, console_login
+from rag.vaults import all_vaults
+
+
+def _psql() -> Path:
+    """The embedded wheel's psql (its version matches the server), else one on PATH."""
+    from rag.store.embedded import bin_dir
+
+    shipped = bin_dir() / "psql"
+    if shipped.exists():
+        return shipped
+    found = shutil.which("psql")
+    if not found:
+        raise NotFoundError("psql not found: install the PostgreSQL client, or use `ragpg db console --json` "
+                            "and connect with your own client")
+    return Path(found)
+
+
+def _login(settings: Settings, clearance: str, vaults: list[str]) -> ConsoleLogin:
+    levels_up_to(clearance)  # an unknown clearance is an InputError naming the choices
+    url = resolve_database_url(settings)
+    with open_connection(url) as conn:
+        known = [v.name for v in all_vaults(conn)]
+        unknown = [v for v in vaults if v not in known]
+        if unknown:
+            raise NotFoundError(f"unknown vault '{unknown[0]}' (known vaults: {', '.join(known) or 'none'})")
+        return console_login(conn, url, clearance, sorted(set(vaults)) or None,
+                             settings.db.console_login_valid_h)
+
+
+def open_console(settings: Settings, clearance: str, vaults: list[str], psql_args: list[str], *,
+                 json_out: bool, with_password: bool) -> int:
+    if with_password and not json_out:
+        raise InputError("--with-password only goes with --json")
+    login = _login(settings, clearance, vaults)
+    if json_out:
+        print_json({"role": login.role, "conninfo": login.conninfo, "clearance": clearance,
+                    "vaults": sorted(set(vaults)) or None, "valid_until": login.valid_until.isoformat(),
+                    "password": login.password if with_password else "***"})
+        return 0
+    scope = ", ".join(sorted(set(vaults))) or "every vault"
+    print(f"psql as {login.role}: clearance {clearance}, {scope} (login valid until "
+          f"{login.valid_until:%Y-%m-%d %H:%M} UTC)", file=sys.stderr)
+    env = {**os.environ, "PGPASSWORD": login.password}
+    env.pop("PGUSER", None)
+    try:
+        return subprocess.run([str(_psql()), login.conninfo, *psql_args], env=env).returncode
+    except KeyboardInterrupt:  # psql handles ^C itself; this only ends ragpg quietly
+        typer.echo("", err=True)
+        return 130

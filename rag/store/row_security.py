@@ -1,0 +1,88 @@
+"""Clearance in the database: a connection reads as a caller's scope, and console logins.
+
+The policies live in db/sql/80_security.sql. A connection lent for a scoped caller (an API key
+limited by clearance or vaults) takes the `ragpg_reader` role and two session settings, so every
+statement on it, whatever its filter says, sees only rows that scope may read: the scope is a
+separate, non-removable part of each query rather than a clause merged into the caller's filter.
+An unrestricted caller (the local CLI, a full-access key) reads as the owner, at no extra cost.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from rag.errors import DatabaseError
+
+if TYPE_CHECKING:
+    from rag.access import Scope
+
+READER_ROLE = "ragpg_reader"
+EVERY_VAULT = "*"
+
+
+def scope_settings(scope: Scope) -> tuple[str, str] | None:
+    """(`ragpg.clearance`, `ragpg.vaults`) for a scope, or None when it may read everything."""
+    if scope.readable_levels() is None and scope.vaults is None:
+        return None
+    vaults = EVERY_VAULT if scope.vaults is None else json.dumps(list(scope.vaults))
+    return scope.clearance, vaults
+
+
+def apply_read_scope(conn: psycopg.Connection, scope: Scope) -> bool:
+    """Make `conn` read as `scope` until `clear_read_scope`. Returns whether anything was set."""
+    settings = scope_settings(scope)
+    if settings is None:
+        return False
+    clearance, vaults = settings
+    try:
+        conn.execute("select set_config('role', %s, false), set_config('ragpg.clearance', %s, false), "
+                     "set_config('ragpg.vaults', %s, false)", (READER_ROLE, clearance, vaults))
+    except psycopg.errors.InvalidParameterValue:  # the role does not exist here
+        raise DatabaseError(f"this database has no role {READER_ROLE}: run `ragpg db upgrade` as a role "
+                            "with CREATEROLE, so scoped requests can be answered") from None
+    except psycopg.errors.InsufficientPrivilege:
+        raise DatabaseError(f"the database login cannot take role {READER_ROLE}: grant it "
+                            f"(`grant {READER_ROLE} to <login>`)") from None
+    return True
+
+
+def clear_read_scope(conn: psycopg.Connection) -> None:
+    """Back to the login's own role and no scope settings (before the pool lends it again)."""
+    conn.execute("reset role; reset ragpg.clearance; reset ragpg.vaults")
+
+
+@dataclass(frozen=True)
+class ConsoleLogin:
+    """A login role bound by a clearance and vaults, and how to connect as it."""
+
+    role: str
+    password: str
+    conninfo: str  # without the password (pass it as PGPASSWORD)
+    valid_until: datetime
+
+
+def console_login(conn: psycopg.Connection, url: str, clearance: str, vaults: list[str] | None,
+                  valid_h: float) -> ConsoleLogin:
+    """Make (or refresh) the console role for `clearance` and `vaults`, with a new password."""
+    password = secrets.token_urlsafe(24)
+    valid_until = datetime.now(UTC) + timedelta(hours=valid_h)
+    try:
+        with conn.transaction():
+            role = conn.execute("select ragpg_ensure_console_role(%s, %s) as role",
+                                (clearance, vaults)).fetchone()["role"]
+            conn.execute(sql.SQL("alter role {} password {} valid until {}").format(
+                sql.Identifier(role), sql.Literal(password), sql.Literal(valid_until.isoformat())))
+    except psycopg.errors.InsufficientPrivilege:
+        raise DatabaseError("making a console role needs CREATEROLE: run this as the database owner") from None
+    except psycopg.errors.UndefinedFunction:
+        raise DatabaseError("this database predates console roles: run `ragpg db upgrade` first") from None
+    params = {k: v for k, v in conninfo_to_dict(url).items() if k not in ("password", "user")}
+    return ConsoleLogin(role, password, make_conninfo("", **params, user=role), valid_until)
