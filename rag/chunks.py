@@ -9,7 +9,7 @@ a missing chunk, so its existence is not revealed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -114,4 +114,6 @@ def get_chunk(conn: psycopg.Connection, vault: str, source_path: str, ordinal: i
     if row is None:
         # The same message whether the chunk is absent or above the caller's clearance.
         raise NotFoundError(f"no chunk {vault}/{source_path}#{ordinal}")
-    return row
+    from rag.ingest.guard import mask_secrets  # imported late: ingestion pulls in parsers
+
+    return replace(row, content=mask_secrets(row.content))  # as the retrieval passes mask theirs

@@ -248,15 +248,9 @@ def _header(cit: Citation) -> str:
     return head
 
 
-def _mask(text: str) -> str:
-    from rag.ingest.guard import mask_secrets  # imported late: ingestion pulls in parsers
-
-    return mask_secrets(text)
-
-
-def _block(span: _Span, marker: str, mask: bool) -> Block:
+def _block(span: _Span, marker: str) -> Block:
     cit = _citation(span, marker)
-    return Block(cit.marker, _header(cit), _mask(span.text) if mask else span.text, span.chunks, cit)
+    return Block(cit.marker, _header(cit), span.text, span.chunks, cit)
 
 
 
@@ -273,7 +267,6 @@ def _normalised(text: str) -> str:
 @dataclass
 class _Fill:
     budget: int
-    mask: bool
     spans: list[_Span] = field(default_factory=list)
     markers: dict[tuple[str, str], str] = field(default_factory=dict)
     kept_text: dict[str, str] = field(default_factory=dict)  # normalised content → ref of the kept chunk
@@ -315,7 +308,7 @@ class _Fill:
             key = (id(span), markers[span.doc])
             hit = self.block_cache.get(key)
             if hit is None or hit[0] is not span:
-                hit = self.block_cache[key] = (span, _block(span, key[1], self.mask))
+                hit = self.block_cache[key] = (span, _block(span, key[1]))
             out.append(hit[1])
         return tuple(out)
 
@@ -360,21 +353,19 @@ class _Fill:
         return False
 
 
-def _fill(ranked: Sequence[RankedChunk], budget: int, *, mask: bool) -> _Fill:
-    fill = _Fill(budget, mask)
+def _fill(ranked: Sequence[RankedChunk], budget: int) -> _Fill:
+    fill = _Fill(budget)
     for r in sorted(ranked, key=lambda item: item.rank):
         fill.try_add(r)
     fill.sweep()
     return fill
 
 
-def assemble_context(ranked: Sequence[RankedChunk], *, budget_tokens: int,
-                     mask_secrets: bool = False) -> AssembledContext:
-    """`mask_secrets=True` masks credentials in the block text (before counting), e.g. when the context
-    goes to a hosted model; off by default so blocks stay the exact source text."""
+def assemble_context(ranked: Sequence[RankedChunk], *, budget_tokens: int) -> AssembledContext:
+    """Blocks are the candidates' text, which the retrieval passes already secret-masked."""
     if budget_tokens < 0:
         raise InputError(f"budget_tokens must be ≥ 0, got {budget_tokens}")
-    fill = _fill(ranked, budget_tokens, mask=mask_secrets)
+    fill = _fill(ranked, budget_tokens)
     blocks = fill.blocks(fill.spans, fill.markers)
     text, used = _render(blocks), fill.total(blocks)
     return AssembledContext(text=text, blocks=blocks, citations=tuple(b.citation for b in blocks),

@@ -5,7 +5,7 @@
 - `evidence_llm`: the compact pack for a model — an alias table `{"S1": "notes/a.md"}` and one
   item per chunk in the context, `{"id": "S1#3", "snippet", "score", "notes"}`.
 
-Snippets pass through `rag.ingest.guard.mask_secrets` before they leave.
+Snippets are the candidates' text, secret-masked where it left the database (rag/passes.py).
 """
 
 from __future__ import annotations
@@ -27,15 +27,10 @@ DROP_NOTES = {
 }
 
 
-def _mask(text: str) -> str:
-    from rag.ingest.guard import mask_secrets  # imported late: ingestion pulls in parsers
-
-    return mask_secrets(text)
-
-
 def snippet(text: str, max_chars: int) -> str:
-    """Secret-masked, whitespace-collapsed, cut at a word boundary when longer than `max_chars`."""
-    flat = " ".join(_mask(text).split())
+    """Whitespace-collapsed, cut at a word boundary when longer than `max_chars` (the text comes
+    secret-masked from the retrieval passes)."""
+    flat = " ".join(text.split())
     if len(flat) <= max_chars:
         return flat
     cut = flat[: max_chars - len(ELLIPSIS)]

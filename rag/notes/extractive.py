@@ -10,7 +10,8 @@ answer draws on, `log(1 + n / df)`: a word found in every passage (often the app
 says less about where the answer is than one found in a single passage. The best sentences (at most
 `count`, the detail's `answer_sentences`, each scoring at least `min_share_of_best` of the best
 score; or else the top passage's first sentence) are quoted in reading order (passage rank, then
-position), each followed by `[File: name.md, Section: heading]`. Secrets are masked.
+position), each followed by `[File: name.md, Section: heading]`. Secrets come masked
+from the retrieval passes.
 """
 
 from __future__ import annotations
@@ -144,8 +145,6 @@ def extractive_answer(sentences: Sequence[Sentence], chunks: Sequence[Candidate]
                       min_share_of_best: float, fallback_chars: int) -> tuple[str, list[int]]:
     """The quoted answer (the best `count` sentences, in reading order, each cited) and the indexes
     (into `chunks`) of the passages it quotes."""
-    from rag.ingest.guard import mask_secrets
-
     best = sorted((x for x in sentences if x.score > 0), key=lambda x: (-x.score, x.chunk_index, x.position))
     if best:
         cutoff = best[0].score * min_share_of_best
@@ -157,7 +156,7 @@ def extractive_answer(sentences: Sequence[Sentence], chunks: Sequence[Candidate]
         text = " ".join(plain(chunks[0].content).split())[:fallback_chars]
         chosen = [Sentence(0, 0, text, 0.0)]
     chosen.sort(key=lambda x: (x.chunk_index, x.position))
-    lines = [f"{mask_secrets(x.text)} {citation_for(chunks[x.chunk_index])}" for x in chosen]
+    lines = [f"{x.text} {citation_for(chunks[x.chunk_index])}" for x in chosen]
     used: list[int] = []
     for x in chosen:
         if x.chunk_index not in used:

@@ -193,13 +193,13 @@ def snippet(content: str, terms: Sequence[str], max_chars: int) -> str:
     """A one-line excerpt of at most `max_chars` (plus ellipses), from the sentence sharing most terms.
 
     Heading lines are left out (the heading is shown beside the excerpt) unless they are all there
-    is; markdown markup is shown as plain text (`plain`). Secrets are masked before the excerpt is cut, so a cut never reveals part of a secret.
+    is; markdown markup is shown as plain text (`plain`). The text comes secret-masked from the
+    retrieval passes, so a cut never reveals part of a secret.
     """
-    from rag.ingest.guard import mask_secrets
     from rag.text import split_sentences, tokenize
 
-    masked = plain(mask_secrets(content))
-    text = _HEADING_LINE.sub("", masked).strip() or masked.strip()
+    shown = plain(content)
+    text = _HEADING_LINE.sub("", shown).strip() or shown.strip()
     sentences = split_sentences(text) or [text]
     wanted = {stem(t) for t in terms}
     best = max(range(len(sentences)), key=lambda i: (len(wanted & {stem(t) for t in tokenize(sentences[i])}), -i))

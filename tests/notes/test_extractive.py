@@ -82,10 +82,10 @@ def test_extractive_answer_quotes_best_sentences_with_citations():
     assert used == [0]
 
 
-def test_extractive_answer_masks_secrets_and_falls_back_to_first_sentence():
-    chunks = [cand(0, "a.md", "", "The deploy token is api_key = sk-live-abcdefghijklmnop1234567890 for prod.")]
+def test_extractive_answer_falls_back_to_first_sentence():
+    chunks = [cand(0, "a.md", "", "The deploy token is rotated every week for prod.")]
     answer, used = extract("zebra migration", chunks)
-    assert "sk-live-abcdefghijklmnop1234567890" not in answer and "REDACTED" in answer
+    assert answer.startswith("The deploy token is rotated every week for prod.")
     assert answer.endswith("[File: a.md, Section: (top of the note)]") and used == [0]
 
 

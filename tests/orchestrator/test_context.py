@@ -204,10 +204,3 @@ def test_a_gap_join_makes_one_blank_line_whatever_the_chunk_ends_with():
     out = assemble_context(ranked([a, b]), budget_tokens=BIG)
     assert out.blocks[0].text == "# Title\n\nBody.\n"
 
-
-def test_secrets_can_be_masked_in_the_context_text():
-    c = cand("a.md", 0, "key AKIAIOSFODNN7EXAMPLE here")
-    assert "AKIAIOSFODNN7EXAMPLE" in assemble_context(ranked([c]), budget_tokens=BIG).text
-    masked = assemble_context(ranked([c]), budget_tokens=BIG, mask_secrets=True)
-    assert "AKIAIOSFODNN7EXAMPLE" not in masked.text and "REDACTED" in masked.text
-    assert masked.used_tokens == count_tokens(masked.text)
