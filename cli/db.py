@@ -6,8 +6,8 @@ import sys
 
 import typer
 
-from rag.cli.app import print_json, state
 from rag.store.database import embedded_server, mask_url, open_connection, resolve_database_url
+from ragpg_cli.app import print_json, state
 
 app = typer.Typer(help="Start, stop and upgrade the database (embedded PostgreSQL unless DATABASE_URL is set).",
                   no_args_is_help=True)
