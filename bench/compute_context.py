@@ -8,7 +8,7 @@ database. Every judged query of the test split runs through
     compute_context(query, vaults=[dataset], profile=P, mode=M)   for M in (base, auto)
 
 with no LLM configured, so `auto` corrects a weak base pass by pseudo-relevance feedback and the
-decision rule (rag.autorag.score_decision) picks the winner. The document ranking is each corpus
+decision rule (rag.retrieval.autorag.score_decision) picks the winner. The document ranking is each corpus
 id (= source_path) at its first ranked chunk, as `ragpg eval-beir` does; nDCG@10 comes from
 ir_measures. Latency is the wall time of the whole call (query embedding, passes, ranking,
 context assembly, evidence packs), with the p50 of its steps from ContextResult.timings_ms

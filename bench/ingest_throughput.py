@@ -35,7 +35,7 @@ from rag.ingest.store import embedding_text
 from rag.store import migrate
 from rag.store.database import open_connection
 from rag.store.embedded import EmbeddedServer
-from rag.vaults import NewVault, add_vault
+from rag.store.vaults import NewVault, add_vault
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -100,7 +100,7 @@ def noop_times(settings: Settings, url: str, runs: int) -> tuple[float, float]:
     cli = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "rag.cli.main", "reindex", "--quiet"], env=env, check=True,
+        subprocess.run([sys.executable, "-m", "ragpg_cli.main", "reindex", "--quiet"], env=env, check=True,
                        capture_output=True)
         cli.append(time.perf_counter() - started)
     return statistics.median(in_process), statistics.median(cli)

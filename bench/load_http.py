@@ -106,10 +106,10 @@ def prepare_database(stack: ExitStack, tmp: Path) -> str:
 
 def seed(url: str, tmp: Path, notes: int, embedding: str) -> tuple[str, str]:
     """Index a synthetic vault; returns (API key, one chunk path for --endpoint chunk)."""
-    from rag import keys as key_store
     from rag.config import load_settings
     from rag.ingest.pipeline import index_vaults
-    from rag.vaults import NewVault, add_vault
+    from rag.store import keys as key_store
+    from rag.store.vaults import NewVault, add_vault
 
     root = tmp / "vault"
     write_notes(root, notes)
@@ -135,7 +135,7 @@ def start_server(url: str, tmp: Path, port: int, args: argparse.Namespace) -> su
                 "RAGPG_SERVER__QUEUE_SIZE": str(args.queue_size), "LANGFUSE_TRACING_ENABLED": "false"})
     log = (tmp / "server.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rag.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port),
+        [sys.executable, "-m", "ragpg_cli.main", "serve", "--host", "127.0.0.1", "--port", str(port),
          "--workers", str(args.workers), "--log-level", "warning"],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60

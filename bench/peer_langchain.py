@@ -45,8 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import sql_retrieval as sr  # noqa: E402
 
-from rag import retrieve  # noqa: E402
 from rag.config import EmbeddingSettings, RetrievalSettings  # noqa: E402
+from rag.retrieval import retrieve  # noqa: E402
 from rag.store.database import open_connection  # noqa: E402
 
 K = 10

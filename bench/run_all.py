@@ -47,8 +47,8 @@ import ingest_throughput as it  # noqa: E402
 import peer_langchain  # noqa: E402
 import sql_retrieval as sr  # noqa: E402
 
-from rag import retrieve  # noqa: E402
 from rag.config import EmbeddingSettings, RetrievalSettings, load_settings  # noqa: E402
+from rag.retrieval import retrieve  # noqa: E402
 from rag.store.database import open_connection  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

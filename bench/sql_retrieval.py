@@ -31,8 +31,8 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from rag import retrieve
 from rag.config import EmbeddingSettings, RetrievalSettings
+from rag.retrieval import retrieve
 from rag.store import migrate
 from rag.store.database import open_connection
 

@@ -15,18 +15,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag import autorag
 from rag.access import Scope
 from rag.arguments import check_context_arguments
-from rag.context import assemble_context
+from rag.context.assemble import assemble_context
+from rag.context.evidence import evidence_full, evidence_llm, score_dict
 from rag.errors import InputError
-from rag.evidence import evidence_full, evidence_llm, score_dict
-from rag.profiles import get_profile
-from rag.rank import rank_candidates
+from rag.retrieval import autorag
+from rag.retrieval.profiles import get_profile
+from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import indexed_model, retrieve_stage
 from rag.runtime import Runtime, default_runtime
+from rag.store.vaults import resolve_vault_names
 from rag.types import RankedChunk
-from rag.vaults import resolve_vault_names
 
 __all__ = ["ContextResult", "acompute_context", "compute_context", "indexed_model", "validate_request"]
 

@@ -200,7 +200,7 @@ class Runtime:
     def profiles(self) -> dict[str, Any]:
         with self._lock:
             if self._profiles is None:
-                from rag.profiles import load_profiles
+                from rag.retrieval.profiles import load_profiles
 
                 self._profiles = load_profiles(self.settings)
             return self._profiles

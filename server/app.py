@@ -20,11 +20,11 @@ from rag.config import load_settings
 from rag.errors import ConfigError
 from rag.runtime import Runtime
 from rag.store import migrate
-from server import errors
-from server.admission import Admission
-from server.calls import ServerState
-from server.middleware import BodyLimitMiddleware, RequestIdMiddleware
-from server.routes import chunks, health, index, retrieval, vaults
+from ragpg_server import errors
+from ragpg_server.admission import Admission
+from ragpg_server.calls import ServerState
+from ragpg_server.middleware import BodyLimitMiddleware, RequestIdMiddleware
+from ragpg_server.routes import chunks, health, index, retrieval, vaults
 
 # Besides `concurrency` request threads, the pool serves /healthz (one at a time) and the background
 # index runner's progress writes (one thread; the pipeline itself uses its own connection).

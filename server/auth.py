@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import psycopg
 
-from rag import keys as key_store
 from rag.access import Scope
 from rag.errors import AuthError
-from server.errors import ForbiddenError, Unauthorized
+from rag.store import keys as key_store
+from ragpg_server.errors import ForbiddenError, Unauthorized
 
 LOOPBACK_NAMES = frozenset({"localhost"})
 

@@ -12,8 +12,8 @@ from fastapi import Request
 from rag.access import Scope
 from rag.config import Settings
 from rag.runtime import Runtime
-from server.admission import Admission
-from server.auth import authorize_vaults, presented_key, resolve_principal
+from ragpg_server.admission import Admission
+from ragpg_server.auth import authorize_vaults, presented_key, resolve_principal
 
 T = TypeVar("T")
 
@@ -24,7 +24,7 @@ class ServerState:
     admission: Admission  # /v1 requests
     health_admission: Admission  # /healthz: one check at a time
     schema_head: str | None = None
-    index_runner: Any = None  # rag.index_runs.IndexRunner, created on first use
+    index_runner: Any = None  # rag.ingest.index_runs.IndexRunner, created on first use
 
     @property
     def settings(self) -> Settings:

@@ -37,7 +37,7 @@ from rag.errors import (
     NotFoundError,
     RagError,
 )
-from server.models import PROFILE_NAME_PATTERN, VAULT_NAME_PATTERN
+from ragpg_server.models import PROFILE_NAME_PATTERN, VAULT_NAME_PATTERN
 
 log = logging.getLogger("ragpg.server")
 

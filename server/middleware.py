@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.errors import REQUEST_ID_HEADER, error_body
+from ragpg_server.errors import REQUEST_ID_HEADER, error_body
 
 _REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _HEADER_BYTES = REQUEST_ID_HEADER.lower().encode()

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from rag.access import CONFIDENTIALITY_LEVELS
-from rag.autorag import MODES
 from rag.notes.question import DETAILS
+from rag.retrieval.autorag import MODES
 
 MAX_QUERY_CHARS = 20000  # rag also enforces settings.retrieval.max_query_chars (→ 400)
 MAX_LIST_ITEMS = 100

@@ -5,9 +5,9 @@ NAME`; each corpus `_id` becomes a document's source path). This module reads th
 `queries.jsonl` and `qrels/<split>.tsv`, runs every judged query through each retrieval mode and
 scores the document rankings with ir_measures (trec_eval semantics, as BEIR and MTEB report):
 
-* `vector`  `match_native_chunks_<model>` (cosine, HNSW)           via `rag.retrieve.match_vector`
-* `bm25`    `match_lexical_chunks` (BM25 in SQL)                    via `rag.retrieve.match_lexical`
-* `hybrid`  `match_hybrid_chunks_<model>` (RRF of the two in SQL)   via `rag.retrieve.match_hybrid`
+* `vector`  `match_native_chunks_<model>` (cosine, HNSW)           via `rag.retrieval.retrieve.match_vector`
+* `bm25`    `match_lexical_chunks` (BM25 in SQL)                    via `rag.retrieval.retrieve.match_lexical`
+* `hybrid`  `match_hybrid_chunks_<model>` (RRF of the two in SQL)   via `rag.retrieval.retrieve.match_hybrid`
 * `auto`    the full `compute_context` pipeline (Auto-RAG decision tree, profile ranking)
 
 Each mode retrieves the top `depth` passages (setting `eval.beir_depth`, default 100); the
@@ -202,8 +202,8 @@ def _load_hint(vault: str, root: Path) -> str:
 
 def check_vault(rt: Runtime, vault: str, data: BeirQueries) -> tuple[Any, list[str]]:
     """The indexed model for a loaded-and-indexed BEIR vault, plus notes; NotFoundError naming the fix."""
-    from rag import retrieve
-    from rag.vaults import list_vaults
+    from rag.retrieval import retrieve
+    from rag.store.vaults import list_vaults
 
     notes: list[str] = []
     with rt.connection() as conn:
@@ -253,8 +253,8 @@ Progress = Callable[[str], None]
 def run_beir(rt: Runtime, data: BeirQueries, vault: str, modes: Sequence[str],
              progress: Progress | None = None) -> BeirReport:
     """Every judged query through every mode; `rt` should come from `eval_settings(...)` settings."""
-    from rag import retrieve
-    from rag.profiles import get_profile
+    from rag.retrieval import retrieve
+    from rag.retrieval.profiles import get_profile
 
     depth = rt.settings.eval.beir_depth
     modes = parse_modes(modes)

@@ -34,9 +34,9 @@ from rag.ingest.parse import UNKNOWN_CONFIDENTIALITY, parse_document
 from rag.ingest.report import IndexReport, SkipRecord, VaultReport
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
-from rag.retrieve import EmbeddingModelRef, get_model, register_model
+from rag.retrieval.retrieve import EmbeddingModelRef, get_model, register_model
 from rag.store.database import connect
-from rag.vaults import Vault, mark_indexed, resolve_vaults
+from rag.store.vaults import Vault, mark_indexed, resolve_vaults
 
 # A stored document survives these skips: the file is still there, just not usable right now.
 KEEP_ON_SKIP = frozenset({"unreadable", "parse_error"})

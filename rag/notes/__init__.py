@@ -1,6 +1,6 @@
 """The notes profile's last steps behind `rag.ask` and `rag.search` (DESIGN.md § Notes vault answering).
 
-Retrieval and ranking are the shared stages (`rag.retrieval.stage`, `rag.rank`); this package only adds:
+Retrieval and ranking are the shared stages (`rag.retrieval.stage`, `rag.retrieval.rank`); this package only adds:
 
 - `ask`        — `ask` and `search`: scope → shared retrieve and rank → the steps below;
 - `scope`      — vaults, the folders the user named, clearance, and the folder prior (never a blindfold);

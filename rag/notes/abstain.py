@@ -4,7 +4,7 @@ No single score separates answerable from unanswerable questions (an unanswerabl
 gets a higher cosine than a paraphrased answerable one), so the decision combines signals that
 generalise across questions (DESIGN.md § Notes vault answering):
 
-* `top_final`            the best ranked passage's final score (rag.rank)
+* `top_final`            the best ranked passage's final score (rag.retrieval.rank)
 * `margin`               how far it leads the best passage of another note
 * `top_similarity`       the best cosine similarity among the top passages
 * `sentence_similarity`  the best cosine of one *sentence* of the top passages to the question

@@ -7,7 +7,7 @@ Both run the stages every entry point runs (DESIGN.md § Notes vault answering):
    restrict the search), the caller's clearance → one metadata filter (`rag.notes.scope`);
 3. retrieve: `rag.retrieval.stage.retrieve_stage` with the notes profile (hybrid SQL, facets,
    Auto-RAG) over that filter — every folder in scope is searched;
-4. rank: `rag.rank.rank_candidates` with the folder prior as a multiplier (`rag.notes.scope`);
+4. rank: `rag.retrieval.rank.rank_candidates` with the folder prior as a multiplier (`rag.notes.scope`);
 5. then the notes' own last steps: sentence scoring, calibrated abstention (`rag.notes.abstain`),
    the answer — from the LLM with the notes prompt, or extractively without one — and references.
 """
@@ -29,7 +29,7 @@ from rag.notes.question import choose_k, query_terms, validate_detail
 from rag.notes.results import AskResponse, Reference, SearchItem, SearchResponse
 from rag.notes.scope import NotesScope, prepare_scope, resolve_vaults
 from rag.notes.settings import NotesSettings, notes_settings
-from rag.rank import rank_candidates
+from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import Retrieval, retrieve_stage
 from rag.retrieval.terms import query_term_stats
 from rag.runtime import Runtime, default_runtime

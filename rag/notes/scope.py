@@ -16,10 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from rag import retrieve
 from rag.access import Scope
 from rag.errors import NotFoundError
-from rag.filters import vault_names as filter_vault_names
 from rag.notes.folders import (
     Folder,
     FolderScope,
@@ -30,7 +28,9 @@ from rag.notes.folders import (
 )
 from rag.notes.question import folder_weights
 from rag.notes.settings import NotesSettings
-from rag.profiles import Profile, get_profile
+from rag.retrieval import retrieve
+from rag.retrieval.filters import vault_names as filter_vault_names
+from rag.retrieval.profiles import Profile, get_profile
 from rag.retrieval.stage import indexed_model
 from rag.runtime import Runtime
 from rag.types import Candidate

@@ -21,7 +21,7 @@ ABSTAIN_LOW_CONFIDENCE = 0.8
 class NotesSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # The notes workflow runs the shared pipeline (rag.retrieval.stage → rag.rank) with this profile.
+    # The notes workflow runs the shared pipeline (rag.retrieval.stage → rag.retrieval.rank) with this profile.
     profile: str = "notes"
     # Folder prior: the folder at position i of the selection (user, LLM or centroid order) weighs
     # w_i = max(1.0 - i * step, min); a candidate's final score is multiplied by

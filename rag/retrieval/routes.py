@@ -8,8 +8,8 @@ HyDE is skipped, and the decision says so.
 
 from __future__ import annotations
 
-from rag import autorag
-from rag.passes import PassSpec, run_pass
+from rag.retrieval import autorag
+from rag.retrieval.passes import PassSpec, run_pass
 from rag.retrieval.run import PassContext, RetrievalRun
 from rag.types import Candidate
 
@@ -19,7 +19,7 @@ MULTI_QUERY_COUNT = 3
 
 
 def _judge(ctx: PassContext, run: RetrievalRun, base: list[Candidate], options: dict[str, list[Candidate]]) -> list[Candidate]:
-    """Pick base or the best correction by `score_decision` (rule in rag.autorag)."""
+    """Pick base or the best correction by `score_decision` (rule in rag.retrieval.autorag)."""
     base_score = ctx.set_score(base)
     best: tuple[autorag.Decision, list[Candidate]] | None = None
     reasons = []

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from rag import autorag, retrieve
 from rag.errors import LLMError
 from rag.llm import Message
-from rag.passes import PassSpec, run_multi_pass, run_pass, similarity_to
-from rag.profiles import Profile
 from rag.prompts import load_prompt
+from rag.retrieval import autorag, retrieve
 from rag.retrieval.facets import split_facets
+from rag.retrieval.passes import PassSpec, run_multi_pass, run_pass, similarity_to
+from rag.retrieval.profiles import Profile
 from rag.runtime import Runtime
 from rag.trace import decision_signature
 from rag.types import Candidate

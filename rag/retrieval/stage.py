@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from rag import autorag, retrieve
 from rag.errors import NotFoundError
-from rag.profiles import Profile
+from rag.retrieval import autorag, retrieve
+from rag.retrieval.profiles import Profile
 from rag.retrieval.routes import ROUTES
 from rag.retrieval.run import PassContext, RetrievalRun
 from rag.runtime import Runtime

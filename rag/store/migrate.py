@@ -30,11 +30,11 @@ MIGRATION_LOCK_KEY = 0x2D1C6A7E41B3F905
 
 
 def migrations_dir() -> Path:
-    return Path(str(resources.files("db") / "migrations"))
+    return Path(str(resources.files("rag.db") / "migrations"))
 
 
 def sql_files() -> list[Path]:
-    folder = Path(str(resources.files("db") / "sql"))
+    folder = Path(str(resources.files("rag.db") / "sql"))
     return sorted(folder.glob("*.sql"))
 
 

@@ -8,10 +8,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request
 from starlette.convertors import Convertor, register_url_convertor
 
-from rag import chunks
-from server.calls import Call, call
-from server.models import VAULT_NAME_PATTERN, ChunkResponse
-from server.routes.common import errors
+from rag.retrieval import chunks
+from ragpg_server.calls import Call, call
+from ragpg_server.models import VAULT_NAME_PATTERN, ChunkResponse
+from ragpg_server.routes.common import errors
 
 router = APIRouter(prefix="/v1", tags=["chunks"])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.models import ErrorResponse
+from ragpg_server.models import ErrorResponse
 
 _ERR = {"model": ErrorResponse}
 

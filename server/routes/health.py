@@ -10,8 +10,8 @@ from fastapi.responses import JSONResponse
 
 from rag.errors import DatabaseError
 from rag.store import migrate
-from server.calls import state_of
-from server.models import HealthResponse
+from ragpg_server.calls import state_of
+from ragpg_server.models import HealthResponse
 
 router = APIRouter(tags=["health"])
 

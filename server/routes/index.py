@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from rag import index_runs
-from server.calls import Call, call, state_of
-from server.models import IndexRequest, IndexRunResponse
-from server.routes.common import errors
+from rag.ingest import index_runs
+from ragpg_server.calls import Call, call, state_of
+from ragpg_server.models import IndexRequest, IndexRunResponse
+from ragpg_server.routes.common import errors
 
 router = APIRouter(prefix="/v1", tags=["index"])
 

@@ -11,8 +11,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 import rag
-from server.calls import Call, call
-from server.models import (
+from ragpg_server.calls import Call, call
+from ragpg_server.models import (
     AskRequest,
     AskResponse,
     ContextRequest,
@@ -20,7 +20,7 @@ from server.models import (
     SearchRequest,
     SearchResponse,
 )
-from server.routes.common import errors
+from ragpg_server.routes.common import errors
 
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from rag import vaults as vault_store
 from rag.access import levels_up_to
-from server.calls import Call, call
-from server.models import VaultsResponse
-from server.routes.common import errors
+from rag.store import vaults as vault_store
+from ragpg_server.calls import Call, call
+from ragpg_server.models import VaultsResponse
+from ragpg_server.routes.common import errors
 
 router = APIRouter(prefix="/v1", tags=["vaults"])
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rag.autorag import (
+from rag.errors import InputError
+from rag.retrieval.autorag import (
     is_weak_retrieval,
     prf_expansion_terms,
     resolve_auto_mode,
     score_decision,
     score_result_set,
 )
-from rag.errors import InputError
 
 KW = dict(similarity_threshold=0.4, min_matches=3, density_min_share=0.3, flat_spread_max=0.02, top_k=5)
 

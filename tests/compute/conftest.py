@@ -18,8 +18,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from rag.config import ChunkingSettings, LLMSettings, Settings
 from rag.ingest.pipeline import index_vaults
 from rag.runtime import Runtime
+from rag.store.vaults import NewVault, add_vault
 from rag.trace import Tracer
-from rag.vaults import NewVault, add_vault
 from tests.compute import corpus
 from tests.support.llm_stub import LLMStub
 

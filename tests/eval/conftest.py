@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.cli.main import main
+from ragpg_cli.main import main
 
 Run = Callable[..., tuple[int, str, str]]
 

@@ -13,9 +13,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from rag import retrieve
 from rag.config import EvalSettings
 from rag.eval import DEFAULT_TOLERANCE
+from rag.retrieval import retrieve
 from tests.eval.conftest import Run, write_files
 from tests.eval.fakes import write
 

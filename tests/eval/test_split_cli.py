@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.cli.main import main
+from ragpg_cli.main import main
 from tests.eval.conftest import Run
 from tests.eval.fakes import write
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.cli.main import main
+from ragpg_cli.main import main
 
 
 @pytest.mark.parametrize("argv, expected", [

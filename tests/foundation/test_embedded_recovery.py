@@ -54,7 +54,7 @@ def test_first_start_killed_at_any_moment_recovers(data_dir: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_") and k != "DATABASE_URL"}
     for n, delay in enumerate((0.3, 0.8, 1.3)):
         target = data_dir / f"d{n}"
-        proc = subprocess.Popen([sys.executable, "-m", "rag.cli.main", "db", "start"], cwd=REPO,
+        proc = subprocess.Popen([sys.executable, "-m", "ragpg_cli.main", "db", "start"], cwd=REPO,
                                 env={**env, "RAGPG_DATA_DIR": str(target)}, start_new_session=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)

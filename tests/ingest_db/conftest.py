@@ -9,8 +9,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from rag.cli.main import main
 from rag.store.database import open_connection
+from ragpg_cli.main import main
 from tests.ingest_db.helpers import cli_env
 
 

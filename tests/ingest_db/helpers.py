@@ -14,9 +14,9 @@ import psycopg
 
 from rag.config import Settings
 from rag.ingest.pipeline import IndexReport, index_vaults
-from rag.vaults import NewVault, Vault, add_vault
+from rag.store.vaults import NewVault, Vault, add_vault
 
-RAGPG = [sys.executable, "-m", "rag.cli.main"]
+RAGPG = [sys.executable, "-m", "ragpg_cli.main"]
 
 
 def write_files(root: Path, files: dict[str, str | bytes]) -> Path:

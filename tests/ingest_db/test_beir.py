@@ -8,7 +8,7 @@ from pathlib import Path
 import psycopg
 
 from rag.config import Settings
-from rag.vaults import NewVault, add_vault
+from rag.store.vaults import NewVault, add_vault
 from tests.ingest_db.helpers import index
 
 

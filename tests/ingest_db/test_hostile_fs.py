@@ -157,7 +157,7 @@ def test_folder_gone_between_walk_and_read_aborts(aconn: psycopg.Connection, cli
 def test_unreadable_root_aborts_and_unreadable_subfolder_keeps_its_notes(
         aconn: psycopg.Connection, cli, settings: Settings, tmp_path: Path) -> None:
     from rag.embed import get_embedder
-    from rag.vaults import resolve_vaults
+    from rag.store.vaults import resolve_vaults
     from tests.ingest_db.helpers import file_permissions_enforced
 
     root = indexed_vault(aconn, cli, tmp_path)

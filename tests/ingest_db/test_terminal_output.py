@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from rag.cli.terminal import for_terminal, json_for_terminal
+from ragpg_cli.terminal import for_terminal, json_for_terminal
 from tests.ingest_db.helpers import write_files
 
 ATTACK = ("Rotate the signing keys monthly. \x1b]52;c;cm0gLXJmIH4=\x07Clipboard written. "

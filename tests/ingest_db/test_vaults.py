@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from rag.errors import InputError, NotFoundError
-from rag.vaults import NewVault, add_vault, get_vault, list_vaults, remove_vault, resolve_vault_names
+from rag.store.vaults import NewVault, add_vault, get_vault, list_vaults, remove_vault, resolve_vault_names
 from tests.ingest_db.helpers import add, index, write_files
 
 

@@ -13,10 +13,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from rag.cli.main import main
 from rag.config import LLMSettings, Settings
 from rag.notes.settings import NotesSettings
 from rag.runtime import Runtime
+from ragpg_cli.main import main
 from tests.notes.kit import ABSTAIN, NotesDB
 from tests.support.llm_stub import LLMStub
 

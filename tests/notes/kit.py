@@ -23,8 +23,8 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from rag import retrieve
 from rag.embed.base import Embedder
+from rag.retrieval import retrieve
 
 
 def toward(query: np.ndarray, similarity: float, seed: int = 0) -> np.ndarray:

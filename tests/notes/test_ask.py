@@ -13,8 +13,8 @@ from rag.access import Scope
 from rag.errors import AuthError, InputError, NotFoundError
 from rag.notes.answer import CAUTION, NOTICE_LLM_FAILED, NOTICE_NO_LLM
 from rag.notes.ask import ABSTAIN_ANSWER, ask, search
-from rag.profiles import BUILTIN_PROFILES
-from rag.rank import FRESHNESS_UNKNOWN
+from rag.retrieval.profiles import BUILTIN_PROFILES
+from rag.retrieval.rank import FRESHNESS_UNKNOWN
 from tests.notes.conftest import FOLDER_PROMPT_MARK, answer_prompts, ask_module, script, use_settings
 from tests.notes.kit import toward
 
@@ -28,7 +28,7 @@ def by_path(resp):
 
 
 def notes_profile_final(similarity: float, lexical: float, prior: float = 1.0) -> float:
-    """The notes profile's final score (rag.rank): w_cosine * cosine + w_bm25 * BM25 share + w_freshness
+    """The notes profile's final score (rag.retrieval.rank): w_cosine * cosine + w_bm25 * BM25 share + w_freshness
     * freshness (undated: 0.5), times the prior; the weights are the built-in notes profile's."""
     p = BUILTIN_PROFILES["notes"]
     return (p.w_cosine * similarity + p.w_bm25 * lexical + p.w_freshness * FRESHNESS_UNKNOWN) * prior
@@ -238,7 +238,7 @@ def test_without_centroids_folders_are_weighed_in_name_order(notes, runtime, mon
     def unavailable(*_args, **_kwargs):
         raise DatabaseError("match_folders is missing")
 
-    monkeypatch.setattr("rag.retrieve.match_folders", unavailable)
+    monkeypatch.setattr("rag.retrieval.retrieve.match_folders", unavailable)
     resp = ask(Q, debug=True, runtime=runtime)
     folders = resp.debug["folders"]
     assert folders["method"] == "all" and "folder centroids unavailable" in folders["notes"][0]

@@ -10,10 +10,10 @@ import re
 
 import pytest
 
-from rag.cli.ask import LOW_CONFIDENCE_NOTE, render_answer, source_lines
 from rag.notes.abstain import SIGNALS
 from rag.notes.answer import NOTICE_NO_LLM
 from rag.notes.results import AskResponse, Reference
+from ragpg_cli.ask import LOW_CONFIDENCE_NOTE, render_answer, source_lines
 from tests.notes.conftest import index_vault, run, script, write_vault
 from tests.support.cli import ragpg
 

@@ -1,6 +1,6 @@
 """One pipeline: notes `search` and `ask` rank exactly the candidates of the shared retrieve stage
 (`rag.retrieval.stage.retrieve_stage` with the notes profile and the scope's filter), in the order
-`rag.rank.rank_candidates` gives them; a question joining two topics gets both into the top 5."""
+`rag.retrieval.rank.rank_candidates` gives them; a question joining two topics gets both into the top 5."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from rag.access import Scope
 from rag.notes.ask import ask, search
 from rag.notes.scope import notes_profile, prepare_scope
-from rag.rank import rank_candidates
+from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import retrieve_stage
 from rag.runtime import Runtime
 from tests.notes.conftest import use_settings

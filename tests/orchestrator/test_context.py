@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from rag.context import (
+from rag.context.assemble import (
     DROP_DUPLICATE,
     DROP_EMPTY,
     DROP_OVER_BUDGET,

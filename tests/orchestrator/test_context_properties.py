@@ -9,7 +9,7 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.context import DROP_DUPLICATE, assemble_context
+from rag.context.assemble import DROP_DUPLICATE, assemble_context
 from rag.tokens import count_tokens
 from tests.orchestrator.factory import Doc, make_doc, ranked
 

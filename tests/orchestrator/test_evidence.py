@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from rag.context import assemble_context
-from rag.evidence import SNIPPET_MAX_CHARS, evidence_full, evidence_llm, snippet
-from rag.profiles import Profile
-from rag.rank import rank_candidates
+from rag.context.assemble import assemble_context
+from rag.context.evidence import SNIPPET_MAX_CHARS, evidence_full, evidence_llm, snippet
+from rag.retrieval.profiles import Profile
+from rag.retrieval.rank import rank_candidates
 from rag.tokens import count_tokens
 from tests.orchestrator.factory import cand, make_doc, ranked
 
@@ -90,7 +90,7 @@ def test_empty_context_packs():
 def test_score_dict_carries_every_score_field():
     from dataclasses import fields
 
-    from rag.evidence import score_dict
+    from rag.context.evidence import score_dict
     from rag.types import ScoreBreakdown
 
     s = ScoreBreakdown(vector=0.5, lexical=1.5, fused=0.7, weights_applied={"memo": 1.2}, penalty=0.1, final=0.6)

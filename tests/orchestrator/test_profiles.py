@@ -8,7 +8,7 @@ import pytest
 
 from rag.config import load_settings
 from rag.errors import ConfigError, NotFoundError
-from rag.profiles import BUILTIN_PROFILES, DEFAULT_TYPE_WEIGHTS, Profile, get_profile, load_profiles
+from rag.retrieval.profiles import BUILTIN_PROFILES, DEFAULT_TYPE_WEIGHTS, Profile, get_profile, load_profiles
 
 
 def settings_with(profiles):

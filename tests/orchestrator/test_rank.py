@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from rag.profiles import Profile, get_profile
-from rag.rank import FRESHNESS_UNKNOWN, freshness, parse_date, rank_candidates
+from rag.retrieval.profiles import Profile, get_profile
+from rag.retrieval.rank import FRESHNESS_UNKNOWN, freshness, parse_date, rank_candidates
 from tests.orchestrator.factory import cand
 
 NOW = datetime(2024, 1, 31, tzinfo=UTC)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 
-from rag import retrieve
+from rag.retrieval import retrieve
 from rag.store.database import open_connection
 from tests.retrieval.corpus import build_filter_corpus
 

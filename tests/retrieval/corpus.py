@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from rag import retrieve
+from rag.retrieval import retrieve
 from tests.retrieval.filter_cases import FILTER_CORPUS
 
 FILTER_DIMS = 16

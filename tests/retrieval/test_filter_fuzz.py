@@ -8,8 +8,8 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag import retrieve
 from rag.errors import InputError, NotFoundError
+from rag.retrieval import retrieve
 from tests.retrieval.corpus import hash_embedding
 from tests.retrieval.filter_cases import FILTER_CORPUS
 

@@ -8,8 +8,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from rag import retrieve
 from rag.errors import InputError, NotFoundError
+from rag.retrieval import retrieve
 from tests.retrieval.corpus import hash_embedding, vector_text
 from tests.retrieval.filter_cases import ALL, FILTER_CASES, INVALID_FILTERS
 

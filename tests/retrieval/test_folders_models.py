@@ -7,8 +7,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from rag import retrieve
 from rag.errors import InputError, NotFoundError
+from rag.retrieval import retrieve
 from tests.retrieval.corpus import (
     add_chunks,
     add_document,

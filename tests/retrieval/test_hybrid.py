@@ -6,8 +6,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from rag import retrieve
 from rag.errors import InputError
+from rag.retrieval import retrieve
 from tests.retrieval.corpus import add_chunks, add_document, add_vault, embed_chunks, hash_embedding
 
 DIMS = 32

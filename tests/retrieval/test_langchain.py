@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rag import retrieve
+from rag.retrieval import retrieve
 from rag.store.database import open_connection, sqlalchemy_url
 from tests.retrieval.corpus import hash_embedding
 

@@ -9,8 +9,8 @@ from collections import Counter
 import psycopg
 import pytest
 
-from rag import retrieve
 from rag.errors import InputError
+from rag.retrieval import retrieve
 from tests.retrieval.corpus import add_chunks, add_document, add_vault
 
 K1, B = 0.9, 0.4

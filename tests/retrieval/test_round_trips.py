@@ -11,8 +11,8 @@ import psycopg
 import pytest
 from psycopg import pq
 
-from rag import retrieve
 from rag.errors import InputError
+from rag.retrieval import retrieve
 from rag.store.database import open_connection
 from tests.retrieval.corpus import hash_embedding
 

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from rag.config import ServerSettings, Settings
 from rag.runtime import Runtime
-from server.app import create_app, pool_size_for
+from ragpg_server.app import create_app, pool_size_for
 from tests.server.support import Keys, make_keys, seed
 
 LOOPBACK = ("127.0.0.1", 50123)

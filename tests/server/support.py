@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.types.json import Jsonb
 
-from rag import keys as key_store
+from rag.store import keys as key_store
 
 TABLES = ("vaults", "documents", "chunks", "api_keys", "index_runs")
 

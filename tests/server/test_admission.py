@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 import rag
-from server.app import create_app
+from ragpg_server.app import create_app
 from tests.server.support import assert_pool_idle
 
 SLOW_S = 0.3

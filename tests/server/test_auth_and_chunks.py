@@ -49,7 +49,7 @@ def test_keys_required_once_any_exists(client: TestClient, keys: Keys) -> None:
 
 
 def test_revoking_a_key_takes_effect_at_once(client: TestClient, keys: Keys, seeded: psycopg.Connection) -> None:
-    from rag.keys import revoke_key
+    from rag.store.keys import revoke_key
 
     assert client.get(PUBLIC, headers=bearer(keys.alpha_public)).status_code == 200
     revoke_key(seeded, "alpha-public")

@@ -16,10 +16,10 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from rag import keys as key_store
 from rag.config import Settings
 from rag.runtime import Runtime
-from server.app import create_app, pool_size_for
+from rag.store import keys as key_store
+from ragpg_server.app import create_app, pool_size_for
 from tests.server.conftest import LOOPBACK, with_server
 from tests.server.support import assert_pool_idle, bearer, seed
 from tests.server.test_http import assert_error

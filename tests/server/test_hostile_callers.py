@@ -10,8 +10,8 @@ from pathlib import Path
 import psycopg
 from fastapi.testclient import TestClient
 
-from rag import index_runs
-from rag import keys as key_store
+from rag.ingest import index_runs
+from rag.store import keys as key_store
 from tests.server.support import bearer
 from tests.server.test_http import assert_error
 from tests.server.test_index import make_vault, wait_for
@@ -83,7 +83,7 @@ def test_index_runs_need_an_index_key_and_queue_once_per_vault(app, client: Test
 def test_revoking_the_last_key_never_reopens_the_server(make_runtime, seeded: psycopg.Connection, db_url: str,
                                                         tmp_path: Path) -> None:
     """Item 9: `auto` is keyless only until the first key exists; keyless is otherwise an explicit setting."""
-    from server.app import create_app
+    from ragpg_server.app import create_app
     from tests.server.conftest import LOOPBACK
 
     def status(mode: str, headers: dict[str, str] | None = None) -> int:

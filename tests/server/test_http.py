@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from rag.config import Settings
 from rag.runtime import Runtime
-from server.app import create_app
+from ragpg_server.app import create_app
 from tests.server.conftest import LOOPBACK, with_server
 from tests.server.support import Keys, bearer, row_counts
 

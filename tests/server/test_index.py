@@ -8,8 +8,8 @@ from pathlib import Path
 import psycopg
 from fastapi.testclient import TestClient
 
-from rag import keys as key_store
-from rag.vaults import NewVault, add_vault
+from rag.store import keys as key_store
+from rag.store.vaults import NewVault, add_vault
 from tests.server.support import bearer, row_counts
 from tests.server.test_http import assert_error
 

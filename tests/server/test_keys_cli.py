@@ -10,8 +10,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from rag import keys as key_store
 from rag.errors import AuthError
+from rag.store import keys as key_store
 from tests.server.support import row_counts
 from tests.support.cli import ragpg
 

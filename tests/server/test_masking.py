@@ -9,12 +9,12 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from rag import keys as key_store
+from rag.store import keys as key_store
 from rag.compute import compute_context
 from rag.config import Settings
 from rag.ingest.pipeline import index_vaults
 from rag.runtime import Runtime
-from rag.vaults import NewVault, add_vault
+from rag.store.vaults import NewVault, add_vault
 from tests.server.support import bearer
 
 SECRETS = ("AKIAIOSFODNN7EXAMPLE", "sk-live-abcdefghijklmnop1234567890")

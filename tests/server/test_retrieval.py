@@ -15,12 +15,12 @@ from fastapi.testclient import TestClient
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from rag import keys as key_store
 from rag.config import Settings
 from rag.ingest.pipeline import index_vaults
 from rag.runtime import Runtime
+from rag.store import keys as key_store
+from rag.store.vaults import NewVault, add_vault
 from rag.trace import ROOT_SPAN, Tracer
-from rag.vaults import NewVault, add_vault
 from tests.server.support import bearer, row_counts
 from tests.server.test_http import assert_error
 

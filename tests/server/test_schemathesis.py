@@ -13,11 +13,11 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 
-from rag import keys as key_store
 from rag.config import Settings
 from rag.ingest.pipeline import index_vaults
-from rag.vaults import NewVault, add_vault
-from server.app import create_app
+from rag.store import keys as key_store
+from rag.store.vaults import NewVault, add_vault
+from ragpg_server.app import create_app
 
 MAX_EXAMPLES_PER_OPERATION = 25
 TIME_BUDGET_PER_OPERATION_S = 4

@@ -14,8 +14,8 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from rag import keys as key_store
-from server.app import create_app_from_env
+from rag.store import keys as key_store
+from ragpg_server.app import create_app_from_env
 from tests.support.cli import REPO, ragpg
 
 
@@ -34,7 +34,7 @@ def start(db_url: str, tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_") and k != "DATABASE_URL"}
     env.update(env_for(db_url, tmp_path))
-    proc = subprocess.Popen([sys.executable, "-m", "rag.cli.main", "serve", "--port", str(port), *args],
+    proc = subprocess.Popen([sys.executable, "-m", "ragpg_cli.main", "serve", "--port", str(port), *args],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 30

@@ -14,5 +14,5 @@ def ragpg(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
           cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_") and k != "DATABASE_URL"}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "rag.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "ragpg_cli.main", *args], capture_output=True, text=True,
                           env=full_env, timeout=timeout, cwd=cwd or REPO, stdin=subprocess.DEVNULL)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag.context import DROP_DUPLICATE, DROP_EMPTY, DROP_OVER_BUDGET, AssembledContext, Block
+from rag.context.assemble import DROP_DUPLICATE, DROP_EMPTY, DROP_OVER_BUDGET, AssembledContext, Block
 from rag.types import RankedChunk, ScoreBreakdown
 
 SNIPPET_MAX_CHARS = 300  # LLM pack: enough to judge relevance, small enough to keep the pack compact

@@ -59,7 +59,7 @@ class Profile(BaseModel):
     match_count: int = Field(20, gt=0)
     # search a question that joins topics whole and by facet, fused by RRF (rag.retrieval.facets)
     facet_split: bool = False
-    # fusion weights (rag.rank): fused = w_cosine·vector + w_bm25·lexical + w_freshness·freshness + w_metadata·boost
+    # fusion weights (rag.retrieval.rank): fused = w_cosine·vector + w_bm25·lexical + w_freshness·freshness + w_metadata·boost
     w_bm25: float = Field(0.45, ge=0)
     w_cosine: float = Field(0.45, ge=0)
     w_freshness: float = Field(0.10, ge=0)
@@ -72,12 +72,12 @@ class Profile(BaseModel):
     freshness_half_life_days: float = Field(365.0, gt=0)
     risk_penalty: float = Field(0.5, ge=0, le=1)
     per_source_cap: int = Field(3, gt=0)
-    # weak-retrieval check (rag.autorag.is_weak_retrieval)
+    # weak-retrieval check (rag.retrieval.autorag.is_weak_retrieval)
     similarity_threshold: float = Field(0.30, ge=-1, le=1)
     min_matches: int = Field(3, ge=0)
     density_min_share: float = Field(0.25, ge=0, le=1)
     flat_spread_max: float = Field(0.02, ge=0)
-    # a correction replaces the base pass only when its set score beats base by this much (rag.autorag.score_decision)
+    # a correction replaces the base pass only when its set score beats base by this much (rag.retrieval.autorag.score_decision)
     # 0.10: at 0.02 and 0.05 one or two pseudo-relevance-feedback rewrites per BEIR set were judged
     # better and were not (NFCorpus nDCG@10 -0.0001..-0.0005 vs base); at 0.10 auto == base on
     # SciFact and NFCorpus for chat and default_research (test splits, bench/compute_context.py).

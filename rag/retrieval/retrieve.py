@@ -31,7 +31,7 @@ from psycopg.rows import class_row
 
 from rag.config import RetrievalSettings
 from rag.errors import DatabaseError, InputError, NotFoundError
-from rag.filters import filter_json
+from rag.retrieval.filters import filter_json
 
 #: Hard ceiling of the SQL functions (also HNSW's largest ef_search).
 SQL_MAX_MATCH_COUNT = 1000

@@ -13,13 +13,13 @@ import typer
 import typer.exceptions
 from typer._click import exceptions as typer_click
 
-from rag.cli import ask as ask_cli
-from rag.cli import db, keys, serve
-from rag.cli import eval as eval_cli
-from rag.cli import index as index_cli
-from rag.cli import vault as vault_cli
-from rag.cli.app import CliState
 from rag.errors import DatabaseError, RagError
+from ragpg_cli import ask as ask_cli
+from ragpg_cli import db, keys, serve
+from ragpg_cli import eval as eval_cli
+from ragpg_cli import index as index_cli
+from ragpg_cli import vault as vault_cli
+from ragpg_cli.app import CliState
 
 app = typer.Typer(
     name="ragpg",

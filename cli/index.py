@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from rag.cli.app import info, print_json, state
 from rag.config import Settings
+from ragpg_cli.app import info, print_json, state
 
 # The indexer (numpy, markdown-it, psycopg, rich, watchfiles) loads when a command runs, not when
 # `ragpg` starts: every other command pays nothing for it.

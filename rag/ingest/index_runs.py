@@ -224,7 +224,7 @@ class IndexRunner:
 
     def start(self, vaults: Sequence[str] | None, *, scope: Scope | None = None) -> IndexRun:
         """Record a queued run for `vaults` (none = every registered vault in scope) and schedule it."""
-        from rag import vaults as vault_store
+        from rag.store import vaults as vault_store
 
         scope = scope or Scope.unrestricted()
         if not scope.can_index:

@@ -51,7 +51,7 @@ def hash_key(plaintext: str) -> str:
 def create_key(conn: psycopg.Connection, name: str, *, vaults: list[str], clearance: str = "public",
                all_vaults: bool = False, can_index: bool = False) -> tuple[ApiKey, str]:
     """Create a key; returns the row and the plaintext key (shown once, never stored)."""
-    from rag.vaults import validate_name
+    from rag.store.vaults import validate_name
 
     levels_up_to(clearance)
     if all_vaults and vaults:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from rag import keys as key_store
 from rag.access import CONFIDENTIALITY_LEVELS
-from rag.cli.app import print_json, state
+from rag.store import keys as key_store
 from rag.store.database import connect
+from ragpg_cli.app import print_json, state
 
 app = typer.Typer(help="Create, list and revoke API keys for `ragpg serve`.", no_args_is_help=True)
 JSON_HELP = "Print machine-readable JSON."

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
-from rag.cli.app import info, print_json, state
 from rag.store.database import connect
-from rag.vaults import NewVault, VaultSummary, add_vault, list_vaults, remove_vault
+from rag.store.vaults import NewVault, VaultSummary, add_vault, list_vaults, remove_vault
+from ragpg_cli.app import info, print_json, state
 
 app = typer.Typer(help="Register, list and remove vaults: folders of notes, or BEIR datasets.",
                   no_args_is_help=True)

@@ -6,8 +6,8 @@ import sys
 
 import typer
 
-from rag.cli.app import print_json, state
 from rag.store.database import embedded_server, mask_url, open_connection, resolve_database_url
+from ragpg_cli.app import print_json, state
 
 app = typer.Typer(help="Start, stop and upgrade the database (embedded PostgreSQL unless DATABASE_URL is set).",
                   no_args_is_help=True)
@@ -143,7 +143,7 @@ def console(ctx: typer.Context,
             psql_args: list[str] = typer.Argument(None, help="Arguments for psql, after --, e.g. "
                                                   "-- -c 'select count(*) from chunks'.")) -> None:
     """Open psql as a role the database itself limits to a clearance and vaults (row-level security)."""
-    from rag.cli.console import open_console
+    from ragpg_cli.console import open_console
 
     code = open_console(state(ctx).settings, clearance, list(vault or []), list(psql_args or []),
                         json_out=json_out, with_password=with_password)

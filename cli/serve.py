@@ -6,10 +6,10 @@ import os
 
 import typer
 
-from rag import keys as key_store
-from rag.cli.app import info, state
 from rag.errors import ConfigError
+from rag.store import keys as key_store
 from rag.store.database import open_connection, resolve_database_url
+from ragpg_cli.app import info, state
 
 # A spawned worker imports the whole app before it answers the supervisor's ping; on a busy host
 # that can take longer than uvicorn's default 5 s, and the supervisor would kill and respawn it.
@@ -30,7 +30,7 @@ def auth_line(mode: str, keyless: bool, active_keys: bool) -> str:
 
 
 def _is_loopback_host(host: str) -> bool:
-    from server.auth import is_loopback
+    from ragpg_server.auth import is_loopback
 
     return is_loopback(host)
 
@@ -51,7 +51,7 @@ def serve(ctx: typer.Context,
     port = port or settings.server.port
     url = resolve_database_url(settings)  # starts the embedded server when DATABASE_URL is unset
     from rag.store import migrate  # alembic + SQLAlchemy: loaded only by the commands that need them
-    from server.auth import keyless_allowed
+    from ragpg_server.auth import keyless_allowed
 
     mode = settings.server.auth
     with open_connection(url) as conn:
@@ -72,7 +72,7 @@ def serve(ctx: typer.Context,
 
     if workers == 1:
         from rag.runtime import Runtime
-        from server.app import create_app, pool_size_for
+        from ragpg_server.app import create_app, pool_size_for
 
         runtime = Runtime.from_settings(settings, pool_max_size=pool_size_for(settings.server.concurrency))
         uvicorn.run(create_app(runtime, lifespan_close=True), host=host, port=port, log_level=log_level)
@@ -82,5 +82,5 @@ def serve(ctx: typer.Context,
     os.environ["RAGPG_DATABASE_URL"] = url
     if st.config_path is not None:
         os.environ["RAGPG_CONFIG"] = str(st.config_path)
-    uvicorn.run("server.app:create_app_from_env", factory=True, host=host, port=port, workers=workers,
+    uvicorn.run("ragpg_server.app:create_app_from_env", factory=True, host=host, port=port, workers=workers,
                 log_level=log_level, timeout_worker_healthcheck=WORKER_HEALTHCHECK_S)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from rag.cli.app import info, print_json, state
+from ragpg_cli.app import info, print_json, state
 
 GOLDEN_HELP = "Golden file (YAML, or JSON by its .json suffix): the cases to score."
 PROFILE_HELP = ("Retrieval profile. 'notes' runs the notes answering path (modes ask, search); "

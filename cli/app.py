@@ -10,8 +10,8 @@ from typing import Any
 
 import typer
 
-from rag.cli.terminal import for_terminal, json_for_terminal
 from rag.config import Settings, load_settings
+from ragpg_cli.terminal import for_terminal, json_for_terminal
 
 
 @dataclass

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from rag.cli.app import print_json, state
-from rag.cli.terminal import for_terminal, json_for_terminal
+from ragpg_cli.app import print_json, state
+from ragpg_cli.terminal import for_terminal, json_for_terminal
 
 # The notes pipeline (numpy, litellm, ...) loads when `ask`/`search` runs, not at every `ragpg` start.
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from rag import retrieve
+from rag.retrieval import retrieve
 from rag.types import Candidate
 
 
