@@ -91,6 +91,8 @@ def _emit(report: IndexReport, json_out: bool) -> None:
                        f" in {v.seconds:.2f} s ({report.embedding_model})")
     if not report.vaults:
         typer.echo("No vaults to index. Add one with: ragpg vault add NAME PATH")
+    else:
+        typer.echo(f"Peak memory of this run: {report.peak_rss_mb:.0f} MiB")
 
 
 def _exit_on_failure(report: IndexReport) -> None:

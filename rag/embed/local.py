@@ -32,6 +32,7 @@ PROVIDER: Final = "local"
 MODEL: Final = "all-MiniLM-L6-v2"
 DIMS: Final = 384
 MAX_SEQ_LENGTH: Final = 256  # the model's max_seq_length in sentence-transformers
+DEFAULT_MAX_BATCH_TOKENS: Final[int] = EmbeddingSettings.model_fields["max_batch_tokens"].default
 MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_PATH: Final = Path(__file__).resolve().parent / "data" / MODEL / "tokenizer.json"
 _INPUT_NAMES: Final = ("input_ids", "attention_mask", "token_type_ids")
@@ -84,6 +85,8 @@ def _load_runtime(num_threads: int) -> _Runtime:
     options.intra_op_num_threads = num_threads
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
+    # Without the arena, memory a large batch needed goes back after it instead of staying reserved.
+    options.enable_cpu_mem_arena = False
     try:
         session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as exc:
@@ -104,14 +107,31 @@ def runtime(num_threads: int) -> _Runtime:
     return _runtime
 
 
+def token_batches(order: Sequence[int], lengths: Sequence[int], max_texts: int,
+                  max_tokens: int) -> list[list[int]]:
+    """Consecutive runs of `order` (ascending length) of at most `max_texts` texts whose padded size
+    (texts × the longest) stays within `max_tokens`; a text longer than the budget goes alone."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        if current and (len(current) >= max_texts or (len(current) + 1) * lengths[i] > max_tokens):
+            batches.append(current)
+            current = []
+        current.append(int(i))
+    if current:
+        batches.append(current)
+    return batches
+
+
 class LocalEmbedder(Embedder):
     """provider ``local``, model ``all-MiniLM-L6-v2``, 384 dims."""
 
     def __init__(self, *, batch_size: int = DEFAULT_BATCH_SIZE, query_cache_size: int = 0,
-                 num_threads: int | None = None) -> None:
+                 num_threads: int | None = None, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS) -> None:
         super().__init__(provider=PROVIDER, model=MODEL, batch_size=batch_size,
                          query_cache_size=query_cache_size)
         self.num_threads = num_threads or os.cpu_count() or 1
+        self.max_batch_tokens = max_batch_tokens
 
     @classmethod
     def from_spec(cls, arg: str, settings: EmbeddingSettings) -> LocalEmbedder:
@@ -120,7 +140,7 @@ class LocalEmbedder(Embedder):
             raise ConfigError(f"invalid embedding model 'local:{arg}': the local provider only has '{MODEL}'")
         num_threads: int | None = getattr(settings, "num_threads", None)  # optional setting
         return cls(batch_size=settings.batch_size, query_cache_size=settings.query_cache_size,
-                   num_threads=num_threads)
+                   num_threads=num_threads, max_batch_tokens=settings.max_batch_tokens)
 
     @property
     def dims(self) -> int:
@@ -132,8 +152,14 @@ class LocalEmbedder(Embedder):
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         # Batch texts of similar length together (less padding), then restore the caller's order.
-        order = np.argsort([len(t) for t in texts], kind="stable")
-        vectors = super().embed_documents([texts[i] for i in order])
+        if not texts:
+            return np.zeros((0, DIMS), dtype=np.float32)
+        # attention_mask sums to the unpadded length (the tokenizer pads a batch to its longest)
+        lengths = [sum(e.attention_mask) for e in runtime(self.num_threads).tokenizer.encode_batch(list(texts))]
+        order = np.argsort(lengths, kind="stable")
+        parts = [self.embed_batch([texts[i] for i in batch])
+                 for batch in token_batches(order, lengths, self.batch_size, self.max_batch_tokens)]
+        vectors = np.concatenate(parts, axis=0)
         result = np.empty_like(vectors)
         result[order] = vectors
         return result

@@ -31,7 +31,7 @@ from rag.ingest import beir, hnsw, presence, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
 from rag.ingest.hnsw import BulkLoadPolicy
 from rag.ingest.parse import UNKNOWN_CONFIDENTIALITY, parse_document
-from rag.ingest.report import IndexReport, SkipRecord, VaultReport
+from rag.ingest.report import IndexReport, SkipRecord, VaultReport, peak_rss_mb
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
 from rag.retrieval.retrieve import EmbeddingModelRef, get_model, register_model
@@ -87,6 +87,7 @@ def index_vaults(settings: Settings, names: Sequence[str] | None = None, *,
                 continue
             report.vaults.append(index_vault(conn, vault, settings, embedder, model, progress or NoProgress()))
     report.seconds = time.perf_counter() - started
+    report.peak_rss_mb = peak_rss_mb()
     return report
 
 

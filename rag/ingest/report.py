@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import resource
+import sys
 from dataclasses import dataclass, field
 from typing import Any
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MiB (ru_maxrss is KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,7 @@ class IndexReport:
     embedding_model: str
     vaults: list[VaultReport] = field(default_factory=list)
     seconds: float = 0.0
+    peak_rss_mb: float = 0.0  # of the indexing process, at the end of the run
 
     @property
     def failed(self) -> list[VaultReport]:
@@ -67,5 +76,6 @@ class IndexReport:
                  "chunks_written", "chunks_reembedded")
         totals: dict[str, Any] = {n: self.total(n) for n in names}
         totals["files_skipped"] = sum(len(v.skipped) for v in self.vaults)
-        return {**totals, "seconds": round(self.seconds, 3), "embedding_model": self.embedding_model,
+        return {**totals, "seconds": round(self.seconds, 3), "peak_rss_mb": round(self.peak_rss_mb, 1),
+                "embedding_model": self.embedding_model,
                 "ok": not self.failed, "vaults": [v.to_dict() for v in self.vaults]}

@@ -114,3 +114,28 @@ def test_loads_once_and_is_thread_safe(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(loads) == 1
     for other in results[1:]:
         np.testing.assert_allclose(other, results[0], atol=1e-6)
+
+
+def test_token_batches_bound_texts_and_padded_tokens() -> None:
+    from rag.embed.local import token_batches
+
+    lengths = [5, 300, 10, 10, 40, 40, 40]
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches = token_batches(order, lengths, max_texts=3, max_tokens=100)
+    assert [i for b in batches for i in b] == order  # every text once, in the given order
+    for b in batches:
+        assert len(b) <= 3
+        assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 100
+    assert [300 in [lengths[i] for i in b] for b in batches].count(True) == 1 and [1] in batches  # alone
+
+
+def test_documents_embed_the_same_whatever_the_token_budget() -> None:
+    from rag.embed.local import LocalEmbedder
+
+    texts = ["short", "a much longer text about tomatoes and gardens " * 20, "mid length text here", "x"]
+    wide = LocalEmbedder(max_batch_tokens=10_000).embed_documents(texts)
+    narrow = LocalEmbedder(max_batch_tokens=8).embed_documents(texts)
+    assert wide.shape == narrow.shape == (4, 384)
+    assert np.allclose(wide, narrow, atol=1e-4)
+    single = np.stack([LocalEmbedder().embed_documents([t])[0] for t in texts])
+    assert np.allclose(wide, single, atol=1e-4)  # batching never changes a text's vector (the order is restored)

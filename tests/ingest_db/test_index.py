@@ -161,11 +161,15 @@ def test_cli_index_summary(cli, tmp_path: Path) -> None:
         "files_seen": 2, "files_indexed": 2, "files_unchanged": 0, "files_skipped": 0, "files_removed": 0,
         "chunks_written": 2, "embedding_model": "hash/feature-hash-384", "ok": True}
     assert summary["seconds"] >= 0 and summary["vaults"][0]["skipped"] == []
+    # the process peak is at least the memory this Python process holds right now
+    import psutil
+    assert summary["peak_rss_mb"] >= psutil.Process().memory_info().rss / (1024 * 1024) * 0.9
 
     code, out, err = cli("index", "nope")
     assert code == 4 and err.strip() == "error: vault 'nope' not found (see `ragpg vault list`)"
     code, out, err = cli("reindex", "--quiet")
     assert code == 0 and out.startswith("v: 2 files seen, 0 indexed, 2 unchanged, 0 skipped, 0 removed; 0 chunks")
+    assert out.splitlines()[-1].startswith("Peak memory of this run: ") and out.rstrip().endswith(" MiB")
 
 
 def test_chunks_are_embedded_in_length_order_and_each_vector_lands_on_its_chunk(
