@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import statistics
 import sys
@@ -121,7 +122,8 @@ def wait_for_cache(embedder: Any, ds: Dataset, cache_dir: Path, minutes: float) 
     import hashlib
 
     key = hashlib.sha256("\n".join(d["_id"] for d in ds.corpus).encode()).hexdigest()[:12]
-    path = cache_dir / f"{ds.name}-{embedder.sql_name}-{embedder.dims}-{key}.npy"
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", embedder.model_key)  # a file-name-safe key
+    path = cache_dir / f"{ds.name}-{model}-{embedder.dims}-{key}.npy"
     deadline = time.monotonic() + minutes * 60
     if not path.exists() and minutes > 0:
         print(f"  waiting up to {minutes:g} min for {path}", flush=True)

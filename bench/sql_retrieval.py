@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -156,7 +157,8 @@ def load_corpus(conn: psycopg.Connection, vault: str, corpus: list[dict[str, Any
 
 def embed_corpus(embedder, corpus: list[dict[str, Any]], cache_dir: Path, dataset: str) -> np.ndarray:
     key = hashlib.sha256("\n".join(d["_id"] for d in corpus).encode()).hexdigest()[:12]
-    path = cache_dir / f"{dataset}-{embedder.sql_name}-{embedder.dims}-{key}.npy"
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", embedder.model_key)  # a file-name-safe key
+    path = cache_dir / f"{dataset}-{model}-{embedder.dims}-{key}.npy"
     if path.exists():
         print(f"  document embeddings from cache {path}")
         return np.load(path)

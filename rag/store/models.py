@@ -30,22 +30,19 @@ class EmbeddingModelRef:
     match_function: str
     hybrid_function: str
     langchain_function: str
-
-    @property
-    def hybrid_multi_function(self) -> str:
-        return f"match_hybrid_multi_chunks_{self.sql_name}"
-
-    @property
-    def folders_function(self) -> str:
-        return f"match_folders_{self.sql_name}"
+    hybrid_multi_function: str
+    folders_function: str
 
     @property
     def label(self) -> str:
         return f"{self.provider}/{self.model}"
 
 
-_MODEL_COLUMNS = ("id, provider, model, dims, sql_name, embedding_table, match_function, hybrid_function,"
-                  " langchain_function")
+# `m` is the embedding_models row in every query below.
+_MODEL_COLUMNS = ("m.id, m.provider, m.model, m.dims, m.sql_name, m.embedding_table, m.match_function,"
+                  " m.hybrid_function, m.langchain_function,"
+                  " ragpg_model_function_name(m, 'hybrid_multi') as hybrid_multi_function,"
+                  " ragpg_model_function_name(m, 'folders') as folders_function")
 
 
 def register_model(conn: psycopg.Connection, provider: str, model: str, dims: int) -> EmbeddingModelRef:
@@ -53,7 +50,7 @@ def register_model(conn: psycopg.Connection, provider: str, model: str, dims: in
 
     Creates its embedding table, HNSW index and match functions.
     """
-    query = sql.SQL("select {} from ragpg_register_embedding_model(%(p)s, %(m)s, %(d)s::integer)").format(
+    query = sql.SQL("select {} from ragpg_register_embedding_model(%(p)s, %(m)s, %(d)s::integer) m").format(
         sql.SQL(_MODEL_COLUMNS))
     if isinstance(dims, bool) or not isinstance(dims, int | np.integer):
         raise InputError(f"embedding dims must be an integer, got {dims!r}")
@@ -63,12 +60,12 @@ def register_model(conn: psycopg.Connection, provider: str, model: str, dims: in
 
 def get_model(conn: psycopg.Connection, provider: str, model: str) -> EmbeddingModelRef | None:
     """The registered model, or None."""
-    query = sql.SQL("select {} from embedding_models where provider = %(p)s and model = %(m)s").format(
+    query = sql.SQL("select {} from embedding_models m where m.provider = %(p)s and m.model = %(m)s").format(
         sql.SQL(_MODEL_COLUMNS))
     rows = fetch_rows(conn, EmbeddingModelRef, query, {"p": provider, "m": model})
     return rows[0] if rows else None
 
 
 def list_models(conn: psycopg.Connection) -> list[EmbeddingModelRef]:
-    query = sql.SQL("select {} from embedding_models order by id").format(sql.SQL(_MODEL_COLUMNS))
+    query = sql.SQL("select {} from embedding_models m order by m.id").format(sql.SQL(_MODEL_COLUMNS))
     return fetch_rows(conn, EmbeddingModelRef, query, {})
