@@ -6,7 +6,8 @@ import sys
 
 import typer
 
-from rag.store.database import embedded_server, mask_url, open_connection, resolve_database_url
+from rag.store.database import mask_url, open_connection
+from rag.store.locate import embedded_server, resolve_database_url
 from ragpg_cli.app import print_json, state
 
 app = typer.Typer(help="Start, stop and upgrade the database (embedded PostgreSQL unless DATABASE_URL is set).",

@@ -14,7 +14,8 @@ from psycopg.rows import dict_row
 
 from rag.config import Settings, load_settings
 from rag.errors import DatabaseError
-from rag.store.database import mask_url, open_connection, resolve_database_url
+from rag.store.database import mask_url, open_connection
+from rag.store.locate import resolve_database_url
 from rag.store.outage import OutageGuard
 from rag.store.row_security import apply_read_scope, clear_read_scope, scope_settings
 

@@ -34,8 +34,8 @@ from rag.ingest.parse import UNKNOWN_CONFIDENTIALITY, parse_document
 from rag.ingest.report import IndexReport, SkipRecord, VaultReport
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
-from rag.retrieval.retrieve import EmbeddingModelRef, get_model, register_model
-from rag.store.database import connect
+from rag.store.locate import connect
+from rag.store.models import EmbeddingModelRef, get_model, register_model
 from rag.store.vaults import Vault, mark_indexed, resolve_vaults
 
 # A stored document survives these skips: the file is still there, just not usable right now.

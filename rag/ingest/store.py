@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 from rag.ingest.chunk import Chunk
 from rag.ingest.guard import assess_injection
 from rag.ingest.hnsw import BulkLoadPolicy, indexes_rebuilt
-from rag.retrieval.retrieve import EmbeddingModelRef
+from rag.store.models import EmbeddingModelRef
 from rag.tokens import count_tokens
 
 # First key of the two-key advisory lock that serialises index runs of one vault ("RAGP").

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag.config import NotesSettings
 from rag.errors import LLMError
 from rag.llm import Message
 from rag.notes.extractive import Sentence, extractive_answer, score_sentences, weigh_by_passage
@@ -29,7 +30,6 @@ from rag.notes.format import (
 )
 from rag.notes.question import query_terms
 from rag.notes.results import AskResponse, Reference
-from rag.notes.settings import NotesSettings
 from rag.prompts import load_prompt
 from rag.runtime import Runtime
 from rag.types import Candidate, RankedChunk

@@ -16,6 +16,7 @@ import psycopg
 from psycopg import sql
 
 from rag.retrieval import retrieve
+from rag.store import models
 from rag.types import Candidate
 
 
@@ -38,7 +39,7 @@ def _candidate(row: Any, **extra: Any) -> Candidate:
         heading_path=row.heading_path, content=mask_secrets(row.content), metadata=row.metadata, **extra)
 
 
-def run_pass(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, spec: PassSpec, *, retrieval: str,
+def run_pass(conn: psycopg.Connection, model: models.EmbeddingModelRef, spec: PassSpec, *, retrieval: str,
              match_count: int, filter_: dict[str, Any], similarity_threshold: float, rrf_k: int,
              weights: dict[str, float], candidate_count: int) -> list[Candidate]:
     if retrieval == "lexical" or spec.embedding is None:
@@ -57,7 +58,7 @@ def run_pass(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, spec: 
     return attach_spans(conn, found)
 
 
-def run_multi_pass(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, specs: Sequence[PassSpec], *,
+def run_multi_pass(conn: psycopg.Connection, model: models.EmbeddingModelRef, specs: Sequence[PassSpec], *,
                    match_count: int, filter_: dict[str, Any], similarity_threshold: float, rrf_k: int,
                    weights: dict[str, float], candidate_count: int) -> list[Candidate]:
     """All query variants fused by RRF inside one SQL call."""
@@ -89,7 +90,7 @@ def attach_spans(conn: psycopg.Connection, candidates: list[Candidate]) -> list[
     return out
 
 
-def similarity_to(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, embedding: np.ndarray,
+def similarity_to(conn: psycopg.Connection, model: models.EmbeddingModelRef, embedding: np.ndarray,
                   chunk_ids: Sequence[int]) -> dict[int, float]:
     """Cosine similarity of the given chunks to one embedding (to compare passes on equal terms)."""
     if not chunk_ids:

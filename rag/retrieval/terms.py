@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from rag.retrieval.retrieve import fetch_rows
+from rag.store.calls import fetch_rows
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from rag.embed.base import Embedder
-from rag.retrieval import retrieve
+from rag.store import models
 
 
 def toward(query: np.ndarray, similarity: float, seed: int = 0) -> np.ndarray:
@@ -65,11 +65,11 @@ ABSTAIN: dict[str, Any] = {
 class NotesDB:
     conn: psycopg.Connection
     embedder: Embedder
-    model: retrieve.EmbeddingModelRef = field(init=False)
+    model: models.EmbeddingModelRef = field(init=False)
     vault_ids: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.model = retrieve.register_model(self.conn, self.embedder.provider, self.embedder.model,
+        self.model = models.register_model(self.conn, self.embedder.provider, self.embedder.model,
                                              self.embedder.dims)
         self.conn.commit()
 
