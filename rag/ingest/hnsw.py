@@ -27,9 +27,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
+
+from rag.store.database import Connection
 
 _DROP = sql.SQL("select index_name, definition from ragpg_drop_hnsw_index(%s)")
 _CREATE = sql.SQL("select ragpg_create_hnsw_index(%s)")
@@ -42,7 +43,7 @@ class BulkLoadPolicy:
     min_vectors: int
     min_fraction: float
 
-    def applies(self, conn: psycopg.Connection, table: str, n: int) -> bool:
+    def applies(self, conn: Connection, table: str, n: int) -> bool:
         if n < self.min_vectors:
             return False
         # Two writers of this table (index runs of two vaults) that both counted under their
@@ -70,13 +71,13 @@ class _Dropped:
     definition: str
 
 
-def _drop(conn: psycopg.Connection, table: str) -> list[_Dropped]:
+def _drop(conn: Connection, table: str) -> list[_Dropped]:
     with conn.cursor(row_factory=class_row(_Dropped)) as cur:
         return cur.execute(_DROP, (table,)).fetchall()
 
 
 @contextmanager
-def indexes_rebuilt(conn: psycopg.Connection, table: str) -> Iterator[None]:
+def indexes_rebuilt(conn: Connection, table: str) -> Iterator[None]:
     """Drop the model table's HNSW index, run the body, build it again (caller's transaction)."""
     dropped = _drop(conn, table)
     yield
@@ -88,7 +89,7 @@ def indexes_rebuilt(conn: psycopg.Connection, table: str) -> Iterator[None]:
 _DEFER_LOCK_CLASS = 0x52414744
 
 
-def defer_indexes(conn: psycopg.Connection, table: str, policy: BulkLoadPolicy, n: int) -> bool:
+def defer_indexes(conn: Connection, table: str, policy: BulkLoadPolicy, n: int) -> bool:
     """Drop `table`'s HNSW indexes until `restore_deferred(conn, table)` when `policy` says `n` new
     vectors make a bulk load; True when something was dropped. Commits (the run's later batches are
     their own transactions): call it on an autocommit connection, outside any transaction."""
@@ -123,7 +124,7 @@ _TAKE_DEFERRED = sql.SQL(
     "and to_regclass(quote_ident(table_name)) is not null as missing")
 
 
-def restore_deferred(conn: psycopg.Connection, table: str | None = None) -> int:
+def restore_deferred(conn: Connection, table: str | None = None) -> int:
     """Build the deferred indexes of `table` (None: of every table whose deferring run is gone);
     returns how many were built. Each row is deleted in the transaction that builds its index, so
     two sessions never build the same one. `table` also releases this session's deferral lock."""

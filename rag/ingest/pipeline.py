@@ -34,6 +34,7 @@ from rag.ingest.parse import UNKNOWN_CONFIDENTIALITY, parse_document
 from rag.ingest.report import IndexReport, SkipRecord, VaultReport
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
+from rag.store.database import Connection
 from rag.store.locate import connect
 from rag.store.models import EmbeddingModelRef, get_model, register_model
 from rag.store.vaults import Vault, mark_indexed, resolve_vaults
@@ -94,7 +95,7 @@ def _failed(vault: str, embedder: Embedder, exc: RagError) -> VaultReport:
     return VaultReport(vault, embedder.model_key, error=str(exc), error_code=exc.exit_code)
 
 
-def ensure_model(conn: psycopg.Connection, embedder: Embedder) -> EmbeddingModelRef:
+def ensure_model(conn: Connection, embedder: Embedder) -> EmbeddingModelRef:
     """The current model's storage; a registered model is found without probing the provider for dims."""
     found = get_model(conn, embedder.provider, embedder.model)
     if found is not None:
@@ -108,7 +109,7 @@ def ensure_model(conn: psycopg.Connection, embedder: Embedder) -> EmbeddingModel
     return register_model(conn, embedder.provider, embedder.model, dims)
 
 
-def index_vault(conn: psycopg.Connection, vault: Vault, settings: Settings, embedder: Embedder,
+def index_vault(conn: Connection, vault: Vault, settings: Settings, embedder: Embedder,
                 model: EmbeddingModelRef, progress: IndexProgress) -> VaultReport:
     """One incremental run over one vault, on an autocommit connection (transactions are explicit)."""
     run = _VaultRun(conn, vault, settings, embedder, model, progress)
@@ -125,7 +126,7 @@ def index_vault(conn: psycopg.Connection, vault: Vault, settings: Settings, embe
 
 
 class _VaultRun:
-    def __init__(self, conn: psycopg.Connection, vault: Vault, settings: Settings, embedder: Embedder,
+    def __init__(self, conn: Connection, vault: Vault, settings: Settings, embedder: Embedder,
                  model: EmbeddingModelRef, progress: IndexProgress) -> None:
         self.conn, self.vault, self.settings = conn, vault, settings
         self.embedder, self.model, self.progress = embedder, model, progress

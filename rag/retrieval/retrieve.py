@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import psycopg
 from psycopg import sql
 
 from rag.config import RetrievalSettings
 from rag.errors import InputError, NotFoundError
 from rag.retrieval.filters import filter_json
 from rag.store.calls import database_call, fetch_rows
+from rag.store.database import Connection
 from rag.store.models import EmbeddingModelRef
 
 #: Hard ceiling of the SQL functions (also HNSW's largest ef_search).
@@ -177,7 +177,7 @@ def _weights(weights: Mapping[str, float] | None) -> str:
     return json.dumps(out)
 
 
-def known_vaults(conn: psycopg.Connection) -> list[str]:
+def known_vaults(conn: Connection) -> list[str]:
     """Vault names, sorted."""
     with database_call(conn), conn.cursor() as cur:
         cur.execute("select name from vaults order by name")
@@ -190,7 +190,7 @@ def _first(row: Any) -> Any:
     return row[0]
 
 
-def _check_vaults(conn: psycopg.Connection, names: Sequence[str]) -> None:
+def _check_vaults(conn: Connection, names: Sequence[str]) -> None:
     if not names:
         return
     known = known_vaults(conn)
@@ -207,7 +207,7 @@ def _filter(filter: Mapping[str, Any] | None) -> str:
 
 # -- filters ------------------------------------------------------------------------------------
 
-def compile_filter(conn: psycopg.Connection, filter: Mapping[str, Any] | None) -> CompiledFilter:
+def compile_filter(conn: Connection, filter: Mapping[str, Any] | None) -> CompiledFilter:
     """How the database reads a filter; raises InputError for an invalid one."""
     query = sql.SQL("select containment, predicate::text as predicate, vars, vaults"
                     " from ragpg_compile_filter(%(f)s::jsonb)")
@@ -216,7 +216,7 @@ def compile_filter(conn: psycopg.Connection, filter: Mapping[str, Any] | None) -
 
 # -- match functions ----------------------------------------------------------------------------
 
-def match_vector(conn: psycopg.Connection, model: EmbeddingModelRef, query_embedding: Any, *,
+def match_vector(conn: Connection, model: EmbeddingModelRef, query_embedding: Any, *,
                  match_count: int = 10, similarity_threshold: float = 0.0,
                  filter: Mapping[str, Any] | None = None, settings: RetrievalSettings | None = None,
                  exact_scan_max_rows: int | None = None, ef_search: int | None = None) -> list[VectorMatch]:
@@ -238,7 +238,7 @@ def match_vector(conn: psycopg.Connection, model: EmbeddingModelRef, query_embed
     return fetch_rows(conn, VectorMatch, query, params)
 
 
-def match_langchain(conn: psycopg.Connection, model: EmbeddingModelRef, query_embedding: Any, *,
+def match_langchain(conn: Connection, model: EmbeddingModelRef, query_embedding: Any, *,
                     match_count: int = 10, similarity_threshold: float = 0.0,
                     filter: Mapping[str, Any] | None = None,
                     settings: RetrievalSettings | None = None) -> list[VectorMatch]:
@@ -260,7 +260,7 @@ def match_langchain(conn: psycopg.Connection, model: EmbeddingModelRef, query_em
     return fetch_rows(conn, VectorMatch, query, params)
 
 
-def match_lexical(conn: psycopg.Connection, query_text: str, *, match_count: int = 10,
+def match_lexical(conn: Connection, query_text: str, *, match_count: int = 10,
                   filter: Mapping[str, Any] | None = None, settings: RetrievalSettings | None = None,
                   k1: float | None = None, b: float | None = None) -> list[LexicalMatch]:
     """``match_lexical_chunks``: BM25 over each vault's text search configuration, best first.
@@ -286,7 +286,7 @@ def match_lexical(conn: psycopg.Connection, query_text: str, *, match_count: int
     return fetch_rows(conn, LexicalMatch, query, params)
 
 
-def _fusion_params(conn: psycopg.Connection, s: RetrievalSettings, *, match_count: int,
+def _fusion_params(conn: Connection, s: RetrievalSettings, *, match_count: int,
                    filter: Mapping[str, Any] | None, similarity_threshold: float, rrf_k: int | None,
                    weights: Mapping[str, float] | None, candidate_count: int | None, k1: float | None,
                    b: float | None, exact_scan_max_rows: int | None, ef_search: int | None) -> dict[str, Any]:
@@ -313,7 +313,7 @@ _FUSION_ARGS = sql.SQL(
 _FUSION_COLUMNS = "vector_rank, similarity, lexical_rank, bm25_score, rrf_score"
 
 
-def match_hybrid(conn: psycopg.Connection, model: EmbeddingModelRef, query_text: str, query_embedding: Any, *,
+def match_hybrid(conn: Connection, model: EmbeddingModelRef, query_text: str, query_embedding: Any, *,
                  match_count: int = 10, filter: Mapping[str, Any] | None = None,
                  similarity_threshold: float = 0.0, rrf_k: int | None = None,
                  weights: Mapping[str, float] | None = None, candidate_count: int | None = None,
@@ -338,7 +338,7 @@ def match_hybrid(conn: psycopg.Connection, model: EmbeddingModelRef, query_text:
     return fetch_rows(conn, HybridMatch, query, params)
 
 
-def match_hybrid_multi(conn: psycopg.Connection, model: EmbeddingModelRef, query_texts: Sequence[str | None],
+def match_hybrid_multi(conn: Connection, model: EmbeddingModelRef, query_texts: Sequence[str | None],
                        query_embeddings: Sequence[Any], *, match_count: int = 10,
                        filter: Mapping[str, Any] | None = None, similarity_threshold: float = 0.0,
                        rrf_k: int | None = None, weights: Mapping[str, float] | None = None,
@@ -371,7 +371,7 @@ def match_hybrid_multi(conn: psycopg.Connection, model: EmbeddingModelRef, query
     return fetch_rows(conn, HybridMultiMatch, query, params)
 
 
-def match_folders(conn: psycopg.Connection, model: EmbeddingModelRef, query_embedding: Any, *,
+def match_folders(conn: Connection, model: EmbeddingModelRef, query_embedding: Any, *,
                   vaults: Sequence[str] | None = None, match_count: int = 50,
                   settings: RetrievalSettings | None = None) -> list[FolderMatch]:
     """``match_folders_<model>``: folders ranked by similarity of the query to their mean embedding."""

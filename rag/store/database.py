@@ -5,12 +5,16 @@ masked one-line error. Where the database is (DATABASE_URL or the embedded serve
 from __future__ import annotations
 
 import re
+from typing import TypeAlias
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 
 from rag.config import DbSettings
 from rag.errors import DatabaseError
+
+#: Every connection ragpg opens (open_connection, the runtime's pool) returns rows as dicts.
+Connection: TypeAlias = psycopg.Connection[DictRow]
 
 CONNECT_TIMEOUT_S = DbSettings().connect_timeout_s  # for callers without settings at hand
 
@@ -27,7 +31,7 @@ def sqlalchemy_url(url: str) -> str:
 
 
 def open_connection(url: str, *, autocommit: bool = False, register_vector: bool = True,
-                    connect_timeout_s: float = CONNECT_TIMEOUT_S) -> psycopg.Connection:
+                    connect_timeout_s: float = CONNECT_TIMEOUT_S) -> Connection:
     try:
         # libpq counts whole seconds (and treats 1 as 2); at least 1 so 0 never means "wait forever".
         conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=max(1, round(connect_timeout_s)),
@@ -40,7 +44,7 @@ def open_connection(url: str, *, autocommit: bool = False, register_vector: bool
     return conn
 
 
-def _register_vector(conn: psycopg.Connection) -> None:
+def _register_vector(conn: Connection) -> None:
     from pgvector.psycopg import register_vector
 
     try:

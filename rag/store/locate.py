@@ -10,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import psycopg
-
 from rag.config import Settings
 from rag.errors import DatabaseError
 from rag.store import migrate
-from rag.store.database import open_connection
+from rag.store.database import Connection, open_connection
 from rag.store.embedded import EmbeddedServer
 
 
@@ -42,7 +40,7 @@ def resolve_database_url(settings: Settings, *, start: bool = True) -> str:
 
 
 @contextmanager
-def connect(settings: Settings, *, autocommit: bool = False) -> Iterator[psycopg.Connection]:
+def connect(settings: Settings, *, autocommit: bool = False) -> Iterator[Connection]:
     conn = open_connection(resolve_database_url(settings), autocommit=autocommit,
                            connect_timeout_s=settings.db.connect_timeout_s)
     try:

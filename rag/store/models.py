@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import psycopg
 from psycopg import sql
 
 from rag.errors import InputError
 from rag.store.calls import fetch_rows
+from rag.store.database import Connection
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ _MODEL_COLUMNS = ("m.id, m.provider, m.model, m.dims, m.sql_name, m.embedding_ta
                   " ragpg_model_function_name(m, 'folders') as folders_function")
 
 
-def register_model(conn: psycopg.Connection, provider: str, model: str, dims: int) -> EmbeddingModelRef:
+def register_model(conn: Connection, provider: str, model: str, dims: int) -> EmbeddingModelRef:
     """Register (or find, when already registered with the same dims) an embedding model.
 
     Creates its embedding table, HNSW index and match functions.
@@ -58,7 +58,7 @@ def register_model(conn: psycopg.Connection, provider: str, model: str, dims: in
     return rows[0]
 
 
-def get_model(conn: psycopg.Connection, provider: str, model: str) -> EmbeddingModelRef | None:
+def get_model(conn: Connection, provider: str, model: str) -> EmbeddingModelRef | None:
     """The registered model, or None."""
     query = sql.SQL("select {} from embedding_models m where m.provider = %(p)s and m.model = %(m)s").format(
         sql.SQL(_MODEL_COLUMNS))
@@ -66,6 +66,6 @@ def get_model(conn: psycopg.Connection, provider: str, model: str) -> EmbeddingM
     return rows[0] if rows else None
 
 
-def list_models(conn: psycopg.Connection) -> list[EmbeddingModelRef]:
+def list_models(conn: Connection) -> list[EmbeddingModelRef]:
     query = sql.SQL("select {} from embedding_models m order by m.id").format(sql.SQL(_MODEL_COLUMNS))
     return fetch_rows(conn, EmbeddingModelRef, query, {})
