@@ -75,6 +75,7 @@ def status(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", he
             "select current_setting('server_version') as server_version,"
             " (select extversion from pg_extension where extname = 'vector') as pgvector"
         ).fetchone()
+        assert row is not None  # a select without from returns one row
         revision = migrate.current_revision(conn)
     head = migrate.head_revision()
     result.update({"running": True, "url": mask_url(url), "server_version": row["server_version"],

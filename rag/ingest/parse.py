@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -32,20 +32,24 @@ _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _CONFIDENTIALITY_KEY = "confidentiality"
 
 
-def _strict_loader(base: type) -> type:
+_SafeLoaderClass = type[yaml.SafeLoader] | type[yaml.CSafeLoader]
+
+
+def _strict_loader(base: _SafeLoaderClass) -> _SafeLoaderClass:
     """`base` with two changes. Timestamps stay strings: PyYAML raises a bare ValueError on an
     impossible date (2026-02-30), which would reject the whole note; `_date` warns instead. A
     mapping naming `confidentiality` twice (in any case, or via a merge key) is an error: which one
     wins would otherwise be an accident of YAML, and the note fails closed."""
 
-    class Loader(base):  # type: ignore[misc, valid-type]
+    class Loader(base):  # type: ignore[valid-type, misc]  # mypy cannot check a base class chosen at run time
         def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
             self.flatten_mapping(node)
             names = [k.value.lower() for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
             if names.count(_CONFIDENTIALITY_KEY) > 1:
                 raise yaml.constructor.ConstructorError(
                     None, None, "'confidentiality' given more than once", node.start_mark)
-            return super().construct_mapping(node, deep=deep)
+            mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+            return mapping
 
     Loader.yaml_implicit_resolvers = {
         first: [r for r in resolvers if r[0] != _TIMESTAMP_TAG]
@@ -122,6 +126,7 @@ def parse_document(text: str, rel_path: str) -> ParsedDocument:
     date, date_problem = _date(fm)
     if date_problem:
         warnings.append(f"unparseable date in {rel_path}: {date_problem} (indexed without a date)")
+    conf_problem: str | None
     if problem is not None:
         confidentiality, conf_problem = UNKNOWN_CONFIDENTIALITY, problem
         warnings.append(f"broken frontmatter in {rel_path}: {problem} (treated as {confidentiality})")
@@ -191,7 +196,7 @@ def _load_mapping(raw: str) -> dict[str, Any]:
         raise _NotAMapping(f"expected a mapping, got {type(data).__name__}")
     budget = [_MAX_FRONTMATTER_NODES]
     try:
-        return _jsonable(data, budget)
+        return cast(dict[str, Any], _jsonable(data, budget))  # a dict's copy is a dict
     except RecursionError:
         raise _FrontmatterError("nested too deeply") from None
 

@@ -11,7 +11,7 @@ the detail's number of sources, the other passages drawn on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -67,7 +67,7 @@ def candidate_debug(r: RankedChunk, sc: NotesScope) -> dict[str, Any]:
             "final": round(r.scores.final, 6), "lines": [c.start_line, c.end_line], "text": c.content}
 
 
-def _similarity_to(rt: Runtime, query_embedding: Any) -> Any:
+def _similarity_to(rt: Runtime, query_embedding: Any) -> Callable[[list[str]], list[float]]:
     """texts -> cosine similarity of each to the question's embedding, with the embedder the notes were
     indexed with; zeros (term matching only) when the embedder fails."""
     query = np.asarray(query_embedding, dtype=np.float64)
@@ -81,7 +81,8 @@ def _similarity_to(rt: Runtime, query_embedding: Any) -> Any:
             return [0.0] * len(texts)
         norms = np.linalg.norm(vectors, axis=1)
         norms[norms == 0] = 1.0
-        return (vectors @ query / (norms * norm)).tolist()
+        similarities: list[float] = (vectors @ query / (norms * norm)).tolist()
+        return similarities
 
     return similarity
 

@@ -18,6 +18,7 @@ from psycopg import sql
 from psycopg.rows import class_row
 
 from rag.errors import DatabaseError, InputError, NotFoundError
+from rag.store.database import Connection
 
 T = TypeVar("T")
 
@@ -49,7 +50,7 @@ def map_database_error(exc: BaseException) -> Exception:
 
 
 @contextmanager
-def database_call(conn: psycopg.Connection) -> Iterator[None]:
+def database_call(conn: Connection) -> Iterator[None]:
     try:
         if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
             # The statement is its own transaction: wrapping it would only add BEGIN and COMMIT
@@ -62,7 +63,7 @@ def database_call(conn: psycopg.Connection) -> Iterator[None]:
         raise map_database_error(exc) from None
 
 
-def fetch_rows(conn: psycopg.Connection, row_type: type[T], query: sql.Composable, params: Mapping[str, Any]) -> list[T]:
+def fetch_rows(conn: Connection, row_type: type[T], query: sql.SQL | sql.Composed, params: Mapping[str, Any]) -> list[T]:
     with database_call(conn), conn.cursor(row_factory=class_row(row_type)) as cur:
         cur.execute(query, params)
         return cur.fetchall()
