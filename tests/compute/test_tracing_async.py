@@ -33,8 +33,8 @@ def test_spans_of_a_corrected_request(kb, scripted, capture):
     assert root_meta["winner"] == d["winner"] == "hyde"
     assert root_meta["autoTriggered"] is True and root_meta["multiQueryRan"] is False
     assert root_meta["decisionSignature"] == d["decision_signature"]
-    assert root_meta["insufficient"] is False and root_meta["chunkCount"] == len(result.chunks)
-    assert root_meta["topScore"] == result.chunks[0].scores.final
+    assert root_meta["insufficient"] is False and root_meta["chunkCount"] == len(result.ranked)
+    assert root_meta["topScore"] == result.ranked[0].scores.final
 
     stages = sorted((s for s in spans if s.name == STAGE_SPAN), key=lambda s: s.start_time)
     assert [meta(s)["stage"] for s in stages] == [p["name"] for p in d["passes"]] == ["base", "hyde", "rewrite"]
