@@ -248,7 +248,7 @@ def compute_context_figures(url: str, ds: Dataset, embedder: Any, spec: str, n_q
                 if n < warm:
                     continue
                 times.append(ms)
-                run[test_ids[i]] = [r.candidate.source_path for r in result.chunks]
+                run[test_ids[i]] = [r.candidate.source_path for r in result.ranked]
                 route = result.decision.get("route", "?")
                 routes[route] = routes.get(route, 0) + 1
                 winner = result.decision.get("winner", "?")

@@ -293,7 +293,7 @@ def run_beir(rt: Runtime, data: BeirQueries, vault: str, modes: Sequence[str],
 
         result = compute_context(text, vaults=[vault], profile=EVAL_PROFILE, mode="auto", budget_tokens=0,
                                  runtime=rt)
-        return [r.candidate.source_path for r in result.chunks]
+        return [r.candidate.source_path for r in result.ranked]
 
     runners = {"vector": vector, "bm25": bm25, "hybrid": hybrid, "auto": auto}
     results = []

@@ -108,7 +108,7 @@ class _NotAMapping(_FrontmatterError):
     pass
 
 
-def parse_document(text: str, rel_path: str) -> ParsedDocument:
+def parse_document(text: str, source_path: str) -> ParsedDocument:
     warnings: list[str] = []
     lines = text.split("\n")
     raw, body_line, problem = _split_frontmatter(lines)
@@ -125,11 +125,11 @@ def parse_document(text: str, rel_path: str) -> ParsedDocument:
     fm = {str(k).lower(): v for k, v in frontmatter.items()}
     date, date_problem = _date(fm)
     if date_problem:
-        warnings.append(f"unparseable date in {rel_path}: {date_problem} (indexed without a date)")
+        warnings.append(f"unparseable date in {source_path}: {date_problem} (indexed without a date)")
     conf_problem: str | None
     if problem is not None:
         confidentiality, conf_problem = UNKNOWN_CONFIDENTIALITY, problem
-        warnings.append(f"broken frontmatter in {rel_path}: {problem} (treated as {confidentiality})")
+        warnings.append(f"broken frontmatter in {source_path}: {problem} (treated as {confidentiality})")
     else:
         confidentiality, conf_problem = _confidentiality(fm)
         if _CONFIDENTIALITY_KEY not in fm and _MENTIONS_CONFIDENTIALITY.search("\n".join(lines[:body_line])):
@@ -138,9 +138,9 @@ def parse_document(text: str, rel_path: str) -> ParsedDocument:
             confidentiality = UNKNOWN_CONFIDENTIALITY
             conf_problem = "a confidentiality line that is not a top-level key"
         if conf_problem:
-            warnings.append(f"unknown confidentiality in {rel_path}: {conf_problem} (treated as {confidentiality})")
+            warnings.append(f"unknown confidentiality in {source_path}: {conf_problem} (treated as {confidentiality})")
     return ParsedDocument(
-        title=_scalar(fm.get("title")) or _first_h1(lines[body_line:]) or PurePosixPath(rel_path).stem,
+        title=_scalar(fm.get("title")) or _first_h1(lines[body_line:]) or PurePosixPath(source_path).stem,
         date=date,
         project=_scalar(fm.get("project")),
         tags=_tags(fm.get("tags", fm.get("tag"))),

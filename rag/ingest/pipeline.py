@@ -302,7 +302,7 @@ def _folder_sources(vault: Vault, settings: Settings) -> tuple[list[Source], lis
 
 
 def _skip(s: SkippedFile) -> SkipRecord:
-    return SkipRecord(s.rel_path, s.reason, s.detail)
+    return SkipRecord(s.source_path, s.reason, s.detail)
 
 
 def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
@@ -313,17 +313,17 @@ def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
     def prepare(data: bytes, version: str) -> tuple[store.PreparedDocument, list[str]]:
         return prepare_file(f, data, version, vault.name, settings)
 
-    return Source(f.rel_path, read, prepare)
+    return Source(f.source_path, read, prepare)
 
 
 def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
                  settings: Settings) -> tuple[store.PreparedDocument, list[str]]:
     """Parse frontmatter and chunk one file (markdown structure, or blank-line blocks for .txt)."""
     text = data.decode("utf-8")
-    parsed = parse_document(text, f.rel_path)
-    folder = str(PurePosixPath(f.rel_path).parent)
+    parsed = parse_document(text, f.source_path)
+    folder = str(PurePosixPath(f.source_path).parent)
     doc = store.PreparedDocument(
-        source_path=f.rel_path, folder="" if folder == "." else folder, title=parsed.title, url=parsed.url,
+        source_path=f.source_path, folder="" if folder == "." else folder, title=parsed.title, url=parsed.url,
         doc_type=parsed.doc_type, persona=parsed.persona, tags=list(parsed.tags), project=parsed.project,
         confidentiality=parsed.confidentiality, doc_date=parsed.date, document_version=version,
         size_bytes=len(data), metadata=dict(parsed.frontmatter), failed_closed=parsed.failed_closed,
@@ -336,7 +336,7 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
     store.attach_chunks(doc, vault_name, result.chunks)
     warnings = list(parsed.warnings)
     if result.truncated:
-        warnings.append(f"{f.rel_path}: {result.total} chunks, only the first {c.max_chunks_per_document} indexed")
+        warnings.append(f"{f.source_path}: {result.total} chunks, only the first {c.max_chunks_per_document} indexed")
     return doc, warnings
 
 

@@ -59,7 +59,7 @@ def candidate_debug(r: RankedChunk, sc: NotesScope) -> dict[str, Any]:
     c = r.candidate
     folder = str((c.metadata or {}).get("folder") or "")
     return {"rank": r.rank, "chunk_id": c.chunk_id, "vault": c.vault, "path": c.source_path,
-            "chunk_index": c.ordinal, "heading": section_label(c.heading_path), "folder": folder,
+            "ordinal": c.ordinal, "heading": section_label(c.heading_path), "folder": folder,
             "folder_prior": r.scores.weights_applied.get("prior", 1.0), "found_by": found_by(c),
             "vector_rank": c.vector_rank, "lexical_rank": c.lexical_rank,
             "vector": None if c.similarity is None else round(c.similarity, 6),

@@ -124,4 +124,4 @@ class NotesDB:
 
 
 def chunk_ids(response: Any) -> list[Any]:
-    return [(r.rel_path, r.chunk_index) for r in response.references]
+    return [(r.source_path, r.ordinal) for r in response.references]
