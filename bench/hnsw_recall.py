@@ -2,7 +2,7 @@
 
 For each size (default 20k and 200k) a fresh database gets one vault, one document per 100
 chunks (inserted server-side with generate_series) and a registered embedding model
-(``ragpg_register_embedding_model`` via ``rag.retrieval.retrieve.register_model``: its table, its HNSW
+(``ragpg_register_embedding_model`` via ``rag.retrieval.models.register_model``: its table, its HNSW
 cosine index and its ``match_native_chunks_<name>`` function). The vectors are bulk-loaded with
 binary COPY after dropping the registered index, then the index is rebuilt from its own registered
 definition (``pg_get_indexdef``), as a bulk loader would; load and build are timed separately.
@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest_throughput import drop_database, fresh_database, server_url  # noqa: E402
 
-from rag.retrieval import retrieve  # noqa: E402
+from rag.store import models
 from rag.store.database import open_connection  # noqa: E402
 
 K = 10
@@ -107,7 +107,7 @@ def exact_top_k(data: np.ndarray, queries: np.ndarray, k: int = K, mask: np.ndar
 # -- database -----------------------------------------------------------------------------------
 
 def load(conn: psycopg.Connection, data: np.ndarray, model_name: str,
-         maintenance_work_mem: str) -> tuple[retrieve.EmbeddingModelRef, np.ndarray, dict[str, Any]]:
+         maintenance_work_mem: str) -> tuple[models.EmbeddingModelRef, np.ndarray, dict[str, Any]]:
     """Vault, documents and chunks (server-side), vectors by binary COPY, then the HNSW build."""
     n, dims = data.shape
     timings: dict[str, Any] = {}
@@ -132,7 +132,7 @@ def load(conn: psycopg.Connection, data: np.ndarray, model_name: str,
     assert len(chunk_ids) == n
     timings["chunks_insert_s"] = time.perf_counter() - started
 
-    model = retrieve.register_model(conn, "bench", model_name, dims)
+    model = models.register_model(conn, "bench", model_name, dims)
     table = sql.Identifier(model.embedding_table)
     index = conn.execute(
         "select i.indexrelid::regclass::text as name, pg_get_indexdef(i.indexrelid) as def"
@@ -183,7 +183,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
-def measure(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, chunk_ids: np.ndarray, data: np.ndarray,
+def measure(conn: psycopg.Connection, model: models.EmbeddingModelRef, chunk_ids: np.ndarray, data: np.ndarray,
             queries: np.ndarray, ef_values: list[int], exact_queries: int) -> dict[str, Any]:
     table = sql.Identifier(model.embedding_table)
     fn = sql.Identifier(model.match_function)

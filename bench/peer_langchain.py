@@ -47,6 +47,7 @@ import sql_retrieval as sr  # noqa: E402
 
 from rag.config import EmbeddingSettings, RetrievalSettings  # noqa: E402
 from rag.retrieval import retrieve  # noqa: E402
+from rag.store import models
 from rag.store.database import open_connection  # noqa: E402
 
 K = 10
@@ -95,7 +96,7 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 def run_peer(url: str, *, corpus: list[dict[str, Any]], vectors: np.ndarray, queries: dict[str, str],
              test_ids: list[str], query_vectors: np.ndarray, qrels: dict[str, dict[str, int]],
-             model: retrieve.EmbeddingModelRef, settings: RetrievalSettings, warmup: int = 20) -> dict[str, Any]:
+             model: models.EmbeddingModelRef, settings: RetrievalSettings, warmup: int = 20) -> dict[str, Any]:
     """Load LangChain's table next to ragpg's (already loaded) data in ``url`` and compare."""
     from langchain_postgres import PGEngine, PGVectorStore
     from langchain_postgres.v2.hybrid_search_config import (
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             with open_connection(url, autocommit=True) as conn:
                 chunk_of = sr.load_corpus(conn, args.dataset, corpus)
                 vectors = sr.embed_corpus(embedder, corpus, args.cache_dir, args.dataset)
-                model = retrieve.register_model(conn, embedder.provider, embedder.model, embedder.dims)
+                model = models.register_model(conn, embedder.provider, embedder.model, embedder.dims)
                 sr.store_embeddings(conn, model, [chunk_of[d["_id"]] for d in corpus], vectors)
             query_vectors = np.asarray(embedder.embed_documents([queries[q] for q in test_ids]), dtype=np.float32)
             result = run_peer(url, corpus=corpus, vectors=vectors, queries=queries, test_ids=test_ids,

@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import statistics
 import sys
@@ -49,6 +50,7 @@ import sql_retrieval as sr  # noqa: E402
 
 from rag.config import EmbeddingSettings, RetrievalSettings, load_settings  # noqa: E402
 from rag.retrieval import retrieve  # noqa: E402
+from rag.store import models
 from rag.store.database import open_connection  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -120,7 +122,8 @@ def wait_for_cache(embedder: Any, ds: Dataset, cache_dir: Path, minutes: float) 
     import hashlib
 
     key = hashlib.sha256("\n".join(d["_id"] for d in ds.corpus).encode()).hexdigest()[:12]
-    path = cache_dir / f"{ds.name}-{embedder.sql_name}-{embedder.dims}-{key}.npy"
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", embedder.model_key)  # a file-name-safe key
+    path = cache_dir / f"{ds.name}-{model}-{embedder.dims}-{key}.npy"
     deadline = time.monotonic() + minutes * 60
     if not path.exists() and minutes > 0:
         print(f"  waiting up to {minutes:g} min for {path}", flush=True)
@@ -148,7 +151,7 @@ def retrieval_section(admin_url: str, args: argparse.Namespace, ds: Dataset, emb
         started = time.perf_counter()
         vectors = sr.embed_corpus(embedder, ds.corpus, args.cache_dir, ds.name)
         out["embed_corpus_s"] = round(time.perf_counter() - started, 2)
-        model = retrieve.register_model(conn, embedder.provider, embedder.model, embedder.dims)
+        model = models.register_model(conn, embedder.provider, embedder.model, embedder.dims)
         started = time.perf_counter()
         sr.store_embeddings(conn, model, [chunk_of[d["_id"]] for d in ds.corpus], vectors)
         out["store_embeddings_and_hnsw_s"] = round(time.perf_counter() - started, 2)
@@ -164,7 +167,7 @@ def retrieval_section(admin_url: str, args: argparse.Namespace, ds: Dataset, emb
                  "settings": settings}
 
 
-def match_functions(conn: Any, model: retrieve.EmbeddingModelRef, ds: Dataset, query_vectors: np.ndarray,
+def match_functions(conn: Any, model: models.EmbeddingModelRef, ds: Dataset, query_vectors: np.ndarray,
                     settings: RetrievalSettings) -> dict[str, Any]:
     k1, b = settings.bm25_k1, settings.bm25_b
     native = sql.SQL("select chunk_id, source_path from {}(%s::vector, -1, 10)").format(
@@ -245,7 +248,7 @@ def compute_context_figures(url: str, ds: Dataset, embedder: Any, spec: str, n_q
                 if n < warm:
                     continue
                 times.append(ms)
-                run[test_ids[i]] = [r.candidate.source_path for r in result.chunks]
+                run[test_ids[i]] = [r.candidate.source_path for r in result.ranked]
                 route = result.decision.get("route", "?")
                 routes[route] = routes.get(route, 0) + 1
                 winner = result.decision.get("winner", "?")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -33,7 +34,7 @@ from psycopg import sql
 
 from rag.config import EmbeddingSettings, RetrievalSettings
 from rag.retrieval import retrieve
-from rag.store import migrate
+from rag.store import migrate, models
 from rag.store.database import open_connection
 
 REPO = Path(__file__).resolve().parents[1]
@@ -156,7 +157,8 @@ def load_corpus(conn: psycopg.Connection, vault: str, corpus: list[dict[str, Any
 
 def embed_corpus(embedder, corpus: list[dict[str, Any]], cache_dir: Path, dataset: str) -> np.ndarray:
     key = hashlib.sha256("\n".join(d["_id"] for d in corpus).encode()).hexdigest()[:12]
-    path = cache_dir / f"{dataset}-{embedder.sql_name}-{embedder.dims}-{key}.npy"
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", embedder.model_key)  # a file-name-safe key
+    path = cache_dir / f"{dataset}-{model}-{embedder.dims}-{key}.npy"
     if path.exists():
         print(f"  document embeddings from cache {path}")
         return np.load(path)
@@ -173,7 +175,7 @@ def embed_corpus(embedder, corpus: list[dict[str, Any]], cache_dir: Path, datase
     return vectors
 
 
-def store_embeddings(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, chunk_ids: list[int],
+def store_embeddings(conn: psycopg.Connection, model: models.EmbeddingModelRef, chunk_ids: list[int],
                      vectors: np.ndarray) -> None:
     """Bulk load, then build the HNSW index (as a bulk loader would)."""
     table = sql.Identifier(model.embedding_table)
@@ -249,7 +251,7 @@ def run(url, args, corpus, queries, qrels, test_ids, embedder, settings, k1, b) 
             "select c.id, d.source_path from chunks c join documents d on d.id = c.document_id").fetchall()}
         print(f"  loaded corpus in {ms / 1000:.1f}s")
         vectors = embed_corpus(embedder, corpus, args.cache_dir, args.dataset)
-        model = retrieve.register_model(conn, embedder.provider, embedder.model, embedder.dims)
+        model = models.register_model(conn, embedder.provider, embedder.model, embedder.dims)
         _, ms = timed(store_embeddings, conn, model, [chunk_of[d["_id"]] for d in corpus], vectors)
         print(f"  stored embeddings + built HNSW in {ms / 1000:.1f}s")
         query_vectors = embedder.embed_documents([queries[qid] for qid in test_ids])

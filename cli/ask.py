@@ -117,11 +117,11 @@ def source_lines(references: Iterable[Reference]) -> list[str]:
     seen: set[tuple[str, str, str | None]] = set()
     lines = []
     for r in refs:
-        key = (r.vault, r.rel_path, r.lines)
+        key = (r.vault, r.source_path, r.lines)
         if key in seen:
             continue
         seen.add(key)
-        name = f"{r.vault}: {r.rel_path}" if several else r.rel_path
+        name = f"{r.vault}: {r.source_path}" if several else r.source_path
         lines.append(f"- {name}{_location(r)}")
     return lines
 

@@ -11,12 +11,13 @@ from pathlib import Path
 import typer
 
 from rag.access import levels_up_to
-from ragpg_cli.app import print_json
 from rag.config import Settings
 from rag.errors import InputError, NotFoundError
-from rag.store.database import open_connection, resolve_database_url
+from rag.store.database import open_connection
+from rag.store.locate import resolve_database_url
 from rag.store.row_security import ConsoleLogin, console_login
 from rag.store.vaults import all_vaults
+from ragpg_cli.app import print_json
 
 
 def _psql() -> Path:

@@ -6,7 +6,8 @@ import sys
 
 import typer
 
-from rag.store.database import embedded_server, mask_url, open_connection, resolve_database_url
+from rag.store.database import mask_url, open_connection
+from rag.store.locate import embedded_server, resolve_database_url
 from ragpg_cli.app import print_json, state
 
 app = typer.Typer(help="Start, stop and upgrade the database (embedded PostgreSQL unless DATABASE_URL is set).",
@@ -74,6 +75,7 @@ def status(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", he
             "select current_setting('server_version') as server_version,"
             " (select extversion from pg_extension where extname = 'vector') as pgvector"
         ).fetchone()
+        assert row is not None  # a select without from returns one row
         revision = migrate.current_revision(conn)
     head = migrate.head_revision()
     result.update({"running": True, "url": mask_url(url), "server_version": row["server_version"],

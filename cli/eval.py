@@ -76,7 +76,7 @@ def eval_command(
     except RagError as exc:
         raise _fail(exc) from None
     def database_reachable() -> None:
-        from rag.store.database import connect
+        from rag.store.locate import connect
 
         with connect(settings):
             pass
@@ -110,7 +110,7 @@ def eval_beir_command(
     from rag.errors import RagError
     from rag.eval.beir import eval_settings, load_beir_queries, parse_modes, render_text, run_beir
     from rag.runtime import Runtime
-    from rag.store.database import connect
+    from rag.store.locate import connect
 
     try:
         chosen = parse_modes(modes)

@@ -21,7 +21,7 @@ from ragpg_cli.app import info, print_json, state
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
-    from rag.ingest.pipeline import IndexReport
+    from rag.ingest.report import IndexReport
 
 JSON_HELP = "Print a machine-readable JSON summary."
 QUIET_HELP = "No progress bars."

@@ -6,7 +6,7 @@ import typer
 
 from rag.access import CONFIDENTIALITY_LEVELS
 from rag.store import keys as key_store
-from rag.store.database import connect
+from rag.store.locate import connect
 from ragpg_cli.app import print_json, state
 
 app = typer.Typer(help="Create, list and revoke API keys for `ragpg serve`.", no_args_is_help=True)

@@ -8,7 +8,8 @@ import typer
 
 from rag.errors import ConfigError
 from rag.store import keys as key_store
-from rag.store.database import open_connection, resolve_database_url
+from rag.store.database import open_connection
+from rag.store.locate import resolve_database_url
 from ragpg_cli.app import info, state
 
 # A spawned worker imports the whole app before it answers the supervisor's ping; on a busy host

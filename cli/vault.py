@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from rag.store.database import connect
+from rag.store.locate import connect
 from rag.store.vaults import NewVault, VaultSummary, add_vault, list_vaults, remove_vault
 from ragpg_cli.app import info, print_json, state
 

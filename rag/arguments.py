@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from rag.errors import InputError
 
@@ -67,10 +67,10 @@ def checked(fn: F) -> F:
         async def acall(query: Any, **kwargs: Any) -> Any:
             check_context_arguments({"query": query, **kwargs})
             return await fn(query, **kwargs)
-        return acall  # type: ignore[return-value]
+        return cast(F, acall)  # wraps keeps the signature
 
     @functools.wraps(fn)
     def call(query: Any, **kwargs: Any) -> Any:
         check_context_arguments({"query": query, **kwargs})
         return fn(query, **kwargs)
-    return call  # type: ignore[return-value]
+    return cast(F, call)  # wraps keeps the signature

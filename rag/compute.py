@@ -32,9 +32,15 @@ __all__ = ["ContextResult", "acompute_context", "compute_context", "indexed_mode
 
 @dataclass(frozen=True)
 class ContextResult:
+    """What `compute_context` returns.
+
+    `used` are the chunks whose text is in `context`, in the order they appear there; `ranked` is
+    every ranked candidate, best first (most are left out by the budget or as duplicates).
+    """
+
     context: str
     citations: list[dict[str, Any]]
-    chunks: list[RankedChunk]
+    ranked: list[RankedChunk]
     decision: dict[str, Any]
     evidence_full: dict[str, Any]
     evidence_llm: dict[str, Any]
@@ -44,11 +50,20 @@ class ContextResult:
     # (embedding + base retrieval pass), retrieval_ms (every pass), assembly_ms (ranking, context,
     # evidence), total_ms. Not part of to_dict: the HTTP contract stays as it is.
     timings_ms: Mapping[str, float] = field(default_factory=dict)
+    used: list[RankedChunk] = field(default_factory=list)
+
+    @property
+    def chunks(self) -> list[RankedChunk]:
+        """Deprecated name of `ranked` (every ranked candidate, not only the chunks used)."""
+        return self.ranked
 
     def to_dict(self) -> dict[str, Any]:
+        ranked = [_chunk_dict(r) for r in self.ranked]
         return {
             "context": self.context, "citations": self.citations, "decision": self.decision,
-            "chunks": [_chunk_dict(r) for r in self.chunks], "insufficient": self.insufficient,
+            "used": [_chunk_dict(r) for r in self.used], "ranked": ranked,
+            "chunks": ranked,  # deprecated alias of "ranked", kept for existing callers
+            "insufficient": self.insufficient,
             "used_tokens": self.used_tokens, "evidence_full": self.evidence_full,
             "evidence_llm": self.evidence_llm,
         }
@@ -105,7 +120,8 @@ def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters:
     timings = {**run.timings_ms, "retrieval_ms": _ms(started, retrieved), "assembly_ms": _ms(retrieved, done),
                "total_ms": _ms(started, done)}
     return ContextResult(
-        context=assembled.text, citations=[c.to_dict() for c in assembled.citations], chunks=list(ranked),
+        context=assembled.text, citations=[c.to_dict() for c in assembled.citations], ranked=list(ranked),
+        used=[r for block in assembled.blocks for r in block.chunks],
         decision=decision, evidence_full=packs[0], evidence_llm=packs[1], insufficient=assembled.insufficient,
         used_tokens=assembled.used_tokens, timings_ms=timings)
 

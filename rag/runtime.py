@@ -14,7 +14,8 @@ from psycopg.rows import dict_row
 
 from rag.config import Settings, load_settings
 from rag.errors import DatabaseError
-from rag.store.database import mask_url, open_connection, resolve_database_url
+from rag.store.database import Connection, mask_url, open_connection
+from rag.store.locate import resolve_database_url
 from rag.store.outage import OutageGuard
 from rag.store.row_security import apply_read_scope, clear_read_scope, scope_settings
 
@@ -22,14 +23,13 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
     from rag.access import Scope
-
     from rag.embed.base import Embedder
     from rag.llm import LLM
 
 POOL_MIN_SIZE = 1
 
 
-def _configure(conn: psycopg.Connection) -> None:
+def _configure(conn: Connection) -> None:
     from pgvector.psycopg import register_vector
 
     register_vector(conn)
@@ -37,7 +37,7 @@ def _configure(conn: psycopg.Connection) -> None:
 
 
 @contextmanager
-def _reading_as(conn: psycopg.Connection, scope: Scope) -> Iterator[None]:
+def _reading_as(conn: Connection, scope: Scope) -> Iterator[None]:
     apply_read_scope(conn, scope)
     if not conn.autocommit:  # committed, so a rollback by the caller cannot undo the scope
         conn.commit()
@@ -55,7 +55,7 @@ def _reading_as(conn: psycopg.Connection, scope: Scope) -> Iterator[None]:
                 conn.commit()
 
 
-def _restore_transactional(conn: psycopg.Connection) -> None:
+def _restore_transactional(conn: Connection) -> None:
     """Give the pool its connection back as it lent it (autocommit off), or closed: the pool
     replaces a closed connection rather than lend one in an unexpected state."""
     if conn.closed or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
@@ -68,7 +68,7 @@ def _restore_transactional(conn: psycopg.Connection) -> None:
 class Runtime:
     settings: Settings
     pool_max_size: int = 10
-    _pool: ConnectionPool | None = field(default=None, repr=False)
+    _pool: ConnectionPool[Connection] | None = field(default=None, repr=False)
     _embedder: Embedder | None = field(default=None, repr=False)
     _tracer: Any = field(default=None, repr=False)
     _profiles: dict[str, Any] | None = field(default=None, repr=False)
@@ -81,7 +81,7 @@ class Runtime:
         return cls(settings or load_settings(), **kwargs)
 
     @property
-    def pool(self) -> ConnectionPool:
+    def pool(self) -> ConnectionPool[Connection]:
         with self._lock:
             if self._pool is None:
                 self._pool = self._open_pool()
@@ -92,7 +92,7 @@ class Runtime:
             self._url = resolve_database_url(self.settings)
         return self._url
 
-    def _open_pool(self) -> ConnectionPool:
+    def _open_pool(self) -> ConnectionPool[Connection]:
         from psycopg_pool import ConnectionPool
 
         db = self.settings.db
@@ -130,7 +130,7 @@ class Runtime:
             return self._outage
 
     @contextmanager
-    def connection(self, *, autocommit: bool = False, scope: Scope | None = None) -> Iterator[psycopg.Connection]:
+    def connection(self, *, autocommit: bool = False, scope: Scope | None = None) -> Iterator[Connection]:
         """A pooled connection. ``autocommit=True`` suits a run of reads (a search, compute_context):
         each statement stands alone, so no BEGIN, COMMIT or SAVEPOINT round trips. While the database
         is down this fails at once (DatabaseError) instead of waiting (rag/store/outage.py).
@@ -144,7 +144,7 @@ class Runtime:
             yield conn
 
     @contextmanager
-    def _connection(self, autocommit: bool) -> Iterator[psycopg.Connection]:
+    def _connection(self, autocommit: bool) -> Iterator[Connection]:
         outage = self.outage
         outage.before_use()
         try:
@@ -152,7 +152,7 @@ class Runtime:
         except DatabaseError as exc:  # cannot connect at all
             outage.failed(str(exc))
             raise
-        lent: psycopg.Connection | None = None
+        lent: Connection | None = None
         try:
             with pool.connection() as conn:
                 lent = conn

@@ -31,11 +31,14 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import platformdirs
 
 from rag.errors import InputError
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +61,7 @@ class Tokenizer:
     """The active counter: a tiktoken encoding, or None for the byte estimate."""
 
     backend: str  # "tiktoken" or "estimate"
-    encoding: Any = None
+    encoding: Encoding | None = None
     cache_dir: Path | None = None
 
 

@@ -12,11 +12,10 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import psycopg
-
 from rag.access import Scope
 from rag.errors import AuthError
 from rag.store import keys as key_store
+from rag.store.database import Connection
 from ragpg_server.errors import ForbiddenError, Unauthorized
 
 LOOPBACK_NAMES = frozenset({"localhost"})
@@ -59,13 +58,13 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def keyless_allowed(conn: psycopg.Connection, mode: str) -> bool:
+def keyless_allowed(conn: Connection, mode: str) -> bool:
     if mode == "keyless":
         return True
     return mode == "auto" and not key_store.any_keys_ever(conn)
 
 
-def resolve_principal(conn: psycopg.Connection, key: str | None, client_host: str | None,
+def resolve_principal(conn: Connection, key: str | None, client_host: str | None,
                       mode: str = "auto") -> Principal:
     if key is None and keyless_allowed(conn, mode):
         if not is_loopback(client_host):

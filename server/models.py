@@ -150,7 +150,9 @@ class Citation(_Response):
 class ContextResponse(_Response):
     context: str
     citations: list[Citation]
-    chunks: list[ContextChunk]
+    used: list[ContextChunk] = Field(description="The chunks whose text is in `context`, in context order.")
+    ranked: list[ContextChunk] = Field(description="Every ranked candidate, best first.")
+    chunks: list[ContextChunk] = Field(description="Deprecated: the same list as `ranked`.", deprecated=True)
     decision: dict[str, Any]
     evidence_full: dict[str, Any]
     evidence_llm: dict[str, Any]
@@ -160,14 +162,16 @@ class ContextResponse(_Response):
 
 class Reference(_Response):
     vault: str
-    rel_path: str
+    source_path: str
     file: str
     heading_path: str
-    chunk_index: int
+    ordinal: int
     lines: str | None = None
     start_line: int | None = None
     end_line: int | None = None
     snippet: str
+    rel_path: str = Field(description="Deprecated: the same as `source_path`.", deprecated=True)
+    chunk_index: int = Field(description="Deprecated: the same as `ordinal`.", deprecated=True)
 
 
 class AskResponse(_Response):
@@ -185,11 +189,12 @@ class SearchItem(_Response):
     vault: str
     source_path: str
     heading_path: str
-    chunk_index: int
+    ordinal: int
     start_line: int | None = None
     end_line: int | None = None
     snippet: str
     score: float
+    chunk_index: int = Field(description="Deprecated: the same as `ordinal`.", deprecated=True)
 
 
 class SearchResponse(_Response):

@@ -13,7 +13,7 @@ def _url() -> str:
     if url:
         return url
     from rag.config import load_settings
-    from rag.store.database import resolve_database_url
+    from rag.store.locate import resolve_database_url
 
     return resolve_database_url(load_settings())
 

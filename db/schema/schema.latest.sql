@@ -329,7 +329,7 @@ CREATE FUNCTION public.ragpg_create_folder_functions(m public.embedding_models, 
     SET search_path TO 'public', 'pg_catalog'
     AS $$
 declare
-    v_name text := 'match_folders_' || m.sql_name;
+    v_name text := ragpg_model_function_name(m, 'folders');
     v_label text := m.provider || '/' || m.model;
 begin
     perform ragpg_define_function(v_name, 'vector, bigint[], integer', format(
@@ -347,6 +347,23 @@ end
 $$;
 
 --
+-- Name: ragpg_create_hnsw_index(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_create_hnsw_index(p_table text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    if not exists (select from embedding_models where embedding_table = p_table) then
+        raise exception using errcode = '42704', message = format('%s is not an embedding table', p_table);
+    end if;
+    execute format('create index if not exists %I on %I using hnsw (embedding vector_cosine_ops)',
+                   p_table || '_hnsw_idx', p_table);
+end
+$$;
+
+--
 -- Name: ragpg_create_hybrid_functions(public.embedding_models, text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -356,7 +373,7 @@ CREATE FUNCTION public.ragpg_create_hybrid_functions(m public.embedding_models, 
     AS $$
 declare
     v_label text := m.provider || '/' || m.model;
-    v_multi text := 'match_hybrid_multi_chunks_' || m.sql_name;
+    v_multi text := ragpg_model_function_name(m, 'hybrid_multi');
     v_fusion_cols text := 'vector_rank integer, similarity float8, lexical_rank integer, bm25_score float8, '
                           'rrf_score float8';
 begin
@@ -485,6 +502,31 @@ begin
         execute format('drop function %I(%s)', p_name, p_arg_types);
         execute 'create function ' || p_definition;
     end;
+end
+$$;
+
+--
+-- Name: ragpg_drop_hnsw_index(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_drop_hnsw_index(p_table text) RETURNS TABLE(index_name text, definition text)
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_index regclass;
+begin
+    if not exists (select from embedding_models where embedding_table = p_table) then
+        raise exception using errcode = '42704', message = format('%s is not an embedding table', p_table);
+    end if;
+    v_index := to_regclass(quote_ident(p_table || '_hnsw_idx'));
+    if v_index is null then
+        return;
+    end if;
+    select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
+    execute format('drop index %s', index_name);
+    return next;
 end
 $$;
 
@@ -1216,6 +1258,15 @@ CREATE FUNCTION public.ragpg_match_native_impl(p_table text, p_dims integer, p_m
 $$;
 
 --
+-- Name: ragpg_model_function_name(public.embedding_models, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_model_function_name(m public.embedding_models, p_kind text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    RETURN CASE p_kind WHEN 'hybrid_multi'::text THEN ('match_hybrid_multi_chunks_'::text || (m).sql_name) WHEN 'folders'::text THEN ('match_folders_'::text || (m).sql_name) ELSE NULL::text END;
+
+--
 -- Name: ragpg_pgvector_version_num(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1356,8 +1407,7 @@ begin
              chunk_id bigint primary key references chunks (id) on delete cascade,
              embedding vector(%s) not null)',
         m.embedding_table, p_dims);
-    execute format('create index if not exists %I on %I using hnsw (embedding vector_cosine_ops)',
-                   m.embedding_table || '_hnsw_idx', m.embedding_table);
+    perform ragpg_create_hnsw_index(m.embedding_table);
     perform ragpg_secure_content_table(to_regclass(quote_ident(m.embedding_table)));  -- 80_security.sql
     perform ragpg_create_model_functions(m);
     return m;

@@ -14,6 +14,56 @@ return (
     from base
 );
 
+-- The names of a model's functions that embedding_models has no column for (the stored ones are
+-- match_function, hybrid_function and langchain_function). Generated here only: the templates in
+-- 60_hybrid.sql and 70_folders.sql and the Python registry (rag/store/models.py) read them.
+create or replace function ragpg_model_function_name(m embedding_models, p_kind text) returns text
+language sql immutable parallel safe strict
+set search_path = pg_catalog
+return case p_kind
+    when 'hybrid_multi' then 'match_hybrid_multi_chunks_' || m.sql_name
+    when 'folders' then 'match_folders_' || m.sql_name
+end;
+
+-- A model's HNSW index, defined here only: at registration, and when a bulk load rebuilds it
+-- (rag/ingest/hnsw.py), so no index definition is ever read back from a table and executed.
+create or replace function ragpg_create_hnsw_index(p_table text) returns void
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+begin
+    if not exists (select from embedding_models where embedding_table = p_table) then
+        raise exception using errcode = '42704', message = format('%s is not an embedding table', p_table);
+    end if;
+    execute format('create index if not exists %I on %I using hnsw (embedding vector_cosine_ops)',
+                   p_table || '_hnsw_idx', p_table);
+end
+$$;
+
+-- Drops a model's HNSW index before a bulk load; returns its qualified name and definition (kept in
+-- deferred_indexes for inspection only: ragpg_create_hnsw_index rebuilds it), or no row when absent.
+create or replace function ragpg_drop_hnsw_index(p_table text)
+returns table (index_name text, definition text)
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+declare
+    v_index regclass;
+begin
+    if not exists (select from embedding_models where embedding_table = p_table) then
+        raise exception using errcode = '42704', message = format('%s is not an embedding table', p_table);
+    end if;
+    v_index := to_regclass(quote_ident(p_table || '_hnsw_idx'));
+    if v_index is null then
+        return;
+    end if;
+    select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
+    execute format('drop index %s', index_name);
+    return next;
+end
+$$;
+
 -- Per-model functions are generated from templates in 40_model_functions.sql.
 create or replace function ragpg_register_embedding_model(p_provider text, p_model text, p_dims integer)
 returns embedding_models
@@ -55,8 +105,7 @@ begin
              chunk_id bigint primary key references chunks (id) on delete cascade,
              embedding vector(%s) not null)',
         m.embedding_table, p_dims);
-    execute format('create index if not exists %I on %I using hnsw (embedding vector_cosine_ops)',
-                   m.embedding_table || '_hnsw_idx', m.embedding_table);
+    perform ragpg_create_hnsw_index(m.embedding_table);
     perform ragpg_secure_content_table(to_regclass(quote_ident(m.embedding_table)));  -- 80_security.sql
     perform ragpg_create_model_functions(m);
     return m;

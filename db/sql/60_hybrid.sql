@@ -215,7 +215,7 @@ set search_path = public, pg_catalog
 as $$
 declare
     v_label text := m.provider || '/' || m.model;
-    v_multi text := 'match_hybrid_multi_chunks_' || m.sql_name;
+    v_multi text := ragpg_model_function_name(m, 'hybrid_multi');
     v_fusion_cols text := 'vector_rank integer, similarity float8, lexical_rank integer, bm25_score float8, '
                           'rrf_score float8';
 begin

@@ -36,7 +36,7 @@ language plpgsql volatile
 set search_path = public, pg_catalog
 as $$
 declare
-    v_name text := 'match_folders_' || m.sql_name;
+    v_name text := ragpg_model_function_name(m, 'folders');
     v_label text := m.provider || '/' || m.model;
 begin
     perform ragpg_define_function(v_name, 'vector, bigint[], integer', format(

@@ -168,7 +168,7 @@ def _join_by_bytes(a: _Span, b: _Span) -> _Span | None:
     assert a.start_byte is not None and b.start_byte is not None
     if b.start_byte < a.start_byte:
         a, b = b, a
-    assert a.end_byte is not None
+    assert a.end_byte is not None and b.start_byte is not None  # the swap forgets the check above
     if b.start_byte <= a.end_byte:
         text = _splice_bytes(a, b)
         return _combined(a, b, text, offsets=True) if text is not None else None

@@ -2,9 +2,11 @@
 
 Built-in providers: ``local`` (all-MiniLM-L6-v2 on onnxruntime, the default), ``hash``
 (feature hashing) and ``litellm`` (any ``provider/model`` spec). Their modules load lazily.
+
+May import: `rag.config`, `rag.errors`. Nothing else of rag.
 """
 
-from rag.embed.base import Embedder, embed_in_batches, l2_normalize, sql_identifier
+from rag.embed.base import Embedder, embed_in_batches, l2_normalize
 from rag.embed.registry import ProviderFactory, get_embedder, parse_spec, provider_names, register_provider
 
 __all__ = [
@@ -16,5 +18,4 @@ __all__ = [
     "parse_spec",
     "provider_names",
     "register_provider",
-    "sql_identifier",
 ]

@@ -2,13 +2,12 @@
 
 An embedder turns texts into float32 rows of shape ``(n, dims)``, L2-normalised so that
 cosine similarity is a dot product. Providers implement :meth:`Embedder.embed_batch`
-(one call's worth of texts); batching, the query cache and the names used in SQL live here.
+(one call's worth of texts); batching and the query cache live here. The names of a model's SQL objects do not: SQL
+generates them (`rag.store.models`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -20,24 +19,6 @@ import numpy as np
 from rag.config import EmbeddingSettings
 
 DEFAULT_BATCH_SIZE: Final[int] = EmbeddingSettings.model_fields["batch_size"].default
-
-#: Longest ``sql_name``: PostgreSQL identifiers have 63 bytes and ``match_native_chunks_`` takes 20.
-SQL_NAME_MAX_LENGTH: Final = 63 - len("match_native_chunks_")
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
-
-
-def sql_identifier(*parts: str) -> str:
-    """``("local", "all-MiniLM-L6-v2")`` -> ``"local_all_minilm_l6_v2"``: lower-cased, non-alphanumeric runs -> ``_``.
-
-    Names longer than :data:`SQL_NAME_MAX_LENGTH` keep their start plus ``_`` and 8 hex digits of a
-    hash of the full name, so distinct models never collide in PostgreSQL's truncated identifiers.
-    """
-    name = _NON_ALNUM.sub("_", "_".join(parts).lower()).strip("_")
-    if len(name) <= SQL_NAME_MAX_LENGTH:
-        return name
-    digest = hashlib.blake2b(name.encode("ascii"), digest_size=4).hexdigest()
-    return f"{name[: SQL_NAME_MAX_LENGTH - 9].rstrip('_')}_{digest}"
-
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length, as float32. All-zero rows stay zero (no NaN)."""
@@ -99,11 +80,6 @@ class Embedder(ABC):
     def model_key(self) -> str:
         """``"<provider>/<model>"``, the name stored beside every vector."""
         return f"{self.provider}/{self.model}"
-
-    @property
-    def sql_name(self) -> str:
-        """Identifier-safe name for SQL objects, e.g. ``match_native_chunks_<sql_name>``."""
-        return sql_identifier(self.provider, self.model)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)

@@ -1,4 +1,8 @@
-"""Evaluation: golden files, retrieval and answer metrics, baselines, reports (`ragpg eval`)."""
+"""Evaluation: golden files, retrieval and answer metrics, baselines, reports (`ragpg eval`),
+and the BEIR runs (`ragpg eval-beir`).
+
+May import any stage of `rag` (it measures them); never the CLI or the server.
+"""
 
 from rag.eval.baseline import (
     DEFAULT_TOLERANCE,

@@ -202,7 +202,7 @@ def _load_hint(vault: str, root: Path) -> str:
 
 def check_vault(rt: Runtime, vault: str, data: BeirQueries) -> tuple[Any, list[str]]:
     """The indexed model for a loaded-and-indexed BEIR vault, plus notes; NotFoundError naming the fix."""
-    from rag.retrieval import retrieve
+    from rag.store import models
     from rag.store.vaults import list_vaults
 
     notes: list[str] = []
@@ -215,7 +215,7 @@ def check_vault(rt: Runtime, vault: str, data: BeirQueries) -> tuple[Any, list[s
                              f"{_load_hint('<name>', data.root)}")
         if summary.chunks == 0:
             raise NotFoundError(f"vault '{vault}' is loaded but not indexed: run `ragpg index {vault}`")
-        model = retrieve.get_model(conn, rt.embedder.provider, rt.embedder.model)
+        model = models.get_model(conn, rt.embedder.provider, rt.embedder.model)
         embedded = embedded_chunks(conn, model, summary.id) if model is not None else 0
         if embedded == 0:
             raise NotFoundError(f"vault '{vault}' is not indexed with the embedding model "
@@ -293,7 +293,7 @@ def run_beir(rt: Runtime, data: BeirQueries, vault: str, modes: Sequence[str],
 
         result = compute_context(text, vaults=[vault], profile=EVAL_PROFILE, mode="auto", budget_tokens=0,
                                  runtime=rt)
-        return [r.candidate.source_path for r in result.chunks]
+        return [r.candidate.source_path for r in result.ranked]
 
     runners = {"vector": vector, "bm25": bm25, "hybrid": hybrid, "auto": auto}
     results = []

@@ -131,7 +131,8 @@ def _lines_of_case(node: yaml.Node) -> CaseLines:
 def _mapping_value(node: yaml.Node | None, key: str) -> yaml.Node | None:
     if not isinstance(node, yaml.MappingNode):
         return None
-    for key_node, value_node in node.value:
+    pairs: list[tuple[yaml.Node, yaml.Node]] = node.value  # the stubs leave Node.value untyped
+    for key_node, value_node in pairs:
         if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
             return value_node
     return None

@@ -80,7 +80,7 @@ class SystemSearch:
             raise InputError("the ask path takes no metadata filters; use --mode search or a context mode")
         response = ask(case.query, vaults=vaults, folders=list(case.folders), debug=True, runtime=self.runtime)
         candidates = (response.debug or {}).get("candidates", [])
-        pairs = [(c["path"], c["chunk_index"]) for c in candidates][:depth]
+        pairs = [(c["path"], c["ordinal"]) for c in candidates][:depth]
         # The answer is what the reader sees, the abstention sentence included: so forbidden claims are
         # scored on every case that lists them, and the metric set does not depend on what abstained.
         return EvalHit.from_pairs(pairs, answer=response.answer, abstained=response.abstained)
@@ -90,7 +90,7 @@ class SystemSearch:
 
         response = search(case.query, vaults=vaults, folders=list(case.folders), k=depth,
                           filters=dict(case.filters) or None, runtime=self.runtime)
-        return EvalHit.from_pairs((item.source_path, item.chunk_index) for item in response.items)
+        return EvalHit.from_pairs((item.source_path, item.ordinal) for item in response.items)
 
     def _context(self, case: GoldenCase, vaults: list[str] | None, depth: int) -> EvalHit:
         from rag.compute import compute_context
@@ -98,7 +98,7 @@ class SystemSearch:
         result = compute_context(case.query, vaults=vaults, filters=_with_folders(case.filters, case.folders),
                                  profile=self.profile, mode=self.mode, budget_tokens=CONTEXT_BUDGET_TOKENS,
                                  runtime=self.runtime)
-        pairs = [(r.candidate.source_path, r.candidate.ordinal) for r in result.chunks]
+        pairs = [(r.candidate.source_path, r.candidate.ordinal) for r in result.ranked]
         return EvalHit.from_pairs(pairs[:depth], abstained=result.insufficient)
 
 

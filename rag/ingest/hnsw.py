@@ -3,15 +3,16 @@
 Inserting into an HNSW index costs far more per vector than building the index over the same rows
 afterwards (measured on the Obsidian help vault, 384 dims: ~1.4 ms a vector inserted vs ~0.36 ms a
 row rebuilt), so a flush that adds many vectors relative to the table's size drops the index,
-COPYs, and recreates it from its own definition (`pg_get_indexdef`) — all in the CALLER'S
-transaction. DDL in Postgres is transactional: a crash or error rolls back to the old table and
+COPYs, and recreates it (`ragpg_drop_hnsw_index` / `ragpg_create_hnsw_index`, db/sql/
+10_embedding_models.sql: the index definition is code, never read back from a table) — all in
+the CALLER'S transaction. DDL in Postgres is transactional: a crash or error rolls back to the old table and
 index. Trade-off: `drop index` takes an ACCESS EXCLUSIVE lock on the table, so concurrent searches
 of that model wait until the flush commits (the rebuild included); that is accepted for large loads
 (a first index run), while small flushes on a big table keep the plain incremental insert.
 
 A whole index run can defer instead (`defer_indexes` / `restore_deferred`): when its first write is
-a bulk load, the index is dropped in a committed transaction that records its definition in
-`deferred_indexes`, every batch of the run COPYs without it, and it is built once at the end. One
+a bulk load, the index is dropped in a committed transaction that records it in
+`deferred_indexes` (its definition too, for inspection; rebuilding calls the SQL function), every batch of the run COPYs without it, and it is built once at the end. One
 build instead of one per flush (on the Obsidian help vault a run did two rebuilds and ~500
 incremental inserts: ~1.6 s, against ~0.4 s for one build), and searches are not blocked meanwhile:
 without the index they scan exactly (same or better results, slower), and `create index` blocks
@@ -26,15 +27,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 
-_HNSW_INDEXES = sql.SQL(
-    "select n.nspname as schema, c.relname as name, pg_get_indexdef(i.indexrelid) as definition "
-    "from pg_index i join pg_class c on c.oid = i.indexrelid "
-    "join pg_namespace n on n.oid = c.relnamespace join pg_am a on a.oid = c.relam "
-    "where i.indrelid = %s::regclass and a.amname = 'hnsw' order by c.relname")
+from rag.store.database import Connection
+
+_DROP = sql.SQL("select index_name, definition from ragpg_drop_hnsw_index(%s)")
+_CREATE = sql.SQL("select ragpg_create_hnsw_index(%s)")
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ class BulkLoadPolicy:
     min_vectors: int
     min_fraction: float
 
-    def applies(self, conn: psycopg.Connection, table: str, n: int) -> bool:
+    def applies(self, conn: Connection, table: str, n: int) -> bool:
         if n < self.min_vectors:
             return False
         # Two writers of this table (index runs of two vaults) that both counted under their
@@ -67,29 +66,30 @@ class _Count:
 
 
 @dataclass(frozen=True)
-class _IndexDef:
-    schema: str
-    name: str
+class _Dropped:
+    index_name: str
     definition: str
 
 
+def _drop(conn: Connection, table: str) -> list[_Dropped]:
+    with conn.cursor(row_factory=class_row(_Dropped)) as cur:
+        return cur.execute(_DROP, (table,)).fetchall()
+
+
 @contextmanager
-def indexes_rebuilt(conn: psycopg.Connection, table: str) -> Iterator[None]:
-    """Drop `table`'s HNSW indexes, run the body, recreate them identically (caller's transaction)."""
-    with conn.cursor(row_factory=class_row(_IndexDef)) as cur:
-        found = cur.execute(_HNSW_INDEXES, (sql.Identifier(table).as_string(conn),)).fetchall()
-    for index in found:
-        conn.execute(sql.SQL("drop index {}.{}").format(sql.Identifier(index.schema), sql.Identifier(index.name)))
+def indexes_rebuilt(conn: Connection, table: str) -> Iterator[None]:
+    """Drop the model table's HNSW index, run the body, build it again (caller's transaction)."""
+    dropped = _drop(conn, table)
     yield
-    for index in found:
-        conn.execute(sql.SQL(index.definition))  # type: ignore[arg-type]  # pg_get_indexdef output
+    if dropped:
+        conn.execute(_CREATE, (table,))
 
 
 # First key of the advisory lock a run holds while one of its tables' indexes is deferred ("RAGD").
 _DEFER_LOCK_CLASS = 0x52414744
 
 
-def defer_indexes(conn: psycopg.Connection, table: str, policy: BulkLoadPolicy, n: int) -> bool:
+def defer_indexes(conn: Connection, table: str, policy: BulkLoadPolicy, n: int) -> bool:
     """Drop `table`'s HNSW indexes until `restore_deferred(conn, table)` when `policy` says `n` new
     vectors make a bulk load; True when something was dropped. Commits (the run's later batches are
     their own transactions): call it on an autocommit connection, outside any transaction."""
@@ -98,13 +98,10 @@ def defer_indexes(conn: psycopg.Connection, table: str, policy: BulkLoadPolicy, 
     try:
         with conn.transaction():
             if policy.applies(conn, table, n):
-                with conn.cursor(row_factory=class_row(_IndexDef)) as cur:
-                    found = cur.execute(_HNSW_INDEXES, (sql.Identifier(table).as_string(conn),)).fetchall()
-                for index in found:  # none when another run deferred them already
-                    name = sql.Identifier(index.schema, index.name)
+                found = _drop(conn, table)  # none when another run deferred it already
+                for index in found:
                     conn.execute("insert into deferred_indexes (index_name, table_name, definition) "
-                                 "values (%s, %s, %s)", (name.as_string(conn), table, index.definition))
-                    conn.execute(sql.SQL("drop index {}").format(name))
+                                 "values (%s, %s, %s)", (index.index_name, table, index.definition))
                 dropped = bool(found)
     finally:
         if not dropped and not conn.closed:
@@ -114,8 +111,7 @@ def defer_indexes(conn: psycopg.Connection, table: str, policy: BulkLoadPolicy, 
 
 @dataclass(frozen=True)
 class _Deferred:
-    index_name: str
-    definition: str
+    table_name: str
     missing: bool
 
 
@@ -124,10 +120,11 @@ class _Deferred:
 _TAKE_DEFERRED = sql.SQL(
     "delete from deferred_indexes where (%s::text is null or table_name = %s) "
     "and pg_try_advisory_xact_lock(%s::int, hashtext(table_name)) "
-    "returning index_name, definition, to_regclass(index_name) is null as missing")
+    "returning table_name, to_regclass(index_name) is null "
+    "and to_regclass(quote_ident(table_name)) is not null as missing")
 
 
-def restore_deferred(conn: psycopg.Connection, table: str | None = None) -> int:
+def restore_deferred(conn: Connection, table: str | None = None) -> int:
     """Build the deferred indexes of `table` (None: of every table whose deferring run is gone);
     returns how many were built. Each row is deleted in the transaction that builds its index, so
     two sessions never build the same one. `table` also releases this session's deferral lock."""
@@ -136,8 +133,8 @@ def restore_deferred(conn: psycopg.Connection, table: str | None = None) -> int:
             with conn.cursor(row_factory=class_row(_Deferred)) as cur:
                 rows = cur.execute(_TAKE_DEFERRED, (table, table, _DEFER_LOCK_CLASS)).fetchall()
             for row in rows:
-                if row.missing:
-                    conn.execute(sql.SQL(row.definition))  # type: ignore[arg-type]  # pg_get_indexdef output
+                if row.missing:  # a table dropped meanwhile (model removed) needs no index
+                    conn.execute(_CREATE, (row.table_name,))
         return sum(r.missing for r in rows)
     finally:
         if table is not None and not conn.closed:

@@ -18,13 +18,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from rag.access import CONFIDENTIALITY_LEVELS, Scope
 from rag.errors import AuthError, ConflictError, InputError, NotFoundError, RagError
+from rag.store.database import Connection
 
 if TYPE_CHECKING:
     from rag.runtime import Runtime
@@ -85,7 +85,7 @@ def parse_run_id(run_id: str | uuid.UUID) -> uuid.UUID:
 _QUEUE_LOCK = 0x52414751
 
 
-def create_run(conn: psycopg.Connection, vaults: Sequence[str]) -> IndexRun:
+def create_run(conn: Connection, vaults: Sequence[str]) -> IndexRun:
     """A queued run, unless one of `vaults` already has a queued run (ConflictError): a caller cannot
     pile up work, and a second queued run of a vault would only redo what the first one does."""
     with conn.transaction(), conn.cursor(row_factory=class_row(IndexRun)) as cur:
@@ -102,7 +102,7 @@ def create_run(conn: psycopg.Connection, vaults: Sequence[str]) -> IndexRun:
     return row
 
 
-def get_run(conn: psycopg.Connection, run_id: str | uuid.UUID, *, scope: Scope | None = None) -> IndexRun:
+def get_run(conn: Connection, run_id: str | uuid.UUID, *, scope: Scope | None = None) -> IndexRun:
     """The run, or NotFoundError; a run touching a vault outside `scope` is reported as not found."""
     rid = parse_run_id(run_id)
     with conn.cursor(row_factory=class_row(IndexRun)) as cur:
@@ -143,7 +143,7 @@ def _counts_only(vault: dict[str, Any]) -> dict[str, Any]:
 _NOW = object()  # a column value meaning the database's now()
 
 
-def _update(conn: psycopg.Connection, run_id: uuid.UUID, **values: Any) -> None:
+def _update(conn: Connection, run_id: uuid.UUID, **values: Any) -> None:
     assignments = []
     params: list[Any] = []
     for column, value in values.items():
@@ -175,7 +175,8 @@ class _RunProgress:
                                       "vaults": {}}
 
     def _current(self) -> dict[str, Any]:
-        return self.state["vaults"].setdefault(self.state["current_vault"], {})
+        current: dict[str, Any] = self.state["vaults"].setdefault(self.state["current_vault"], {})
+        return current
 
     def flush(self, *, force: bool = False) -> None:
         now = time.monotonic()
@@ -202,7 +203,7 @@ class _RunProgress:
 
 def _summarise(report: dict[str, Any]) -> dict[str, Any]:
     """The pipeline's report, with skip lists cut to their first MAX_SKIPS_RECORDED entries."""
-    out = _jsonable(report)
+    out: dict[str, Any] = _jsonable(report)
     for vault in out.get("vaults", []):
         skipped = vault.get("skipped") or []
         if len(skipped) > MAX_SKIPS_RECORDED:

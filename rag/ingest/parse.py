@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -32,20 +32,24 @@ _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _CONFIDENTIALITY_KEY = "confidentiality"
 
 
-def _strict_loader(base: type) -> type:
+_SafeLoaderClass = type[yaml.SafeLoader] | type[yaml.CSafeLoader]
+
+
+def _strict_loader(base: _SafeLoaderClass) -> _SafeLoaderClass:
     """`base` with two changes. Timestamps stay strings: PyYAML raises a bare ValueError on an
     impossible date (2026-02-30), which would reject the whole note; `_date` warns instead. A
     mapping naming `confidentiality` twice (in any case, or via a merge key) is an error: which one
     wins would otherwise be an accident of YAML, and the note fails closed."""
 
-    class Loader(base):  # type: ignore[misc, valid-type]
+    class Loader(base):  # type: ignore[valid-type, misc]  # mypy cannot check a base class chosen at run time
         def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
             self.flatten_mapping(node)
             names = [k.value.lower() for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
             if names.count(_CONFIDENTIALITY_KEY) > 1:
                 raise yaml.constructor.ConstructorError(
                     None, None, "'confidentiality' given more than once", node.start_mark)
-            return super().construct_mapping(node, deep=deep)
+            mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+            return mapping
 
     Loader.yaml_implicit_resolvers = {
         first: [r for r in resolvers if r[0] != _TIMESTAMP_TAG]
@@ -104,7 +108,7 @@ class _NotAMapping(_FrontmatterError):
     pass
 
 
-def parse_document(text: str, rel_path: str) -> ParsedDocument:
+def parse_document(text: str, source_path: str) -> ParsedDocument:
     warnings: list[str] = []
     lines = text.split("\n")
     raw, body_line, problem = _split_frontmatter(lines)
@@ -121,10 +125,11 @@ def parse_document(text: str, rel_path: str) -> ParsedDocument:
     fm = {str(k).lower(): v for k, v in frontmatter.items()}
     date, date_problem = _date(fm)
     if date_problem:
-        warnings.append(f"unparseable date in {rel_path}: {date_problem} (indexed without a date)")
+        warnings.append(f"unparseable date in {source_path}: {date_problem} (indexed without a date)")
+    conf_problem: str | None
     if problem is not None:
         confidentiality, conf_problem = UNKNOWN_CONFIDENTIALITY, problem
-        warnings.append(f"broken frontmatter in {rel_path}: {problem} (treated as {confidentiality})")
+        warnings.append(f"broken frontmatter in {source_path}: {problem} (treated as {confidentiality})")
     else:
         confidentiality, conf_problem = _confidentiality(fm)
         if _CONFIDENTIALITY_KEY not in fm and _MENTIONS_CONFIDENTIALITY.search("\n".join(lines[:body_line])):
@@ -133,9 +138,9 @@ def parse_document(text: str, rel_path: str) -> ParsedDocument:
             confidentiality = UNKNOWN_CONFIDENTIALITY
             conf_problem = "a confidentiality line that is not a top-level key"
         if conf_problem:
-            warnings.append(f"unknown confidentiality in {rel_path}: {conf_problem} (treated as {confidentiality})")
+            warnings.append(f"unknown confidentiality in {source_path}: {conf_problem} (treated as {confidentiality})")
     return ParsedDocument(
-        title=_scalar(fm.get("title")) or _first_h1(lines[body_line:]) or PurePosixPath(rel_path).stem,
+        title=_scalar(fm.get("title")) or _first_h1(lines[body_line:]) or PurePosixPath(source_path).stem,
         date=date,
         project=_scalar(fm.get("project")),
         tags=_tags(fm.get("tags", fm.get("tag"))),
@@ -191,7 +196,7 @@ def _load_mapping(raw: str) -> dict[str, Any]:
         raise _NotAMapping(f"expected a mapping, got {type(data).__name__}")
     budget = [_MAX_FRONTMATTER_NODES]
     try:
-        return _jsonable(data, budget)
+        return cast(dict[str, Any], _jsonable(data, budget))  # a dict's copy is a dict
     except RecursionError:
         raise _FrontmatterError("nested too deeply") from None
 

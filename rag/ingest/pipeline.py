@@ -34,8 +34,9 @@ from rag.ingest.parse import UNKNOWN_CONFIDENTIALITY, parse_document
 from rag.ingest.report import IndexReport, SkipRecord, VaultReport, peak_rss_mb
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
-from rag.retrieval.retrieve import EmbeddingModelRef, get_model, register_model
-from rag.store.database import connect
+from rag.store.database import Connection
+from rag.store.locate import connect
+from rag.store.models import EmbeddingModelRef, get_model, register_model
 from rag.store.vaults import Vault, mark_indexed, resolve_vaults
 
 # A stored document survives these skips: the file is still there, just not usable right now.
@@ -95,7 +96,7 @@ def _failed(vault: str, embedder: Embedder, exc: RagError) -> VaultReport:
     return VaultReport(vault, embedder.model_key, error=str(exc), error_code=exc.exit_code)
 
 
-def ensure_model(conn: psycopg.Connection, embedder: Embedder) -> EmbeddingModelRef:
+def ensure_model(conn: Connection, embedder: Embedder) -> EmbeddingModelRef:
     """The current model's storage; a registered model is found without probing the provider for dims."""
     found = get_model(conn, embedder.provider, embedder.model)
     if found is not None:
@@ -109,7 +110,7 @@ def ensure_model(conn: psycopg.Connection, embedder: Embedder) -> EmbeddingModel
     return register_model(conn, embedder.provider, embedder.model, dims)
 
 
-def index_vault(conn: psycopg.Connection, vault: Vault, settings: Settings, embedder: Embedder,
+def index_vault(conn: Connection, vault: Vault, settings: Settings, embedder: Embedder,
                 model: EmbeddingModelRef, progress: IndexProgress) -> VaultReport:
     """One incremental run over one vault, on an autocommit connection (transactions are explicit)."""
     run = _VaultRun(conn, vault, settings, embedder, model, progress)
@@ -126,7 +127,7 @@ def index_vault(conn: psycopg.Connection, vault: Vault, settings: Settings, embe
 
 
 class _VaultRun:
-    def __init__(self, conn: psycopg.Connection, vault: Vault, settings: Settings, embedder: Embedder,
+    def __init__(self, conn: Connection, vault: Vault, settings: Settings, embedder: Embedder,
                  model: EmbeddingModelRef, progress: IndexProgress) -> None:
         self.conn, self.vault, self.settings = conn, vault, settings
         self.embedder, self.model, self.progress = embedder, model, progress
@@ -302,7 +303,7 @@ def _folder_sources(vault: Vault, settings: Settings) -> tuple[list[Source], lis
 
 
 def _skip(s: SkippedFile) -> SkipRecord:
-    return SkipRecord(s.rel_path, s.reason, s.detail)
+    return SkipRecord(s.source_path, s.reason, s.detail)
 
 
 def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
@@ -313,17 +314,17 @@ def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
     def prepare(data: bytes, version: str) -> tuple[store.PreparedDocument, list[str]]:
         return prepare_file(f, data, version, vault.name, settings)
 
-    return Source(f.rel_path, read, prepare)
+    return Source(f.source_path, read, prepare)
 
 
 def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
                  settings: Settings) -> tuple[store.PreparedDocument, list[str]]:
     """Parse frontmatter and chunk one file (markdown structure, or blank-line blocks for .txt)."""
     text = data.decode("utf-8")
-    parsed = parse_document(text, f.rel_path)
-    folder = str(PurePosixPath(f.rel_path).parent)
+    parsed = parse_document(text, f.source_path)
+    folder = str(PurePosixPath(f.source_path).parent)
     doc = store.PreparedDocument(
-        source_path=f.rel_path, folder="" if folder == "." else folder, title=parsed.title, url=parsed.url,
+        source_path=f.source_path, folder="" if folder == "." else folder, title=parsed.title, url=parsed.url,
         doc_type=parsed.doc_type, persona=parsed.persona, tags=list(parsed.tags), project=parsed.project,
         confidentiality=parsed.confidentiality, doc_date=parsed.date, document_version=version,
         size_bytes=len(data), metadata=dict(parsed.frontmatter), failed_closed=parsed.failed_closed,
@@ -336,7 +337,7 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
     store.attach_chunks(doc, vault_name, result.chunks)
     warnings = list(parsed.warnings)
     if result.truncated:
-        warnings.append(f"{f.rel_path}: {result.total} chunks, only the first {c.max_chunks_per_document} indexed")
+        warnings.append(f"{f.source_path}: {result.total} chunks, only the first {c.max_chunks_per_document} indexed")
     return doc, warnings
 
 

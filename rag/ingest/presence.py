@@ -52,14 +52,14 @@ def under_any(path: str, folders: Iterable[str]) -> bool:
     return any(f == "." or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def confirm_vanished(root: Path, rel_paths: Iterable[str]) -> set[str]:
+def confirm_vanished(root: Path, source_paths: Iterable[str]) -> set[str]:
     """Of files the walk saw but the read did not find, those whose folder, listed now, lacks them.
 
     A folder that is itself gone raises VaultChangedError: a whole subtree disappearing mid-run is
     an unmount or a move, not the user deleting notes. An unreadable folder proves nothing: kept."""
     gone: set[str] = set()
     listings: dict[str, set[str] | None] = {}
-    for rel in rel_paths:
+    for rel in source_paths:
         parent = str(PurePosixPath(rel).parent)
         if parent not in listings:
             listings[parent] = _listing(root, parent)

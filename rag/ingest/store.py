@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
@@ -22,7 +21,8 @@ from psycopg.types.json import Jsonb
 from rag.ingest.chunk import Chunk
 from rag.ingest.guard import assess_injection
 from rag.ingest.hnsw import BulkLoadPolicy, indexes_rebuilt
-from rag.retrieval.retrieve import EmbeddingModelRef
+from rag.store.database import Connection
+from rag.store.models import EmbeddingModelRef
 from rag.tokens import count_tokens
 
 # First key of the two-key advisory lock that serialises index runs of one vault ("RAGP").
@@ -104,7 +104,7 @@ def embedding_text(heading_path: str, content: str) -> str:
 
 
 @contextmanager
-def vault_lock(conn: psycopg.Connection, vault_id: int) -> Iterator[None]:
+def vault_lock(conn: Connection, vault_id: int) -> Iterator[None]:
     """Serialise index runs of one vault across processes (watch + cron): session advisory lock."""
     conn.execute("select pg_advisory_lock(%s::int, %s::int)", (_INDEX_LOCK_CLASS, vault_id))
     try:
@@ -114,7 +114,7 @@ def vault_lock(conn: psycopg.Connection, vault_id: int) -> Iterator[None]:
             conn.execute("select pg_advisory_unlock(%s::int, %s::int)", (_INDEX_LOCK_CLASS, vault_id))
 
 
-def stored_versions(conn: psycopg.Connection, vault_id: int) -> dict[str, str]:
+def stored_versions(conn: Connection, vault_id: int) -> dict[str, str]:
     """source_path -> document_version of every document of the vault."""
     with conn.cursor(row_factory=class_row(StoredVersion)) as cur:
         rows = cur.execute("select source_path, document_version from documents where vault_id = %s",
@@ -122,7 +122,7 @@ def stored_versions(conn: psycopg.Connection, vault_id: int) -> dict[str, str]:
     return {r.source_path: r.document_version for r in rows}
 
 
-def delete_documents(conn: psycopg.Connection, vault_id: int, source_paths: Sequence[str]) -> int:
+def delete_documents(conn: Connection, vault_id: int, source_paths: Sequence[str]) -> int:
     """Remove documents (and their chunks and vectors) in one transaction; returns how many went."""
     if not source_paths:
         return 0
@@ -133,7 +133,7 @@ def delete_documents(conn: psycopg.Connection, vault_id: int, source_paths: Sequ
         return cur.rowcount
 
 
-def restrict_documents(conn: psycopg.Connection, vault_id: int, source_paths: Sequence[str], level: str) -> int:
+def restrict_documents(conn: Connection, vault_id: int, source_paths: Sequence[str], level: str) -> int:
     """Raise stored documents (and their chunks' metadata, which SQL filters read) to `level`.
 
     For a changed file that could not be parsed: its old version stays searchable (the file is
@@ -150,7 +150,7 @@ def restrict_documents(conn: psycopg.Connection, vault_id: int, source_paths: Se
         return cur.rowcount
 
 
-def _delete_chunks_of(conn: psycopg.Connection, vault_id: int, source_paths: Sequence[str]) -> None:
+def _delete_chunks_of(conn: Connection, vault_id: int, source_paths: Sequence[str]) -> None:
     # One statement for all documents: a cascade from documents would fire the BM25 trigger per document.
     conn.execute(
         "delete from chunks where document_id in "
@@ -186,7 +186,7 @@ _INSERT_CHUNKS = sql.SQL(
 ).format(cols=sql.SQL(", ").join(map(sql.Identifier, _CHUNK_COLUMNS)))
 
 
-def write_documents(conn: psycopg.Connection, vault_id: int, text_search_config: str,
+def write_documents(conn: Connection, vault_id: int, text_search_config: str,
                     docs: Sequence[PreparedDocument], model: EmbeddingModelRef,
                     bulk: BulkLoadPolicy | None = None) -> int:
     """Replace `docs` (old chunks and vectors out, new ones in) in ONE transaction; returns chunks written.
@@ -219,14 +219,14 @@ def write_documents(conn: psycopg.Connection, vault_id: int, text_search_config:
     return len(ids)
 
 
-def _upsert_documents(conn: psycopg.Connection, vault_id: int, docs: Sequence[PreparedDocument]) -> dict[str, int]:
+def _upsert_documents(conn: Connection, vault_id: int, docs: Sequence[PreparedDocument]) -> dict[str, int]:
     rows = [{c: getattr(d, c) for c in _DOC_COLUMNS} for d in docs]
     with conn.cursor(row_factory=class_row(_DocId)) as cur:
         found = cur.execute(_UPSERT_DOCUMENTS, (vault_id, Jsonb(rows))).fetchall()
     return {r.source_path: r.id for r in found}
 
 
-def _insert_chunks(conn: psycopg.Connection, vault_id: int, text_search_config: str,
+def _insert_chunks(conn: Connection, vault_id: int, text_search_config: str,
                    docs: Sequence[PreparedDocument], doc_ids: dict[str, int]) -> dict[tuple[int, int], int]:
     # vars(), not asdict(): a shallow view is enough for one JSON dump, and asdict's deep copy of
     # every chunk's metadata cost the writer thread (and the GIL) ~40x more.
@@ -238,7 +238,7 @@ def _insert_chunks(conn: psycopg.Connection, vault_id: int, text_search_config: 
     return {(r.document_id, r.ordinal): r.id for r in found}
 
 
-def copy_embeddings(conn: psycopg.Connection, model: EmbeddingModelRef, chunk_ids: Sequence[int],
+def copy_embeddings(conn: Connection, model: EmbeddingModelRef, chunk_ids: Sequence[int],
                     vectors: Sequence[np.ndarray]) -> None:
     """Binary COPY into the model's table (the caller holds the transaction)."""
     if not chunk_ids:
@@ -251,7 +251,7 @@ def copy_embeddings(conn: psycopg.Connection, model: EmbeddingModelRef, chunk_id
             copy.write_row((chunk_id, np.asarray(vector, dtype=np.float32)))
 
 
-def chunks_missing_embeddings(conn: psycopg.Connection, vault_id: int, model: EmbeddingModelRef, *,
+def chunks_missing_embeddings(conn: Connection, vault_id: int, model: EmbeddingModelRef, *,
                               after_id: int, limit: int) -> list[PendingChunk]:
     """Up to `limit` chunks of the vault (ids above `after_id`) without a vector for `model`."""
     query = sql.SQL(
@@ -263,7 +263,7 @@ def chunks_missing_embeddings(conn: psycopg.Connection, vault_id: int, model: Em
         return cur.execute(query, (vault_id, after_id, limit)).fetchall()
 
 
-def add_embeddings(conn: psycopg.Connection, model: EmbeddingModelRef, chunk_ids: Sequence[int],
+def add_embeddings(conn: Connection, model: EmbeddingModelRef, chunk_ids: Sequence[int],
                    vectors: Sequence[np.ndarray]) -> None:
     """Vectors for existing chunks, in their own transaction (chunks deleted meanwhile are skipped)."""
     with conn.transaction():
@@ -272,7 +272,7 @@ def add_embeddings(conn: psycopg.Connection, model: EmbeddingModelRef, chunk_ids
         copy_embeddings(conn, model, [i for i, _ in pairs], [v for _, v in pairs])
 
 
-def _existing_chunk_ids(conn: psycopg.Connection, chunk_ids: Sequence[int]) -> set[int]:
+def _existing_chunk_ids(conn: Connection, chunk_ids: Sequence[int]) -> set[int]:
     with conn.cursor(row_factory=class_row(_ChunkIdOnly)) as cur:
         rows = cur.execute("select id from chunks where id = any(%s) for share", (list(chunk_ids),)).fetchall()
     return {r.id for r in rows}

@@ -37,7 +37,7 @@ _BINARY_SNIFF_BYTES = 8192
 
 @dataclass(frozen=True)
 class VaultFile:
-    rel_path: str  # posix, relative to the vault root, through symlink names; `names.stored_name` form
+    source_path: str  # posix, relative to the vault root, through symlink names; `names.stored_name` form
     abs_path: Path
     kind: Kind
     size_bytes: int
@@ -47,7 +47,7 @@ class VaultFile:
 
 @dataclass(frozen=True)
 class SkippedFile:
-    rel_path: str
+    source_path: str
     reason: SkipReason
     detail: str = ""
 
@@ -55,7 +55,7 @@ class SkippedFile:
     def message(self) -> str:
         """One line for the log, naming the file."""
         extra = f" ({self.detail})" if self.detail else ""
-        return f"skipped {self.rel_path}: {self.reason}{extra}"
+        return f"skipped {self.source_path}: {self.reason}{extra}"
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def walk_vault(
     skip_hidden: Sequence[str] = _INGEST.skip_hidden_folders,
     max_document_bytes: int = _INGEST.max_document_bytes,
 ) -> WalkResult:
-    """All candidate files below `root`, sorted by rel_path, plus the candidates skipped and why.
+    """All candidate files below `root`, sorted by source_path, plus the candidates skipped and why.
 
     Folders named in `skip_hidden` or starting with "." are not descended (and not reported).
     Symlinks are followed only when they resolve inside the vault. Directory cycles are cut by
@@ -91,8 +91,8 @@ def walk_vault(
     walker = _Walker(os.path.realpath(root), tuple(denylist), frozenset(skip_hidden), max_document_bytes)
     walker.walk_dir(root, "", (os.path.realpath(root),))
     return WalkResult(
-        files=sorted(walker.files, key=lambda f: f.rel_path),
-        skipped=sorted(walker.skipped, key=lambda s: (s.rel_path, s.reason)),
+        files=sorted(walker.files, key=lambda f: f.source_path),
+        skipped=sorted(walker.skipped, key=lambda s: (s.source_path, s.reason)),
     )
 
 
@@ -195,15 +195,15 @@ class _Walker:
 
 # --- denylist globs ---------------------------------------------------------------------------
 
-def is_denied(rel_path: str, patterns: Sequence[str]) -> bool:
-    """Gitignore-like matching of a posix rel_path against denylist globs.
+def is_denied(source_path: str, patterns: Sequence[str]) -> bool:
+    """Gitignore-like matching of a posix source_path against denylist globs.
 
     `*` and `?` stay inside one path segment, `**` spans any number of segments. A pattern with a
     "/" is anchored at the vault root; one without matches any single segment (`*.secret.md`,
     `drafts`). A pattern matching a folder also denies everything below it, so `private`,
     `private/` and `private/**` are equivalent.
     """
-    parts = rel_path.split("/")
+    parts = source_path.split("/")
     prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
     for pattern in patterns:
         pat = pattern.strip().strip("/")
@@ -231,12 +231,12 @@ def read_document(f: VaultFile, max_document_bytes: int = _INGEST.max_document_b
         fd = os.open(f.abs_path, flags)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return SkippedFile(f.rel_path, "symlink_outside_vault", "became a symlink after the walk")
+            return SkippedFile(f.source_path, "symlink_outside_vault", "became a symlink after the walk")
         return _open_failed(f, exc)
     if f.root_real and not _inside(opened_path(fd, f.abs_path), f.root_real):
         # A folder on the way (or a link's target) was swapped since the walk: what is open is not ours.
         os.close(fd)
-        return SkippedFile(f.rel_path, "symlink_outside_vault", "resolved outside the vault when opened")
+        return SkippedFile(f.source_path, "symlink_outside_vault", "resolved outside the vault when opened")
     return _read_open(f, fd, max_document_bytes)
 
 
@@ -263,35 +263,35 @@ def _inside(path: str, root_real: str) -> bool:
 
 def _open_failed(f: VaultFile, exc: OSError) -> SkippedFile:
     if isinstance(exc, FileNotFoundError):
-        return SkippedFile(f.rel_path, "vanished", "deleted before it could be read")
-    return SkippedFile(f.rel_path, "unreadable", exc.strerror or type(exc).__name__)
+        return SkippedFile(f.source_path, "vanished", "deleted before it could be read")
+    return SkippedFile(f.source_path, "unreadable", exc.strerror or type(exc).__name__)
 
 
 def _read_open(f: VaultFile, fd: int, max_document_bytes: int) -> bytes | SkippedFile:
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return SkippedFile(f.rel_path, "unreadable", "not a regular file")
+            return SkippedFile(f.source_path, "unreadable", "not a regular file")
         if st.st_size > max_document_bytes:
-            return SkippedFile(f.rel_path, "too_large", f"{st.st_size} bytes > limit {max_document_bytes}")
+            return SkippedFile(f.source_path, "too_large", f"{st.st_size} bytes > limit {max_document_bytes}")
         try:
             data = fh.read(max_document_bytes + 1)
         except OSError as exc:
-            return SkippedFile(f.rel_path, "unreadable", exc.strerror or type(exc).__name__)
-    return classify_bytes(f.rel_path, data, max_document_bytes)
+            return SkippedFile(f.source_path, "unreadable", exc.strerror or type(exc).__name__)
+    return classify_bytes(f.source_path, data, max_document_bytes)
 
 
-def classify_bytes(rel_path: str, data: bytes, max_document_bytes: int) -> bytes | SkippedFile:
+def classify_bytes(source_path: str, data: bytes, max_document_bytes: int) -> bytes | SkippedFile:
     if len(data) > max_document_bytes:
-        return SkippedFile(rel_path, "too_large", f"grew past limit {max_document_bytes} while reading")
+        return SkippedFile(source_path, "too_large", f"grew past limit {max_document_bytes} while reading")
     nul = data.find(b"\x00")
     if nul != -1:
         # Git's heuristic calls a file binary when a NUL shows up in the first 8 KB; a later NUL is
         # rejected too, since Postgres text cannot store one and the insert would fail.
         where = "in the first 8 KB" if nul < _BINARY_SNIFF_BYTES else f"at byte {nul}"
-        return SkippedFile(rel_path, "binary", f"NUL byte {where}")
+        return SkippedFile(source_path, "binary", f"NUL byte {where}")
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return SkippedFile(rel_path, "not_utf8", f"invalid UTF-8 at byte {exc.start}")
+        return SkippedFile(source_path, "not_utf8", f"invalid UTF-8 at byte {exc.start}")
     return data

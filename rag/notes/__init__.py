@@ -11,7 +11,8 @@ Retrieval and ranking are the shared stages (`rag.retrieval.stage`, `rag.retriev
 - `extractive` — sentence scoring and the quoted answer without a language model;
 - `explain`    — `ragpg ask --explain` in plain words;
 - `format`     — the notes context format, citation parsing and matching, snippets;
-- `results`    — the response types; `settings` — `NotesSettings`.
+- `results`    — the response types; `settings` — reads `rag.config.NotesSettings`.
 
-May import the rest of `rag` (never the CLI or the server).
+May import: the shared basics, `rag.store`, `rag.retrieval`, `rag.runtime`, `rag.llm`,
+`rag.prompts`, `ingest.guard` (masking). Never eval, the CLI or the server.
 """

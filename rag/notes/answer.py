@@ -11,11 +11,12 @@ the detail's number of sources, the other passages drawn on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag.config import NotesSettings
 from rag.errors import LLMError
 from rag.llm import Message
 from rag.notes.extractive import Sentence, extractive_answer, score_sentences, weigh_by_passage
@@ -29,7 +30,6 @@ from rag.notes.format import (
 )
 from rag.notes.question import query_terms
 from rag.notes.results import AskResponse, Reference
-from rag.notes.settings import NotesSettings
 from rag.prompts import load_prompt
 from rag.runtime import Runtime
 from rag.types import Candidate, RankedChunk
@@ -59,7 +59,7 @@ def candidate_debug(r: RankedChunk, sc: NotesScope) -> dict[str, Any]:
     c = r.candidate
     folder = str((c.metadata or {}).get("folder") or "")
     return {"rank": r.rank, "chunk_id": c.chunk_id, "vault": c.vault, "path": c.source_path,
-            "chunk_index": c.ordinal, "heading": section_label(c.heading_path), "folder": folder,
+            "ordinal": c.ordinal, "heading": section_label(c.heading_path), "folder": folder,
             "folder_prior": r.scores.weights_applied.get("prior", 1.0), "found_by": found_by(c),
             "vector_rank": c.vector_rank, "lexical_rank": c.lexical_rank,
             "vector": None if c.similarity is None else round(c.similarity, 6),
@@ -67,7 +67,7 @@ def candidate_debug(r: RankedChunk, sc: NotesScope) -> dict[str, Any]:
             "final": round(r.scores.final, 6), "lines": [c.start_line, c.end_line], "text": c.content}
 
 
-def _similarity_to(rt: Runtime, query_embedding: Any) -> Any:
+def _similarity_to(rt: Runtime, query_embedding: Any) -> Callable[[list[str]], list[float]]:
     """texts -> cosine similarity of each to the question's embedding, with the embedder the notes were
     indexed with; zeros (term matching only) when the embedder fails."""
     query = np.asarray(query_embedding, dtype=np.float64)
@@ -81,7 +81,8 @@ def _similarity_to(rt: Runtime, query_embedding: Any) -> Any:
             return [0.0] * len(texts)
         norms = np.linalg.norm(vectors, axis=1)
         norms[norms == 0] = 1.0
-        return (vectors @ query / (norms * norm)).tolist()
+        similarities: list[float] = (vectors @ query / (norms * norm)).tolist()
+        return similarities
 
     return similarity
 

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from rag.access import Scope
+from rag.config import NotesSettings
 from rag.errors import InputError
 from rag.notes import answer as answering
 from rag.notes.abstain import collect_signals, decide
@@ -28,7 +29,7 @@ from rag.notes.format import section_label, snippet
 from rag.notes.question import choose_k, query_terms, validate_detail
 from rag.notes.results import AskResponse, Reference, SearchItem, SearchResponse
 from rag.notes.scope import NotesScope, prepare_scope, resolve_vaults
-from rag.notes.settings import NotesSettings, notes_settings
+from rag.notes.settings import notes_settings
 from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import Retrieval, retrieve_stage
 from rag.retrieval.terms import query_term_stats

@@ -48,7 +48,7 @@ _MAX_LIST_CHARS = 400
 
 @dataclass(frozen=True)
 class Sentence:
-    chunk_index: int
+    passage: int  # position in the list of passages drawn on (not a chunk ordinal)
     position: int
     text: str
     score: float
@@ -137,7 +137,7 @@ def weigh_by_passage(sentences: Sequence[Sentence], passage_scores: Sequence[flo
     """Scale each sentence by its passage's score relative to the best passage: a weaker passage needs more."""
     if not passage_scores or passage_scores[0] <= 0:
         return list(sentences)
-    return [replace(x, score=x.score * min(passage_scores[x.chunk_index] / passage_scores[0], 1.0))
+    return [replace(x, score=x.score * min(passage_scores[x.passage] / passage_scores[0], 1.0))
             for x in sentences]
 
 
@@ -145,20 +145,20 @@ def extractive_answer(sentences: Sequence[Sentence], chunks: Sequence[Candidate]
                       min_share_of_best: float, fallback_chars: int) -> tuple[str, list[int]]:
     """The quoted answer (the best `count` sentences, in reading order, each cited) and the indexes
     (into `chunks`) of the passages it quotes."""
-    best = sorted((x for x in sentences if x.score > 0), key=lambda x: (-x.score, x.chunk_index, x.position))
+    best = sorted((x for x in sentences if x.score > 0), key=lambda x: (-x.score, x.passage, x.position))
     if best:
         cutoff = best[0].score * min_share_of_best
         best = [x for x in best if x.score >= cutoff - 1e-12]
     chosen = best[:count]
     if not chosen and sentences:
-        chosen = [min(sentences, key=lambda x: (x.chunk_index, x.position))]
+        chosen = [min(sentences, key=lambda x: (x.passage, x.position))]
     if not chosen and chunks:  # only headings or fragments: quote the top passage itself
         text = " ".join(plain(chunks[0].content).split())[:fallback_chars]
         chosen = [Sentence(0, 0, text, 0.0)]
-    chosen.sort(key=lambda x: (x.chunk_index, x.position))
-    lines = [f"{x.text} {citation_for(chunks[x.chunk_index])}" for x in chosen]
+    chosen.sort(key=lambda x: (x.passage, x.position))
+    lines = [f"{x.text} {citation_for(chunks[x.passage])}" for x in chosen]
     used: list[int] = []
     for x in chosen:
-        if x.chunk_index not in used:
-            used.append(x.chunk_index)
+        if x.passage not in used:
+            used.append(x.passage)
     return "\n".join(lines), used

@@ -26,12 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import psycopg
-
 from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
 from rag.errors import InputError, LLMError, RagError
 from rag.llm import LLM, Message
 from rag.prompts import load_prompt
+from rag.store.database import Connection
 
 ROOT_LABEL = "(top level)"
 
@@ -109,7 +108,7 @@ class FolderSelection:
 
 # -- listing --------------------------------------------------------------------------------------
 
-def list_folders(conn: psycopg.Connection, vaults: Sequence[str], scope: Scope) -> list[Folder]:
+def list_folders(conn: Connection, vaults: Sequence[str], scope: Scope) -> list[Folder]:
     """Folders with at least one indexed passage the caller may read, by vault then folder."""
     levels = None
     if scope.clearance != CONFIDENTIALITY_LEVELS[-1]:
@@ -220,8 +219,8 @@ def parse_folder_answer(text: str) -> list[str]:
             except json.JSONDecodeError:
                 continue
             if isinstance(value, list):
-                names = [_item_name(v) for v in value]
-                names = [n for n in names if n]
+                found = [_item_name(v) for v in value]
+                names = [n for n in found if n]
                 if names or not value:
                     return names
     raise ValueError("no JSON array of folder names in the answer")
@@ -232,8 +231,9 @@ def _item_name(item: Any) -> str | None:
         return item.strip()
     if isinstance(item, dict):
         for key in ("folder", "name", "path"):
-            if isinstance(item.get(key), str):
-                return item[key].strip()
+            name = item.get(key)
+            if isinstance(name, str):
+                return name.strip()
     return None
 
 

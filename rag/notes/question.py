@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rag.config import NotesSettings
 from rag.errors import InputError
-from rag.notes.settings import NotesSettings
 from rag.text import STOPWORDS, content_terms, tokenize, unique
 
 DETAILS: tuple[str, ...] = ("brief", "normal", "detailed")

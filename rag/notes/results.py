@@ -11,9 +11,9 @@ from rag.notes.format import file_name
 @dataclass(frozen=True)
 class Reference:
     vault: str
-    rel_path: str
+    source_path: str
     heading_path: str
-    chunk_index: int
+    ordinal: int
     start_line: int | None
     end_line: int | None
     snippet: str
@@ -26,9 +26,11 @@ class Reference:
         return f"{self.start_line}-{end}" if end != self.start_line else f"{self.start_line}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"vault": self.vault, "rel_path": self.rel_path, "file": file_name(self.rel_path),
-                "heading_path": self.heading_path, "chunk_index": self.chunk_index, "lines": self.lines,
-                "start_line": self.start_line, "end_line": self.end_line, "snippet": self.snippet}
+        return {"vault": self.vault, "source_path": self.source_path, "file": file_name(self.source_path),
+                "heading_path": self.heading_path, "ordinal": self.ordinal, "lines": self.lines,
+                "start_line": self.start_line, "end_line": self.end_line, "snippet": self.snippet,
+                # deprecated names of source_path and ordinal, kept for existing callers (docs/glossary.md)
+                "rel_path": self.source_path, "chunk_index": self.ordinal}
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class SearchItem:
     vault: str
     source_path: str
     heading_path: str
-    chunk_index: int
+    ordinal: int
     start_line: int | None
     end_line: int | None
     snippet: str
@@ -66,8 +68,9 @@ class SearchItem:
 
     def to_dict(self) -> dict[str, Any]:
         return {"vault": self.vault, "source_path": self.source_path, "heading_path": self.heading_path,
-                "chunk_index": self.chunk_index, "start_line": self.start_line, "end_line": self.end_line,
-                "snippet": self.snippet, "score": self.score}
+                "ordinal": self.ordinal, "start_line": self.start_line, "end_line": self.end_line,
+                "snippet": self.snippet, "score": self.score,
+                "chunk_index": self.ordinal}  # deprecated name of ordinal (docs/glossary.md)
 
 
 @dataclass(frozen=True)

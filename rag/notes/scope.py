@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from rag.access import Scope
+from rag.config import NotesSettings
 from rag.errors import NotFoundError
 from rag.notes.folders import (
     Folder,
@@ -27,12 +28,12 @@ from rag.notes.folders import (
     select_folders,
 )
 from rag.notes.question import folder_weights
-from rag.notes.settings import NotesSettings
 from rag.retrieval import retrieve
 from rag.retrieval.filters import vault_names as filter_vault_names
 from rag.retrieval.profiles import Profile, get_profile
 from rag.retrieval.stage import indexed_model
 from rag.runtime import Runtime
+from rag.store import models
 from rag.types import Candidate
 
 
@@ -41,7 +42,7 @@ class NotesScope:
     vaults: list[str]
     filter: dict[str, Any]
     profile: Profile
-    model: retrieve.EmbeddingModelRef | None = None
+    model: models.EmbeddingModelRef | None = None
     query_embedding: np.ndarray | None = None
     selection: FolderSelection | None = None
     prior_weight: float = 0.0
@@ -150,7 +151,7 @@ def prepare_scope(rt: Runtime, ns: NotesSettings, question: str, vault_list: lis
 
 
 def _select(rt: Runtime, ns: NotesSettings, question: str, folder_list: list[str], available: list[Folder],
-            names: list[str], model: retrieve.EmbeddingModelRef, embedding: Any, scope: Scope) -> FolderSelection:
+            names: list[str], model: models.EmbeddingModelRef, embedding: Any, scope: Scope) -> FolderSelection:
     def centroids() -> list[tuple[str, str, float]]:
         with rt.connection(autocommit=True, scope=scope) as conn:
             rows = retrieve.match_folders(conn, model, embedding, vaults=names,

@@ -1,4 +1,7 @@
-"""Prompt templates kept as files: a comment header lists the variables, `---` starts the text."""
+"""Prompt templates kept as files: a comment header lists the variables, `---` starts the text.
+
+May import: `rag.errors`.
+"""
 
 from __future__ import annotations
 

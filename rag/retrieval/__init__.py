@@ -1,7 +1,15 @@
-"""The retrieve stage every entry point shares: SQL match calls, the Auto-RAG decision tree, facets.
+"""Retrieval: from a query to ranked candidates, the stage every entry point shares.
+
+- `retrieve` — typed calls to the SQL match functions (vector, lexical, hybrid, folders);
+- `filters`  — Python-side checks of metadata filters (SQL compiles them);
+- `passes`   — one retrieval pass of a profile → `Candidate`s;
+- `autorag`, `run`, `routes`, `stage` — the Auto-RAG decision tree (`stage.retrieve_stage`);
+- `facets`, `terms` — multi-facet queries, per-term statistics;
+- `rank`     — fusion and the final score; `profiles` — the named tunables of both;
+- `chunks`   — one chunk by its reference (vault, source path, ordinal).
 
 `compute_context`, notes `ask` / `search` and the HTTP routes all get their candidates from
-`rag.retrieval.stage.retrieve_stage`; ranking (`rag.retrieval.rank`) and assembly (`rag.context.assemble`) follow.
-May import: rag.retrieval.retrieve, rag.retrieval.passes, rag.retrieval.autorag, rag.retrieval.profiles, rag.runtime, rag.llm, rag.prompts,
-rag.text, rag.types. Never imports the notes workflow, the CLI or the server.
+`retrieval.stage.retrieve_stage` and rank them with `retrieval.rank`; `rag.context` follows.
+May import: the shared basics, `rag.store`, `rag.runtime`, `rag.llm`, `rag.trace`, `rag.prompts`.
+Never context, notes, ingest, the CLI or the server.
 """

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 
 from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
 from rag.errors import AuthError, InputError, NotFoundError
+from rag.store.database import Connection
 
 MAX_SOURCE_PATH_CHARS = 4096
 _DRIVE = re.compile(r"^[A-Za-z]:(/|$)")
@@ -95,7 +95,7 @@ where v.name = %(vault)s and d.source_path = %(source_path)s and c.ordinal = %(o
 """)
 
 
-def get_chunk(conn: psycopg.Connection, vault: str, source_path: str, ordinal: int, *,
+def get_chunk(conn: Connection, vault: str, source_path: str, ordinal: int, *,
               scope: Scope | None = None) -> ChunkRecord:
     """The chunk at `vault/source_path#ordinal`, if the scope may read it; NotFoundError otherwise."""
     scope = scope or Scope.unrestricted()

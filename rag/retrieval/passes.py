@@ -12,10 +12,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import psycopg
 from psycopg import sql
 
 from rag.retrieval import retrieve
+from rag.store import models
+from rag.store.database import Connection
 from rag.types import Candidate
 
 
@@ -38,26 +39,26 @@ def _candidate(row: Any, **extra: Any) -> Candidate:
         heading_path=row.heading_path, content=mask_secrets(row.content), metadata=row.metadata, **extra)
 
 
-def run_pass(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, spec: PassSpec, *, retrieval: str,
+def run_pass(conn: Connection, model: models.EmbeddingModelRef, spec: PassSpec, *, retrieval: str,
              match_count: int, filter_: dict[str, Any], similarity_threshold: float, rrf_k: int,
              weights: dict[str, float], candidate_count: int) -> list[Candidate]:
     if retrieval == "lexical" or spec.embedding is None:
-        rows = retrieve.match_lexical(conn, spec.text, match_count=match_count, filter=filter_)
-        found = [_candidate(r, bm25_score=r.bm25_score, lexical_rank=i + 1) for i, r in enumerate(rows)]
+        lexical = retrieve.match_lexical(conn, spec.text, match_count=match_count, filter=filter_)
+        found = [_candidate(r, bm25_score=r.bm25_score, lexical_rank=i + 1) for i, r in enumerate(lexical)]
     elif retrieval == "vector":
-        rows = retrieve.match_vector(conn, model, spec.embedding, match_count=match_count,
-                                     similarity_threshold=similarity_threshold, filter=filter_)
-        found = [_candidate(r, similarity=r.similarity, vector_rank=i + 1) for i, r in enumerate(rows)]
+        vector = retrieve.match_vector(conn, model, spec.embedding, match_count=match_count,
+                                       similarity_threshold=similarity_threshold, filter=filter_)
+        found = [_candidate(r, similarity=r.similarity, vector_rank=i + 1) for i, r in enumerate(vector)]
     else:
-        rows = retrieve.match_hybrid(conn, model, spec.text, spec.embedding, match_count=match_count,
-                                     filter=filter_, similarity_threshold=similarity_threshold, rrf_k=rrf_k,
-                                     weights=weights, candidate_count=candidate_count)
+        hybrid = retrieve.match_hybrid(conn, model, spec.text, spec.embedding, match_count=match_count,
+                                       filter=filter_, similarity_threshold=similarity_threshold, rrf_k=rrf_k,
+                                       weights=weights, candidate_count=candidate_count)
         found = [_candidate(r, similarity=r.similarity, bm25_score=r.bm25_score, rrf_score=r.rrf_score,
-                            vector_rank=r.vector_rank, lexical_rank=r.lexical_rank) for r in rows]
+                            vector_rank=r.vector_rank, lexical_rank=r.lexical_rank) for r in hybrid]
     return attach_spans(conn, found)
 
 
-def run_multi_pass(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, specs: Sequence[PassSpec], *,
+def run_multi_pass(conn: Connection, model: models.EmbeddingModelRef, specs: Sequence[PassSpec], *,
                    match_count: int, filter_: dict[str, Any], similarity_threshold: float, rrf_k: int,
                    weights: dict[str, float], candidate_count: int) -> list[Candidate]:
     """All query variants fused by RRF inside one SQL call."""
@@ -70,7 +71,7 @@ def run_multi_pass(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, 
     return attach_spans(conn, found)
 
 
-def attach_spans(conn: psycopg.Connection, candidates: list[Candidate]) -> list[Candidate]:
+def attach_spans(conn: Connection, candidates: list[Candidate]) -> list[Candidate]:
     if not candidates:
         return candidates
     rows = conn.execute(
@@ -89,7 +90,7 @@ def attach_spans(conn: psycopg.Connection, candidates: list[Candidate]) -> list[
     return out
 
 
-def similarity_to(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, embedding: np.ndarray,
+def similarity_to(conn: Connection, model: models.EmbeddingModelRef, embedding: np.ndarray,
                   chunk_ids: Sequence[int]) -> dict[int, float]:
     """Cosine similarity of the given chunks to one embedding (to compare passes on equal terms)."""
     if not chunk_ids:

@@ -61,7 +61,8 @@ def freshness(metadata: Mapping[str, Any], half_life_days: float, now: datetime)
     if when is None:
         return FRESHNESS_UNKNOWN
     age_days = max(0.0, (now - when).total_seconds() / SECONDS_PER_DAY)
-    return 0.5 ** (age_days / half_life_days)
+    decay: float = 0.5 ** (age_days / half_life_days)  # typeshed: float ** float may be complex
+    return decay
 
 
 def _key(metadata: Mapping[str, Any], name: str) -> str | None:

@@ -8,9 +8,8 @@ function names come from the model's ``embedding_models`` row and are composed w
 Errors: bad input (a filter, a vector of the wrong size, a count out of range) raises
 :class:`rag.errors.InputError` with a one-line message, an unknown vault named in a filter raises
 :class:`rag.errors.NotFoundError`, anything else from the database :class:`rag.errors.DatabaseError`.
-No psycopg exception escapes. Each call runs in its own transaction (on an idle autocommit
-connection its one statement is that transaction), or in a savepoint when the connection is
-already inside one, so a failed call leaves the caller's transaction usable.
+No psycopg exception escapes; transactions and the error mapping are `rag.store.calls`. The
+model registry (`register_model`, `get_model`) is `rag.store.models`.
 
 Scores: ``similarity`` (1 - cosine distance), ``bm25_score`` and ``rrf_score`` are all
 higher-is-better.
@@ -19,56 +18,26 @@ higher-is-better.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
-import psycopg
 from psycopg import sql
-from psycopg.rows import class_row
 
 from rag.config import RetrievalSettings
-from rag.errors import DatabaseError, InputError, NotFoundError
+from rag.errors import InputError, NotFoundError
 from rag.retrieval.filters import filter_json
+from rag.store.calls import database_call, fetch_rows
+from rag.store.database import Connection
+from rag.store.models import EmbeddingModelRef
 
 #: Hard ceiling of the SQL functions (also HNSW's largest ef_search).
 SQL_MAX_MATCH_COUNT = 1000
 #: Most queries one multi-query hybrid call fuses.
 MAX_MULTI_QUERIES = 32
 
-T = TypeVar("T")
-
-
 # -- rows ---------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class EmbeddingModelRef:
-    """A registered embedding model and the names of its storage and match functions."""
-
-    id: int
-    provider: str
-    model: str
-    dims: int
-    sql_name: str
-    embedding_table: str
-    match_function: str
-    hybrid_function: str
-    langchain_function: str
-
-    @property
-    def hybrid_multi_function(self) -> str:
-        return f"match_hybrid_multi_chunks_{self.sql_name}"
-
-    @property
-    def folders_function(self) -> str:
-        return f"match_folders_{self.sql_name}"
-
-    @property
-    def label(self) -> str:
-        return f"{self.provider}/{self.model}"
-
 
 @dataclass(frozen=True)
 class ChunkMatch:
@@ -132,60 +101,7 @@ class CompiledFilter:
 
 
 _CHUNK_COLUMNS = "chunk_id, vault, source_path, chunk_ordinal, heading_path, content, metadata"
-_MODEL_COLUMNS = ("id, provider, model, dims, sql_name, embedding_table, match_function, hybrid_function,"
-                  " langchain_function")
 
-
-# -- errors -------------------------------------------------------------------------------------
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def map_database_error(exc: BaseException) -> Exception:
-    """The one place a database-side failure becomes a ragpg error."""
-    if isinstance(exc, UnicodeError):
-        return InputError("text is not valid Unicode")
-    if not isinstance(exc, psycopg.Error):
-        return DatabaseError(_one_line(str(exc)) or type(exc).__name__)
-    diag = getattr(exc, "diag", None)
-    message = _one_line((diag.message_primary if diag is not None else None) or str(exc)) or type(exc).__name__
-    state = exc.sqlstate or ""
-    if isinstance(exc, psycopg.DataError) or state.startswith("22"):
-        return InputError(message)
-    if state == "42704":  # undefined object: an unknown vault named in a filter
-        return NotFoundError(message)
-    if state.startswith("54"):  # program limit exceeded: stack depth, statement too complex
-        return InputError(f"input too complex: {message}")
-    if state == "42883":
-        return DatabaseError(f"{message}: the retrieval functions are missing; run `ragpg db upgrade`")
-    if state == "57014":
-        return DatabaseError(f"query canceled: {message}")
-    return DatabaseError(message)
-
-
-@contextmanager
-def _database_call(conn: psycopg.Connection) -> Iterator[None]:
-    try:
-        if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-            # The statement is its own transaction: wrapping it would only add BEGIN and COMMIT
-            # round trips, and a failure leaves nothing open.
-            yield
-        else:
-            with conn.transaction():
-                yield
-    except (psycopg.Error, UnicodeError) as exc:
-        raise map_database_error(exc) from None
-
-
-def _fetch(conn: psycopg.Connection, row_type: type[T], query: sql.Composable, params: Mapping[str, Any]) -> list[T]:
-    with _database_call(conn), conn.cursor(row_factory=class_row(row_type)) as cur:
-        cur.execute(query, params)
-        return cur.fetchall()
-
-
-#: Typed rows of one statement, with the errors mapped as for every call here (for sibling modules).
-fetch_rows = _fetch
 
 
 # -- input checks -------------------------------------------------------------------------------
@@ -261,9 +177,9 @@ def _weights(weights: Mapping[str, float] | None) -> str:
     return json.dumps(out)
 
 
-def known_vaults(conn: psycopg.Connection) -> list[str]:
+def known_vaults(conn: Connection) -> list[str]:
     """Vault names, sorted."""
-    with _database_call(conn), conn.cursor() as cur:
+    with database_call(conn), conn.cursor() as cur:
         cur.execute("select name from vaults order by name")
         return [_first(r) for r in cur.fetchall()]
 
@@ -274,7 +190,7 @@ def _first(row: Any) -> Any:
     return row[0]
 
 
-def _check_vaults(conn: psycopg.Connection, names: Sequence[str]) -> None:
+def _check_vaults(conn: Connection, names: Sequence[str]) -> None:
     if not names:
         return
     known = known_vaults(conn)
@@ -289,46 +205,18 @@ def _filter(filter: Mapping[str, Any] | None) -> str:
     return filter_json(filter)
 
 
-# -- models -------------------------------------------------------------------------------------
-
-def register_model(conn: psycopg.Connection, provider: str, model: str, dims: int) -> EmbeddingModelRef:
-    """Register (or find, when already registered with the same dims) an embedding model.
-
-    Creates its embedding table, HNSW index and match functions.
-    """
-    query = sql.SQL("select {} from ragpg_register_embedding_model(%(p)s, %(m)s, %(d)s::integer)").format(
-        sql.SQL(_MODEL_COLUMNS))
-    if isinstance(dims, bool) or not isinstance(dims, int | np.integer):
-        raise InputError(f"embedding dims must be an integer, got {dims!r}")
-    rows = _fetch(conn, EmbeddingModelRef, query, {"p": provider, "m": model, "d": int(dims)})
-    return rows[0]
-
-
-def get_model(conn: psycopg.Connection, provider: str, model: str) -> EmbeddingModelRef | None:
-    """The registered model, or None."""
-    query = sql.SQL("select {} from embedding_models where provider = %(p)s and model = %(m)s").format(
-        sql.SQL(_MODEL_COLUMNS))
-    rows = _fetch(conn, EmbeddingModelRef, query, {"p": provider, "m": model})
-    return rows[0] if rows else None
-
-
-def list_models(conn: psycopg.Connection) -> list[EmbeddingModelRef]:
-    query = sql.SQL("select {} from embedding_models order by id").format(sql.SQL(_MODEL_COLUMNS))
-    return _fetch(conn, EmbeddingModelRef, query, {})
-
-
 # -- filters ------------------------------------------------------------------------------------
 
-def compile_filter(conn: psycopg.Connection, filter: Mapping[str, Any] | None) -> CompiledFilter:
+def compile_filter(conn: Connection, filter: Mapping[str, Any] | None) -> CompiledFilter:
     """How the database reads a filter; raises InputError for an invalid one."""
     query = sql.SQL("select containment, predicate::text as predicate, vars, vaults"
                     " from ragpg_compile_filter(%(f)s::jsonb)")
-    return _fetch(conn, CompiledFilter, query, {"f": filter_json(filter)})[0]
+    return fetch_rows(conn, CompiledFilter, query, {"f": filter_json(filter)})[0]
 
 
 # -- match functions ----------------------------------------------------------------------------
 
-def match_vector(conn: psycopg.Connection, model: EmbeddingModelRef, query_embedding: Any, *,
+def match_vector(conn: Connection, model: EmbeddingModelRef, query_embedding: Any, *,
                  match_count: int = 10, similarity_threshold: float = 0.0,
                  filter: Mapping[str, Any] | None = None, settings: RetrievalSettings | None = None,
                  exact_scan_max_rows: int | None = None, ef_search: int | None = None) -> list[VectorMatch]:
@@ -347,10 +235,10 @@ def match_vector(conn: psycopg.Connection, model: EmbeddingModelRef, query_embed
         " similarity_threshold => %(t)s::float8, match_count => %(n)s::integer, filter => %(f)s::jsonb,"
         " exact_scan_max_rows => %(x)s::integer, ef_search => %(ef)s::integer)"
     ).format(cols=sql.SQL(_CHUNK_COLUMNS), fn=sql.Identifier(model.match_function))
-    return _fetch(conn, VectorMatch, query, params)
+    return fetch_rows(conn, VectorMatch, query, params)
 
 
-def match_langchain(conn: psycopg.Connection, model: EmbeddingModelRef, query_embedding: Any, *,
+def match_langchain(conn: Connection, model: EmbeddingModelRef, query_embedding: Any, *,
                     match_count: int = 10, similarity_threshold: float = 0.0,
                     filter: Mapping[str, Any] | None = None,
                     settings: RetrievalSettings | None = None) -> list[VectorMatch]:
@@ -369,10 +257,10 @@ def match_langchain(conn: psycopg.Connection, model: EmbeddingModelRef, query_em
         "select {cols}, similarity from {fn}(query_embedding => %(q)s::vector,"
         " similarity_threshold => %(t)s::float8, match_count => %(n)s::integer, filter => %(f)s::jsonb)"
     ).format(cols=sql.SQL(_CHUNK_COLUMNS), fn=sql.Identifier(model.langchain_function))
-    return _fetch(conn, VectorMatch, query, params)
+    return fetch_rows(conn, VectorMatch, query, params)
 
 
-def match_lexical(conn: psycopg.Connection, query_text: str, *, match_count: int = 10,
+def match_lexical(conn: Connection, query_text: str, *, match_count: int = 10,
                   filter: Mapping[str, Any] | None = None, settings: RetrievalSettings | None = None,
                   k1: float | None = None, b: float | None = None) -> list[LexicalMatch]:
     """``match_lexical_chunks``: BM25 over each vault's text search configuration, best first.
@@ -395,10 +283,10 @@ def match_lexical(conn: psycopg.Connection, query_text: str, *, match_count: int
         "select {cols}, bm25_score from match_lexical_chunks(query_text => %(q)s::text,"
         " match_count => %(n)s::integer, filter => %(f)s::jsonb, k1 => %(k1)s::float8, b => %(b)s::float8)"
     ).format(cols=sql.SQL(_CHUNK_COLUMNS))
-    return _fetch(conn, LexicalMatch, query, params)
+    return fetch_rows(conn, LexicalMatch, query, params)
 
 
-def _fusion_params(conn: psycopg.Connection, s: RetrievalSettings, *, match_count: int,
+def _fusion_params(conn: Connection, s: RetrievalSettings, *, match_count: int,
                    filter: Mapping[str, Any] | None, similarity_threshold: float, rrf_k: int | None,
                    weights: Mapping[str, float] | None, candidate_count: int | None, k1: float | None,
                    b: float | None, exact_scan_max_rows: int | None, ef_search: int | None) -> dict[str, Any]:
@@ -425,7 +313,7 @@ _FUSION_ARGS = sql.SQL(
 _FUSION_COLUMNS = "vector_rank, similarity, lexical_rank, bm25_score, rrf_score"
 
 
-def match_hybrid(conn: psycopg.Connection, model: EmbeddingModelRef, query_text: str, query_embedding: Any, *,
+def match_hybrid(conn: Connection, model: EmbeddingModelRef, query_text: str, query_embedding: Any, *,
                  match_count: int = 10, filter: Mapping[str, Any] | None = None,
                  similarity_threshold: float = 0.0, rrf_k: int | None = None,
                  weights: Mapping[str, float] | None = None, candidate_count: int | None = None,
@@ -447,10 +335,10 @@ def match_hybrid(conn: psycopg.Connection, model: EmbeddingModelRef, query_text:
         "select {cols}, {fusion} from {fn}(query_text => %(qt)s::text, query_embedding => %(q)s::vector, {args})"
     ).format(cols=sql.SQL(_CHUNK_COLUMNS), fusion=sql.SQL(_FUSION_COLUMNS),
              fn=sql.Identifier(model.hybrid_function), args=_FUSION_ARGS)
-    return _fetch(conn, HybridMatch, query, params)
+    return fetch_rows(conn, HybridMatch, query, params)
 
 
-def match_hybrid_multi(conn: psycopg.Connection, model: EmbeddingModelRef, query_texts: Sequence[str | None],
+def match_hybrid_multi(conn: Connection, model: EmbeddingModelRef, query_texts: Sequence[str | None],
                        query_embeddings: Sequence[Any], *, match_count: int = 10,
                        filter: Mapping[str, Any] | None = None, similarity_threshold: float = 0.0,
                        rrf_k: int | None = None, weights: Mapping[str, float] | None = None,
@@ -480,10 +368,10 @@ def match_hybrid_multi(conn: psycopg.Connection, model: EmbeddingModelRef, query
         " from {fn}(query_texts => %(qt)s::text[], query_embeddings => %(q)s::text[]::vector[], {args})"
     ).format(cols=sql.SQL(_CHUNK_COLUMNS), fusion=sql.SQL(_FUSION_COLUMNS),
              fn=sql.Identifier(model.hybrid_multi_function), args=_FUSION_ARGS)
-    return _fetch(conn, HybridMultiMatch, query, params)
+    return fetch_rows(conn, HybridMultiMatch, query, params)
 
 
-def match_folders(conn: psycopg.Connection, model: EmbeddingModelRef, query_embedding: Any, *,
+def match_folders(conn: Connection, model: EmbeddingModelRef, query_embedding: Any, *,
                   vaults: Sequence[str] | None = None, match_count: int = 50,
                   settings: RetrievalSettings | None = None) -> list[FolderMatch]:
     """``match_folders_<model>``: folders ranked by similarity of the query to their mean embedding."""
@@ -498,11 +386,11 @@ def match_folders(conn: psycopg.Connection, model: EmbeddingModelRef, query_embe
             vaults = [vaults]
         names = list(vaults)
         _check_vaults(conn, names)
-        with _database_call(conn), conn.cursor() as cur:
+        with database_call(conn), conn.cursor() as cur:
             cur.execute("select id from vaults where name = any(%s)", (names,))
             params["v"] = [_first(r) for r in cur.fetchall()]
     query = sql.SQL(
         "select vault_id, vault, folder, chunk_count, similarity"
         " from {fn}(query_embedding => %(q)s::vector, vault_ids => %(v)s::bigint[], match_count => %(n)s::integer)"
     ).format(fn=sql.Identifier(model.folders_function))
-    return _fetch(conn, FolderMatch, query, params)
+    return fetch_rows(conn, FolderMatch, query, params)

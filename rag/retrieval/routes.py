@@ -21,14 +21,14 @@ MULTI_QUERY_COUNT = 3
 def _judge(ctx: PassContext, run: RetrievalRun, base: list[Candidate], options: dict[str, list[Candidate]]) -> list[Candidate]:
     """Pick base or the best correction by `score_decision` (rule in rag.retrieval.autorag)."""
     base_score = ctx.set_score(base)
-    best: tuple[autorag.Decision, list[Candidate]] | None = None
+    best: tuple[autorag.Decision, list[Candidate], autorag.SetScore] | None = None
     reasons = []
     for name, items in options.items():
-        d = autorag.score_decision(base_score, ctx.set_score(items), corrected_name=name,
-                                  margin=ctx.prof.decision_margin)
+        corrected = ctx.set_score(items)
+        d = autorag.score_decision(base_score, corrected, corrected_name=name, margin=ctx.prof.decision_margin)
         reasons.append(d.reason)
-        if d.winner != "base" and (best is None or d.corrected.score > best[0].corrected.score):
-            best = (d, items)
+        if d.winner != "base" and (best is None or corrected.score > best[2].score):
+            best = (d, items, corrected)
     if best is None:
         run.winner, run.reason = "base", "; ".join(reasons) or "no correction produced results"
         return base

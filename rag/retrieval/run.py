@@ -16,11 +16,12 @@ import numpy as np
 from rag.errors import LLMError
 from rag.llm import Message
 from rag.prompts import load_prompt
-from rag.retrieval import autorag, retrieve
+from rag.retrieval import autorag
 from rag.retrieval.facets import split_facets
 from rag.retrieval.passes import PassSpec, run_multi_pass, run_pass, similarity_to
 from rag.retrieval.profiles import Profile
 from rag.runtime import Runtime
+from rag.store import models
 from rag.trace import decision_signature
 from rag.types import Candidate
 
@@ -68,7 +69,7 @@ class PassContext:
     conn: Any
     rt: Runtime
     prof: Profile
-    model: retrieve.EmbeddingModelRef
+    model: models.EmbeddingModelRef
     filter_: dict[str, Any]
     query: str
     query_embedding: np.ndarray | None

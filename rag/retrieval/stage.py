@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from rag.errors import NotFoundError
-from rag.retrieval import autorag, retrieve
+from rag.retrieval import autorag
 from rag.retrieval.profiles import Profile
 from rag.retrieval.routes import ROUTES
 from rag.retrieval.run import PassContext, RetrievalRun
 from rag.runtime import Runtime
+from rag.store import models
 from rag.types import Candidate
 
 
@@ -32,7 +33,7 @@ class Retrieval:
 
     candidates: list[Candidate]
     run: RetrievalRun
-    model: retrieve.EmbeddingModelRef
+    model: models.EmbeddingModelRef
     query_embedding: np.ndarray | None
 
 
@@ -40,9 +41,9 @@ def ms_since(start: float) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def indexed_model(conn: Any, rt: Runtime) -> retrieve.EmbeddingModelRef:
+def indexed_model(conn: Any, rt: Runtime) -> models.EmbeddingModelRef:
     """The configured embedding model's registration; it exists once something was indexed with it."""
-    model = retrieve.get_model(conn, rt.embedder.provider, rt.embedder.model)
+    model = models.get_model(conn, rt.embedder.provider, rt.embedder.model)
     if model is None:
         raise NotFoundError(f"nothing is indexed with the embedding model {rt.embedder.provider}/"
                             f"{rt.embedder.model} yet: run `ragpg index`")
@@ -50,7 +51,7 @@ def indexed_model(conn: Any, rt: Runtime) -> retrieve.EmbeddingModelRef:
 
 
 def retrieve_stage(conn: Any, rt: Runtime, prof: Profile, query: str, filter_: dict[str, Any], *,
-                   mode: str = "auto", model: retrieve.EmbeddingModelRef | None = None,
+                   mode: str = "auto", model: models.EmbeddingModelRef | None = None,
                    query_embedding: np.ndarray | None = None) -> Retrieval:
     """Candidates for `query` under `filter_`, by the profile's retrieval and the mode's route.
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import psycopg
 from psycopg import sql
 
-from rag.retrieval.retrieve import fetch_rows
+from rag.store.calls import fetch_rows
+from rag.store.database import Connection
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class TermStat:
     chunk_count: int  # chunks of the vaults
 
 
-def query_term_stats(conn: psycopg.Connection, query_text: str, vaults: Sequence[str] | None,
+def query_term_stats(conn: Connection, query_text: str, vaults: Sequence[str] | None,
                      readable_levels: Sequence[str] | None = None) -> list[TermStat]:
     """Per query lexeme: chunks holding it and chunks in all. With `readable_levels` (a caller below
     the top clearance) only chunks of those confidentiality levels count, so the figures reveal

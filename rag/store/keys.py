@@ -13,6 +13,7 @@ from psycopg.rows import class_row
 
 from rag.access import Scope, levels_up_to
 from rag.errors import AuthError, InputError, NotFoundError
+from rag.store.database import Connection
 
 KEY_PREFIX = "rpg_"
 KEY_RANDOM_BYTES = 32
@@ -48,7 +49,7 @@ def hash_key(plaintext: str) -> str:
     return hashlib.sha256(plaintext.encode()).hexdigest()
 
 
-def create_key(conn: psycopg.Connection, name: str, *, vaults: list[str], clearance: str = "public",
+def create_key(conn: Connection, name: str, *, vaults: list[str], clearance: str = "public",
                all_vaults: bool = False, can_index: bool = False) -> tuple[ApiKey, str]:
     """Create a key; returns the row and the plaintext key (shown once, never stored)."""
     from rag.store.vaults import validate_name
@@ -78,12 +79,12 @@ def create_key(conn: psycopg.Connection, name: str, *, vaults: list[str], cleara
     return row, plaintext
 
 
-def list_keys(conn: psycopg.Connection) -> list[ApiKey]:
+def list_keys(conn: Connection) -> list[ApiKey]:
     with conn.cursor(row_factory=class_row(ApiKey)) as cur:
         return cur.execute(sql.SQL("select {} from api_keys order by id").format(_COLUMNS)).fetchall()
 
 
-def revoke_key(conn: psycopg.Connection, name: str) -> ApiKey:
+def revoke_key(conn: Connection, name: str) -> ApiKey:
     with conn.transaction(), conn.cursor(row_factory=class_row(ApiKey)) as cur:
         row = cur.execute(
             sql.SQL("update api_keys set revoked_at = coalesce(revoked_at, now()) where name = %s"
@@ -93,18 +94,18 @@ def revoke_key(conn: psycopg.Connection, name: str) -> ApiKey:
     return row
 
 
-def any_active_keys(conn: psycopg.Connection) -> bool:
+def any_active_keys(conn: Connection) -> bool:
     row = conn.execute("select exists (select 1 from api_keys where revoked_at is null) as any").fetchone()
     return bool(row and (row["any"] if isinstance(row, dict) else row[0]))
 
 
-def any_keys_ever(conn: psycopg.Connection) -> bool:
+def any_keys_ever(conn: Connection) -> bool:
     """True once a key was ever created, revoked or not: from then on `auto` auth requires keys."""
     row = conn.execute("select exists (select 1 from api_keys) as any").fetchone()
     return bool(row and (row["any"] if isinstance(row, dict) else row[0]))
 
 
-def authenticate(conn: psycopg.Connection, plaintext: str | None) -> ApiKey:
+def authenticate(conn: Connection, plaintext: str | None) -> ApiKey:
     """The active key matching `plaintext`, or AuthError (missing, unknown or revoked)."""
     if not plaintext:
         raise AuthError("missing API key (send it as 'Authorization: Bearer <key>')")

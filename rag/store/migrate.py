@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -21,7 +21,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, pool
 
 from rag.errors import DatabaseError
-from rag.store.database import mask_url, open_connection, sqlalchemy_url
+from rag.store.database import Connection, mask_url, open_connection, sqlalchemy_url
 
 MIN_SERVER_VERSION_NUM = 150000
 MIN_PGVECTOR = (0, 7, 0)
@@ -50,7 +50,7 @@ def head_revision() -> str:
     return head
 
 
-def current_revision(conn: psycopg.Connection) -> str | None:
+def current_revision(conn: Connection) -> str | None:
     exists = conn.execute("select to_regclass('public.alembic_version') is not null as ok").fetchone()
     if not exists or not exists["ok"]:
         return None
@@ -62,9 +62,11 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
 
 
-def ensure_pgvector(conn: psycopg.Connection) -> str:
+def ensure_pgvector(conn: Connection) -> str:
     """Create the vector extension when allowed; a clear error naming what to do otherwise."""
-    server = conn.execute("select current_setting('server_version_num')::int as n").fetchone()["n"]
+    found = conn.execute("select current_setting('server_version_num')::int as n").fetchone()
+    assert found is not None  # a select without from returns one row
+    server: int = found["n"]
     if server < MIN_SERVER_VERSION_NUM:
         raise DatabaseError(f"PostgreSQL {server // 10000} is too old: ragpg needs PostgreSQL 15 or newer")
     row = conn.execute(
@@ -85,13 +87,15 @@ def ensure_pgvector(conn: psycopg.Connection) -> str:
                 "not allowed to create the pgvector extension: ask a database owner or superuser to run "
                 "`CREATE EXTENSION vector;` in this database, then rerun `ragpg db upgrade`"
             ) from None
-    version = conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()["extversion"]
+    installed = conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()
+    assert installed is not None  # created above
+    version: str = installed["extversion"]
     if _version_tuple(version) < MIN_PGVECTOR:
         raise DatabaseError(f"pgvector {version} is too old: ragpg needs 0.7 or newer (ALTER EXTENSION vector UPDATE)")
     return version
 
 
-def apply_sql_files(conn: psycopg.Connection) -> None:
+def apply_sql_files(conn: Connection) -> None:
     """Re-apply every db/sql file in order, then regenerate per-model functions, in one transaction."""
     with conn.transaction():
         for path in sql_files():
@@ -99,7 +103,7 @@ def apply_sql_files(conn: psycopg.Connection) -> None:
         conn.execute("select ragpg_refresh_model_functions()")
 
 
-def _run_alembic(url: str, fn, revision: str) -> None:
+def _run_alembic(url: str, fn: Callable[[Config, str], None], revision: str) -> None:
     engine = create_engine(sqlalchemy_url(url), poolclass=pool.NullPool)
     try:
         with engine.begin() as sa_conn:
@@ -141,7 +145,7 @@ def downgrade(url: str, revision: str = "base") -> None:
         _run_alembic(url, command.downgrade, revision)
 
 
-def is_current(conn: psycopg.Connection) -> bool:
+def is_current(conn: Connection) -> bool:
     return current_revision(conn) == head_revision()
 
 

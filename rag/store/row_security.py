@@ -20,6 +20,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from rag.errors import DatabaseError
+from rag.store.database import Connection
 
 if TYPE_CHECKING:
     from rag.access import Scope
@@ -36,7 +37,7 @@ def scope_settings(scope: Scope) -> tuple[str, str] | None:
     return scope.clearance, vaults
 
 
-def apply_read_scope(conn: psycopg.Connection, scope: Scope) -> bool:
+def apply_read_scope(conn: Connection, scope: Scope) -> bool:
     """Make `conn` read as `scope` until `clear_read_scope`. Returns whether anything was set."""
     settings = scope_settings(scope)
     if settings is None:
@@ -54,7 +55,7 @@ def apply_read_scope(conn: psycopg.Connection, scope: Scope) -> bool:
     return True
 
 
-def clear_read_scope(conn: psycopg.Connection) -> None:
+def clear_read_scope(conn: Connection) -> None:
     """Back to the login's own role and no scope settings (before the pool lends it again)."""
     conn.execute("reset role; reset ragpg.clearance; reset ragpg.vaults")
 
@@ -69,15 +70,16 @@ class ConsoleLogin:
     valid_until: datetime
 
 
-def console_login(conn: psycopg.Connection, url: str, clearance: str, vaults: list[str] | None,
+def console_login(conn: Connection, url: str, clearance: str, vaults: list[str] | None,
                   valid_h: float) -> ConsoleLogin:
     """Make (or refresh) the console role for `clearance` and `vaults`, with a new password."""
     password = secrets.token_urlsafe(24)
     valid_until = datetime.now(UTC) + timedelta(hours=valid_h)
     try:
         with conn.transaction():
-            role = conn.execute("select ragpg_ensure_console_role(%s, %s) as role",
-                                (clearance, vaults)).fetchone()["role"]
+            row = conn.execute("select ragpg_ensure_console_role(%s, %s) as role", (clearance, vaults)).fetchone()
+            assert row is not None  # a select without from returns one row
+            role = row["role"]
             conn.execute(sql.SQL("alter role {} password {} valid until {}").format(
                 sql.Identifier(role), sql.Literal(password), sql.Literal(valid_until.isoformat())))
     except psycopg.errors.InsufficientPrivilege:

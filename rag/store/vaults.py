@@ -14,11 +14,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
+from psycopg.types.json import Jsonb
 
 from rag.errors import InputError, NotFoundError
+from rag.store.database import Connection
 
 VaultKind = Literal["folder", "beir"]
 VAULT_KINDS: tuple[VaultKind, ...] = ("folder", "beir")
@@ -116,7 +117,7 @@ def _validate_root(path: Path, kind: VaultKind) -> Path:
     return root.resolve()
 
 
-def _validate_text_search_config(conn: psycopg.Connection, config: str) -> str:
+def _validate_text_search_config(conn: Connection, config: str) -> str:
     with conn.cursor(row_factory=class_row(_Config)) as cur:
         rows = cur.execute("select cfgname from pg_ts_config order by cfgname").fetchall()
     names = [r.cfgname for r in rows]
@@ -125,7 +126,7 @@ def _validate_text_search_config(conn: psycopg.Connection, config: str) -> str:
     return config
 
 
-def add_vault(conn: psycopg.Connection, new: NewVault) -> Vault:
+def add_vault(conn: Connection, new: NewVault) -> Vault:
     """Register a vault. Fails (creating nothing) on a bad name, a missing path or a taken name."""
     name = validate_name(new.name)
     root = _validate_root(Path(new.path), new.kind)
@@ -137,14 +138,14 @@ def add_vault(conn: psycopg.Connection, new: NewVault) -> Vault:
         "values (%s, %s, %s::regconfig, %s, %s) on conflict (name) do nothing returning {}"
     ).format(_VAULT_COLUMNS)
     with conn.transaction(), conn.cursor(row_factory=class_row(Vault)) as cur:
-        row = cur.execute(query, (name, str(root), config, denylist, psycopg.types.json.Jsonb(settings))).fetchone()
+        row = cur.execute(query, (name, str(root), config, denylist, Jsonb(settings))).fetchone()
     if row is None:
         existing = get_vault(conn, name)
         raise InputError(f"vault '{name}' already exists (path {existing.root_path}); pick another name")
     return row
 
 
-def get_vault(conn: psycopg.Connection, name: str) -> Vault:
+def get_vault(conn: Connection, name: str) -> Vault:
     query = sql.SQL("select {} from vaults v where v.name = %s").format(_VAULT_COLUMNS)
     with conn.cursor(row_factory=class_row(Vault)) as cur:
         row = cur.execute(query, (name,)).fetchone()
@@ -153,20 +154,20 @@ def get_vault(conn: psycopg.Connection, name: str) -> Vault:
     return row
 
 
-def all_vaults(conn: psycopg.Connection) -> list[Vault]:
+def all_vaults(conn: Connection) -> list[Vault]:
     query = sql.SQL("select {} from vaults v order by v.name").format(_VAULT_COLUMNS)
     with conn.cursor(row_factory=class_row(Vault)) as cur:
         return cur.execute(query).fetchall()
 
 
-def resolve_vaults(conn: psycopg.Connection, names: Sequence[str] | None) -> list[Vault]:
+def resolve_vaults(conn: Connection, names: Sequence[str] | None) -> list[Vault]:
     """The named vaults in the order given (duplicates dropped); none named means every vault."""
     if not names:
         return all_vaults(conn)
     return [get_vault(conn, n) for n in dict.fromkeys(names)]
 
 
-def resolve_vault_names(conn: psycopg.Connection, names: Sequence[str] | None) -> list[str] | None:
+def resolve_vault_names(conn: Connection, names: Sequence[str] | None) -> list[str] | None:
     """Check that each named vault exists; None (every vault) stays None."""
     if names is None:
         return None
@@ -179,7 +180,7 @@ def resolve_vault_names(conn: psycopg.Connection, names: Sequence[str] | None) -
     return wanted
 
 
-def list_vaults(conn: psycopg.Connection, readable_levels: Sequence[str] | None = None) -> list[VaultSummary]:
+def list_vaults(conn: Connection, readable_levels: Sequence[str] | None = None) -> list[VaultSummary]:
     """Every vault with its document and chunk counts; with `readable_levels`, only documents (and
     their chunks) at those confidentiality levels are counted, so a caller without clearance cannot
     learn how much restricted material a vault holds."""
@@ -196,7 +197,7 @@ def list_vaults(conn: psycopg.Connection, readable_levels: Sequence[str] | None 
         return cur.execute(query, params).fetchall()
 
 
-def remove_vault(conn: psycopg.Connection, name: str) -> VaultSummary:
+def remove_vault(conn: Connection, name: str) -> VaultSummary:
     """Delete a vault and everything indexed from it; returns what it held."""
     summary = next((s for s in list_vaults(conn) if s.name == name), None)
     if summary is None:
@@ -209,6 +210,6 @@ def remove_vault(conn: psycopg.Connection, name: str) -> VaultSummary:
     return summary
 
 
-def mark_indexed(conn: psycopg.Connection, vault_id: int) -> None:
+def mark_indexed(conn: Connection, vault_id: int) -> None:
     with conn.transaction():
         conn.execute("update vaults set last_indexed_at = now() where id = %s", (vault_id,))

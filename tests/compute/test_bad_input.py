@@ -31,14 +31,14 @@ def test_clear_errors_and_no_data_lost(kb, query, kwargs, error, message):
     assert text.startswith(message) and "\n" not in text
     assert kb.chunk_count() == before == 6
     # the runtime is still good for the next request
-    assert compute_context(corpus.STRONG_QUERY, mode="base", runtime=rt).chunks
+    assert compute_context(corpus.STRONG_QUERY, mode="base", runtime=rt).ranked
 
 
 def test_budget_smaller_than_any_chunk_is_an_empty_result(kb):
     result = compute_context(corpus.STRONG_QUERY, budget_tokens=3, runtime=kb.runtime())
     assert result.insufficient is True and result.decision["insufficient"] is True
     assert (result.context, result.citations, result.used_tokens) == ("", [], 0)
-    assert result.chunks  # retrieval found things; none fit
+    assert result.ranked  # retrieval found things; none fit
     assert all(i["notes"] == ["dropped: over budget"] for i in result.evidence_full["items"])
 
 
@@ -51,7 +51,7 @@ def test_nothing_indexed_yet_is_a_clear_error(env):
 
 def test_a_query_nothing_matches_is_well_defined(kb):
     result = compute_context("qwxzj vbnmpl", profile="templates_lookup", runtime=kb.runtime())
-    assert (result.chunks, result.context, result.insufficient) == ([], "", True)
+    assert (result.ranked, result.context, result.insufficient) == ([], "", True)
     assert result.decision["weak_signals"] == ["few_matches"]
 
 
@@ -96,4 +96,4 @@ def test_wrong_argument_types_name_the_argument(kb, kwargs, message):
     with pytest.raises(InputError, match="'query' must be a string, got bytes"):
         rag.compute_context(b"zorblax", runtime=rt)
     assert kb.chunk_count() == before
-    assert rag.compute_context(corpus.STRONG_QUERY, mode="base", runtime=rt).chunks
+    assert rag.compute_context(corpus.STRONG_QUERY, mode="base", runtime=rt).ranked

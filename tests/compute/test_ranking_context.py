@@ -32,7 +32,7 @@ def manual(env):
 
 def by_path(result) -> dict[str, list]:
     out: dict[str, list] = {}
-    for r in result.chunks:
+    for r in result.ranked:
         out.setdefault(r.candidate.source_path, []).append(r)
     return out
 
@@ -52,7 +52,7 @@ def test_doc_type_multipliers_end_to_end(team):
     # profile before kb before blog; tied blog posts by source_path; photos last of the five
     assert ranks["about/ada.md"] < ranks["kb/ada.md"] < ranks["blog/ada-copy.md"] < ranks["blog/ada-post.md"]
     assert ranks["photos/ada.md"] == max(ranks.values())
-    assert result.chunks[0].candidate.source_path == "about/ada.md"
+    assert result.ranked[0].candidate.source_path == "about/ada.md"
 
 
 def test_per_source_cap_and_deterministic_order(team):
@@ -67,10 +67,10 @@ def test_per_source_cap_and_deterministic_order(team):
     best = sorted(by_path(uncapped)[handbook], key=lambda r: -r.scores.final)[:3]
     assert {r.candidate.ref for r in kept} == {r.candidate.ref for r in best}
 
-    assert [(r.candidate.ref, r.scores.final) for r in capped.chunks] == \
-        [(r.candidate.ref, r.scores.final) for r in again.chunks]
-    assert [r.rank for r in capped.chunks] == list(range(1, len(capped.chunks) + 1))
-    keys = [(-r.scores.final, r.candidate.source_path, r.candidate.ordinal) for r in capped.chunks]
+    assert [(r.candidate.ref, r.scores.final) for r in capped.ranked] == \
+        [(r.candidate.ref, r.scores.final) for r in again.ranked]
+    assert [r.rank for r in capped.ranked] == list(range(1, len(capped.ranked) + 1))
+    keys = [(-r.scores.final, r.candidate.source_path, r.candidate.ordinal) for r in capped.ranked]
     assert keys == sorted(keys)
     assert capped.context == again.context and capped.citations == again.citations
 
@@ -109,7 +109,7 @@ def test_capped_windows_still_give_exact_source_text(manual):
     result = compute_context(PUMP_QUERY, mode="base", runtime=env.runtime())
     text = source.decode()
     blocks = result.context.split("\n\n[S")
-    assert len(result.chunks) == 3 and blocks
+    assert len(result.ranked) == 3 and blocks
     for block in blocks:
         body = block.split("\n", 1)[1]
         assert body.strip() in text  # a block is one continuous span of the file
@@ -129,7 +129,7 @@ def test_budget_is_respected_and_counted_exactly(manual, budget):
         assert (result.context, result.citations, result.insufficient) == ("", [], True)
         assert result.evidence_llm == {"sources": {}, "items": []}
     if budget == 4000:
-        assert cited == {r.candidate.ref for r in result.chunks}
+        assert cited == {r.candidate.ref for r in result.ranked}
     if 0 < budget < 4000:
         over = [i for i in result.evidence_full["items"] if "dropped: over budget" in i["notes"]]
         assert over and all(not i["used"] for i in over)
@@ -154,7 +154,7 @@ def test_every_chunk_in_the_context_is_cited(env, budget):
     cited = {ref for c in result.citations for ref in c["chunk_refs"]}
     used = {i["ref"] for i in result.evidence_full["items"] if i["used"]}
     assert cited == used and cited
-    for r in result.chunks:
+    for r in result.ranked:
         c = r.candidate
         if c.ref in cited:
             assert c.content.strip() in result.context
@@ -186,11 +186,19 @@ def test_evidence_packs(env):
     full = result.evidence_full
     assert full["decision"] == result.decision
     assert (full["budget_tokens"], full["used_tokens"], full["insufficient"]) == (300, result.used_tokens, False)
-    assert [i["ref"] for i in full["items"]] == [r.candidate.ref for r in result.chunks]
+    assert [i["ref"] for i in full["items"]] == [r.candidate.ref for r in result.ranked]
     assert {m: s["source_path"] for m, s in full["sources"].items()} == llm["sources"]
     for item in full["items"]:
         assert set(item["scores"]) >= {"vector", "lexical", "fused", "final", "penalty", "weights_applied"}
         assert (item["id"] is not None) == item["used"]
         assert item["used"] or item["notes"]  # an unused chunk says why
     payload = result.to_dict()
-    assert payload["evidence_llm"] == llm and len(payload["chunks"]) == len(result.chunks)
+    assert payload["evidence_llm"] == llm and len(payload["ranked"]) == len(result.ranked)
+    assert payload["chunks"] == payload["ranked"] and result.chunks == result.ranked  # deprecated alias
+    # `used`: the chunks in the context, in context order; a subset of `ranked`, each one cited.
+    used_refs = [r.candidate.ref for r in result.used]
+    assert used_refs and set(used_refs) <= {r.candidate.ref for r in result.ranked}
+    assert used_refs == [i["ref"] for i in payload["used"]]
+    assert {i["ref"] for i in full["items"] if i["used"]} <= set(used_refs)
+    # one citation per block, in context order: `used` walks the blocks in the same order
+    assert used_refs == [ref for c in result.citations for ref in c["chunk_refs"]]

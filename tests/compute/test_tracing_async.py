@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 from rag.compute import acompute_context, compute_context
 from rag.trace import ROOT_SPAN, SELECTION_SPAN, STAGE_SPAN
@@ -33,8 +32,8 @@ def test_spans_of_a_corrected_request(kb, scripted, capture):
     assert root_meta["winner"] == d["winner"] == "hyde"
     assert root_meta["autoTriggered"] is True and root_meta["multiQueryRan"] is False
     assert root_meta["decisionSignature"] == d["decision_signature"]
-    assert root_meta["insufficient"] is False and root_meta["chunkCount"] == len(result.chunks)
-    assert root_meta["topScore"] == result.chunks[0].scores.final
+    assert root_meta["insufficient"] is False and root_meta["chunkCount"] == len(result.ranked)
+    assert root_meta["topScore"] == result.ranked[0].scores.final
 
     stages = sorted((s for s in spans if s.name == STAGE_SPAN), key=lambda s: s.start_time)
     assert [meta(s)["stage"] for s in stages] == [p["name"] for p in d["passes"]] == ["base", "hyde", "rewrite"]
@@ -68,28 +67,29 @@ def test_async_variant_does_not_block_the_event_loop(kb, scripted):
     compute_context(corpus.STRONG_QUERY, mode="base", runtime=rt)  # warm up the pool outside the timing
 
     async def main():
-        gaps: list[float] = []
+        # Behaviour, not wall time: while both requests wait on the slow LLM, the loop keeps
+        # running other tasks, and both LLM calls are open at once (they overlap).
+        ticks_during_llm = 0
+        overlapped = False
         done = asyncio.Event()
 
         async def ticker():
-            last = time.perf_counter()
+            nonlocal ticks_during_llm, overlapped
             while not done.is_set():
                 await asyncio.sleep(0.01)
-                now = time.perf_counter()
-                gaps.append(now - last)
-                last = now
+                open_calls = stub.in_flight
+                ticks_during_llm += open_calls > 0
+                overlapped = overlapped or open_calls == 2
 
         tick = asyncio.create_task(ticker())
-        started = time.perf_counter()
         results = await asyncio.gather(*(acompute_context(corpus.STRONG_QUERY, profile="focused", mode="hyde",
                                                           runtime=rt) for _ in range(2)))
-        elapsed = time.perf_counter() - started
         done.set()
         await tick
-        return results, gaps, elapsed
+        return results, ticks_during_llm, overlapped
 
-    results, gaps, elapsed = asyncio.run(main())
+    results, ticks_during_llm, overlapped = asyncio.run(main())
     assert all(r.decision["winner"] == "hyde" for r in results)
     assert len(stub.requests_to("/chat/completions")) == 2
-    assert elapsed < 1.1, f"two requests with a 0.6 s LLM took {elapsed:.2f}s: they did not overlap"
-    assert len(gaps) > 30 and max(gaps) < 0.3, f"the event loop stalled for {max(gaps):.2f}s"
+    assert overlapped, "the two requests' LLM calls never overlapped"
+    assert ticks_during_llm >= 2, "the event loop did not run while the requests waited on the LLM"

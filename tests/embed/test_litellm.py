@@ -30,8 +30,7 @@ def expected(texts: list[str], dims: int) -> np.ndarray:
 def test_embeds_through_litellm(llm_stub: LLMStub) -> None:
     llm_stub.dims = 12
     e = make(llm_stub)
-    assert (e.provider, e.model, e.model_key, e.sql_name) == (
-        "openai", "stub-embed", "openai/stub-embed", "openai_stub_embed")
+    assert (e.provider, e.model, e.model_key) == ("openai", "stub-embed", "openai/stub-embed")
     texts = ["first text", "second, longer text", ""]
     vectors = e.embed_documents(texts)
     assert vectors.shape == (3, 12) and vectors.dtype == np.float32

@@ -28,7 +28,7 @@ def test_builtins(settings: EmbeddingSettings) -> None:
     local = get_embedder("local", settings)  # constructing does not load the model
     assert isinstance(local, LocalEmbedder)
     assert (local.provider, local.model, local.dims, local.batch_size) == ("local", "all-MiniLM-L6-v2", 384, 16)
-    assert local.sql_name == "local_all_minilm_l6_v2"
+    assert local.model_key == "local/all-MiniLM-L6-v2"
     assert isinstance(get_embedder(EmbeddingSettings().model, settings), LocalEmbedder)  # the default
 
 
@@ -37,14 +37,14 @@ def test_hash_specs(settings: EmbeddingSettings) -> None:
     assert isinstance(default, HashEmbedder)
     assert (default.dims, default.model, default.model_key) == (96, "feature-hash-96", "hash/feature-hash-96")
     sized = get_embedder("hash:512", settings)
-    assert (sized.dims, sized.sql_name) == (512, "hash_feature_hash_512")
+    assert (sized.dims, sized.model_key) == (512, "hash/feature-hash-512")
 
 
 def test_litellm_specs(settings: EmbeddingSettings) -> None:
     e = get_embedder("openai/text-embedding-3-small", settings)
     assert isinstance(e, LiteLLMEmbedder)
     assert (e.provider, e.model, e.batch_size) == ("openai", "text-embedding-3-small", 16)
-    assert e.sql_name == "openai_text_embedding_3_small"
+    assert e.model_key == "openai/text-embedding-3-small"
     o = get_embedder("ollama/nomic-embed-text", settings)
     assert (o.provider, o.model, o.model_key) == ("ollama", "nomic-embed-text", "ollama/nomic-embed-text")
 

@@ -15,7 +15,7 @@ from psycopg import sql
 
 from rag.config import EvalSettings
 from rag.eval import DEFAULT_TOLERANCE
-from rag.retrieval import retrieve
+from rag.store import models
 from tests.eval.conftest import Run, write_files
 from tests.eval.fakes import write
 
@@ -223,7 +223,7 @@ def test_search_failure_mid_run_is_exit_1_naming_the_case(cli: Run, vault: Path,
                                                           conn: psycopg.Connection) -> None:
     # A real database failure during the run: the model's hybrid match functions (what the notes
     # profile searches with, whole and by facet) are gone.
-    model = retrieve.list_models(conn)[0]
+    model = models.list_models(conn)[0]
     for name in (model.hybrid_function, model.hybrid_multi_function):
         conn.execute(sql.SQL("drop function {}").format(sql.Identifier(name)))
     conn.commit()

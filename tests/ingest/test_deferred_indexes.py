@@ -70,6 +70,9 @@ def test_an_index_dropped_by_a_killed_run_is_rebuilt_by_the_next(aconn: psycopg.
     assert defer_indexes(killed, TABLE, ALWAYS, 100)
     assert hnsw_definitions(aconn) == [] and deferred(aconn) == 1
 
+    # The stored definition is for inspection only: the rebuild is the index's code
+    # (ragpg_create_hnsw_index), never text read back from the table.
+    aconn.execute("update deferred_indexes set definition = 'drop table chunks cascade'")
     killed.close()  # the run dies: its advisory lock goes with its session
     write_files(tmp_path / "v", {"new.md": "# New\n\ntext\n"})
     assert index(settings).vaults[0].files_indexed == 1

@@ -31,7 +31,7 @@ def test_binary_file_named_md(tmp_path: Path) -> None:
     (tmp_path / "image.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
     result = read_document(only_file(tmp_path))
     assert isinstance(result, SkippedFile)
-    assert (result.rel_path, result.reason) == ("image.md", "binary")
+    assert (result.source_path, result.reason) == ("image.md", "binary")
     assert "image.md" in result.message and "binary" in result.message
 
 
@@ -67,7 +67,7 @@ def test_vanished_between_walk_and_read(tmp_path: Path) -> None:
     (tmp_path / "gone.md").unlink()
     result = read_document(f)
     assert isinstance(result, SkippedFile)
-    assert (result.rel_path, result.reason) == ("gone.md", "vanished")
+    assert (result.source_path, result.reason) == ("gone.md", "vanished")
 
 
 def test_path_replaced_by_fifo_does_not_block(tmp_path: Path) -> None:
@@ -101,7 +101,7 @@ out = {{}}
 for rel in {rels!r}:
     r = read_document(VaultFile(rel, Path({str(vault)!r}) / rel, "markdown", 0))
     out[rel] = r.message if isinstance(r, SkippedFile) else r.decode()
-out["walk_skipped"] = {{s.rel_path: s.reason for s in walk_vault(Path({str(vault)!r})).skipped}}
+out["walk_skipped"] = {{s.source_path: s.reason for s in walk_vault(Path({str(vault)!r})).skipped}}
 print(json.dumps(out))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)

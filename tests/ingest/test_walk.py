@@ -20,11 +20,11 @@ def write(root: Path, rel: str, content: str | bytes = "text\n") -> Path:
 
 
 def rels(files: list[VaultFile]) -> list[str]:
-    return [f.rel_path for f in files]
+    return [f.source_path for f in files]
 
 
 def reasons(skipped: list[SkippedFile]) -> dict[str, str]:
-    return {s.rel_path: s.reason for s in skipped}
+    return {s.source_path: s.reason for s in skipped}
 
 
 def test_candidates_kinds_and_sorted_order(tmp_path: Path) -> None:
@@ -87,7 +87,7 @@ def test_too_large_from_stat_without_reading(tmp_path: Path) -> None:
     result = walk_vault(tmp_path, max_document_bytes=1024)
     assert rels(result.files) == ["small.md"]
     [skipped] = result.skipped
-    assert (skipped.rel_path, skipped.reason) == ("big.md", "too_large")
+    assert (skipped.source_path, skipped.reason) == ("big.md", "too_large")
     assert "big.md" in skipped.message and "52428800" in skipped.message
 
 

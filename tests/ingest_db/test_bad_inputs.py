@@ -150,10 +150,10 @@ def test_parser_crash_on_one_file_is_reported_and_keeps_its_old_version(
     (root / "odd.md").write_text("# Odd\n\nv2 trips the parser\n")
     real = pipeline.parse_document
 
-    def fragile(text: str, rel_path: str):  # type: ignore[no-untyped-def]
-        if rel_path == "odd.md":
+    def fragile(text: str, source_path: str):  # type: ignore[no-untyped-def]
+        if source_path == "odd.md":
             raise RecursionError("maximum recursion depth exceeded")
-        return real(text, rel_path)
+        return real(text, source_path)
 
     monkeypatch.setattr(pipeline, "parse_document", fragile)
     report = index(settings).vaults[0]

@@ -99,10 +99,10 @@ def test_edit_the_parser_rejects_keeps_the_old_version_restricted(aconn: psycopg
     (root / "n.md").write_text("---\nconfidentiality: restricted\n---\nsecret plan\n")
     real = pipeline.parse_document
 
-    def choke(text: str, rel_path: str):
-        if rel_path == "n.md":
+    def choke(text: str, source_path: str):
+        if source_path == "n.md":
             raise RecursionError("parser gave up")
-        return real(text, rel_path)
+        return real(text, source_path)
 
     monkeypatch.setattr(pipeline, "parse_document", choke)
     report = index(settings).vaults[0]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -185,12 +184,11 @@ def test_unreadable_root_aborts_and_unreadable_subfolder_keeps_its_notes(
 
 def test_denylist_with_many_globstars_stays_fast(aconn: psycopg.Connection, settings: Settings,
                                                  tmp_path: Path) -> None:
-    """Item 16: one such pattern took 35 s per path."""
+    """Item 16: one such pattern took 35 s per path. The matcher's work bound is asserted in
+    tests/ingest/test_globs.py; here, that such a denylist still denies the right file."""
     deep = "/".join(["a"] * 30)
     root = write_files(tmp_path / "v", {f"{deep}/note.md": "kept\n", f"{deep}/b-secret.md": "denied\n"})
     add(aconn, "v", root, denylist=["a/**a**a**a**a**a**a**a**a**a**a**b*"])
-    started = time.perf_counter()
     report = index(settings).vaults[0]
-    assert time.perf_counter() - started < 5
     assert [(s.path, s.reason) for s in report.skipped] == [(f"{deep}/b-secret.md", "denylisted")]
     assert set(contents(aconn)) == {f"{deep}/note.md"}

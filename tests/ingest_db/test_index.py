@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -142,11 +141,10 @@ def test_real_vault_and_fast_noop(aconn: psycopg.Connection, settings: Settings,
     # 173 notes plus the dataset's SOURCE.txt (.txt files are indexed too).
     assert first.error is None and first.files_indexed == 174 and first.chunks_written > 1000
     before = snapshot(aconn, "help")
-    started = time.perf_counter()
     noop = index(settings).vaults[0]
-    elapsed = time.perf_counter() - started
+    # fast because it does nothing: every file unchanged, nothing re-chunked or written (its time
+    # is measured in bench/ingest_throughput.py, not asserted here)
     assert (noop.files_unchanged, noop.files_indexed, noop.chunks_written) == (174, 0, 0)
-    assert elapsed < 3.0, f"no-op reindex took {elapsed:.2f} s"
     assert snapshot(aconn, "help") == before
 
 

@@ -13,8 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from rag.config import LLMSettings, Settings
-from rag.notes.settings import NotesSettings
+from rag.config import LLMSettings, NotesSettings, Settings
 from rag.runtime import Runtime
 from ragpg_cli.main import main
 from tests.notes.kit import ABSTAIN, NotesDB

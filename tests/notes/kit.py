@@ -24,7 +24,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from rag.embed.base import Embedder
-from rag.retrieval import retrieve
+from rag.store import models
 
 
 def toward(query: np.ndarray, similarity: float, seed: int = 0) -> np.ndarray:
@@ -65,11 +65,11 @@ ABSTAIN: dict[str, Any] = {
 class NotesDB:
     conn: psycopg.Connection
     embedder: Embedder
-    model: retrieve.EmbeddingModelRef = field(init=False)
+    model: models.EmbeddingModelRef = field(init=False)
     vault_ids: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.model = retrieve.register_model(self.conn, self.embedder.provider, self.embedder.model,
+        self.model = models.register_model(self.conn, self.embedder.provider, self.embedder.model,
                                              self.embedder.dims)
         self.conn.commit()
 
@@ -124,4 +124,4 @@ class NotesDB:
 
 
 def chunk_ids(response: Any) -> list[Any]:
-    return [(r.rel_path, r.chunk_index) for r in response.references]
+    return [(r.source_path, r.ordinal) for r in response.references]

@@ -59,7 +59,7 @@ def test_answers_from_the_passage_that_says_it(notes, runtime, notes_config):
     assert resp.answered_by == "extractive" and resp.notice == NOTICE_NO_LLM and resp.confidence == "normal"
     assert resp.answer.splitlines()[0] == ("Project alpha ships in March after the beta review. "
                                            "[File: alpha.md, Section: Timeline]")
-    assert resp.references[0].rel_path == "projects/alpha.md" and resp.references[0].heading_path == "Alpha > Timeline"
+    assert resp.references[0].source_path == "projects/alpha.md" and resp.references[0].heading_path == "Alpha > Timeline"
     first = resp.debug["candidates"][0]
     # the best BM25 match gets lexical 1.0; no folder prior (weight 0)
     assert (first["rank"], first["path"], first["found_by"], first["folder_prior"]) == (1, "projects/alpha.md",
@@ -135,7 +135,7 @@ def archive_far_better(notes):
 
 
 def candidate_refs(resp):
-    return {(c["path"], c["chunk_index"]) for c in resp.debug["candidates"]}
+    return {(c["path"], c["ordinal"]) for c in resp.debug["candidates"]}
 
 
 def test_without_a_prior_weight_no_folder_ranking_happens(notes, runtime, notes_config):
@@ -163,7 +163,7 @@ def test_the_lowest_ranked_folder_is_still_searched_and_can_rank_first(notes, ru
     best = resp.debug["candidates"][0]
     assert best["path"] == "archive/best.md" and best["folder_prior"] == pytest.approx(0.5 + 0.5 * 0.8)
     assert best["final"] == pytest.approx(notes_profile_final(0.95, 1.0, 0.9), abs=1e-5)
-    assert resp.references[0].rel_path == "archive/best.md"
+    assert resp.references[0].source_path == "archive/best.md"
 
 
 def test_a_heavy_prior_pushes_the_last_folder_down_but_never_out(notes, runtime, monkeypatch):
@@ -301,7 +301,7 @@ def test_references_are_the_passages_the_llm_answer_cites(notes, llm_runtime, ll
     resp = ask(Q, detail="brief", debug=True, runtime=llm_runtime)
     assert resp.answered_by == "llm" and resp.notice is None and not resp.abstained
     assert "[Chunk" not in resp.answer
-    assert [(r.rel_path, r.heading_path, r.chunk_index) for r in resp.references] == [
+    assert [(r.source_path, r.heading_path, r.ordinal) for r in resp.references] == [
         ("projects/alpha.md", "Alpha > Timeline", 0)]
     ref = resp.references[0].to_dict()
     assert ref["lines"] == "1" and ref["snippet"].startswith("Project alpha ships")
@@ -316,11 +316,11 @@ def test_cited_passages_come_first_then_the_others_up_to_the_detail(notes, llm_r
     two_notes(notes)
     script(llm_stub, answer="Beta follows alpha [File: beta.md, Section: Beta].")
     resp = ask(Q, detail="normal", runtime=llm_runtime)  # 3 sources
-    assert [(r.rel_path, r.chunk_index) for r in resp.references] == [
+    assert [(r.source_path, r.ordinal) for r in resp.references] == [
         ("projects/beta.md", 0), ("projects/alpha.md", 0), ("projects/alpha.md", 1)]  # beta, then by rank
     script(llm_stub, answer="Alpha ships in March.")  # cites nothing: the passages drawn on, in rank order
     # (alpha#1 at cosine 0.7 outranks beta at 0.6 under the notes profile's weights)
-    assert [(r.rel_path, r.chunk_index) for r in ask(Q, detail="normal", runtime=llm_runtime).references] == [
+    assert [(r.source_path, r.ordinal) for r in ask(Q, detail="normal", runtime=llm_runtime).references] == [
         ("projects/alpha.md", 0), ("projects/alpha.md", 1), ("projects/beta.md", 0)]
 
 
@@ -438,7 +438,7 @@ def test_restricted_notes_stay_out_of_reach(notes, runtime, notes_config):
     resp = ask(Q, debug=True, runtime=runtime, scope=internal)
     assert resp.debug["folders"]["searched"] == ["work/projects"]
     assert {c["path"] for c in resp.debug["candidates"]} == {"projects/alpha.md"}
-    assert {r.rel_path for r in resp.references} == {"projects/alpha.md"} and "early" not in resp.answer
+    assert {r.source_path for r in resp.references} == {"projects/alpha.md"} and "early" not in resp.answer
     assert {i.source_path for i in search(Q, k=20, runtime=runtime, scope=internal).items} == {"projects/alpha.md"}
     assert "secret/plan.md" in {i.source_path for i in search(Q, k=20, runtime=runtime).items}
     with pytest.raises(InputError, match="no folder named 'secret'"):
@@ -491,7 +491,7 @@ def test_search_ranks_filters_and_masks(notes, runtime):
     notes.note("work", "meetings/m1.md", [("# Minutes", OFF_TOPIC)], embeddings=[toward(q, 0.6, 3)])
     notes.note("home", "todo.md", [("# Todo", "Ship the alpha birthday present.")], embeddings=[toward(q, 0.9, 4)])
     items = search(Q, k=10, runtime=runtime).to_dict()["items"]
-    by_ref = {(i["vault"], i["source_path"], i["chunk_index"]): i for i in items}
+    by_ref = {(i["vault"], i["source_path"], i["ordinal"]): i for i in items}
     assert set(by_ref) == {("work", "projects/alpha.md", 0), ("home", "todo.md", 0),
                            ("work", "projects/alpha.md", 1), ("work", "meetings/m1.md", 0)}
     # alpha.md#0 holds all three question words (BM25 share 1.0), m1.md none (lowest: cosine 0.6, no words)
@@ -537,5 +537,7 @@ def test_public_entry_point_matches_the_issue(notes, runtime, notes_config):
     two_notes(notes)
     resp = rag.ask(Q, runtime=runtime)
     assert isinstance(resp, rag.AskResponse) and resp.debug is None and not resp.abstained
-    assert set(resp.references[0].to_dict()) >= {"vault", "rel_path", "heading_path", "chunk_index", "lines",
+    assert set(resp.references[0].to_dict()) >= {"vault", "source_path", "heading_path", "ordinal", "lines",
                                                  "snippet"}
+    ref = resp.references[0].to_dict()  # the deprecated names still carry the same values
+    assert (ref["rel_path"], ref["chunk_index"]) == (ref["source_path"], ref["ordinal"])

@@ -87,8 +87,8 @@ def test_k_changes_how_many_passages_are_drawn_on(vault, capsys):
     code, out, _ = run(capsys, "ask", QUESTION, "--detail", "detailed", "--k", "3", "--json", "--debug")
     data = json.loads(out)
     assert data["debug"]["k"] == {"value": 3, "requested": 3, "reasons": ["explicit k"]}
-    drawn = [(c["path"], c["chunk_index"]) for c in data["debug"]["candidates"][:3]]
-    assert [(r["rel_path"], r["chunk_index"]) for r in data["references"]] == drawn
+    drawn = [(c["path"], c["ordinal"]) for c in data["debug"]["candidates"][:3]]
+    assert [(r["source_path"], r["ordinal"]) for r in data["references"]] == drawn
 
 
 def test_ask_k_out_of_range_is_clamped_and_noted(vault, capsys):
@@ -152,8 +152,8 @@ def test_ask_json_and_debug(vault, capsys):
     data = json.loads(out)
     assert data["abstained"] is False and data["answered_by"] == "extractive" and data["confidence"] == "normal"
     assert data["answer"] == TIMELINE
-    assert data["references"][0]["rel_path"] == "projects/alpha.md"
-    assert {"vault", "rel_path", "heading_path", "chunk_index", "lines", "snippet"} <= set(data["references"][0])
+    assert data["references"][0]["source_path"] == "projects/alpha.md"
+    assert {"vault", "source_path", "heading_path", "ordinal", "lines", "snippet"} <= set(data["references"][0])
     assert data["debug"]["k"]["value"] == 3
     assert data["debug"]["folders"]["searched"] == ["notes/meetings", "notes/ops", "notes/projects", "notes/recipes"]
     assert all({"vector", "lexical", "final", "found_by"} <= set(c) for c in data["debug"]["candidates"])
@@ -219,7 +219,7 @@ def test_search_human_and_json(vault, capsys):
     code, out, _ = run(capsys, "search", "alpha", "--folder", "projects", "--json")
     items = json.loads(out)["items"]
     assert items and {i["source_path"] for i in items} == {"projects/alpha.md", "projects/alpha-risks.md"}
-    assert {"vault", "source_path", "heading_path", "chunk_index", "start_line", "end_line", "snippet",
+    assert {"vault", "source_path", "heading_path", "ordinal", "start_line", "end_line", "snippet",
             "score"} <= set(items[0])
     assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
     code, out, _ = run(capsys, "search", "zebra quantum volcano", "--folder", "recipes")
@@ -251,7 +251,7 @@ def test_bad_input_one_line_on_stderr(vault, tmp_path, capsys, args, code, messa
 def test_real_console_script(vault, cli_env):
     result = ragpg("ask", QUESTION, "--json", env=cli_env)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["references"][0]["rel_path"] == "projects/alpha.md"
+    assert json.loads(result.stdout)["references"][0]["source_path"] == "projects/alpha.md"
 
 
 def test_sources_are_deduplicated_by_source_and_location():

@@ -207,7 +207,7 @@ def test_fixed_notes_brief_quotes_the_one_sentence_that_answers(fixed_notes, run
     resp = ask(CONFLICT_Q, detail="brief", runtime=runtime)
     assert not resp.abstained and resp.answered_by == "extractive"
     assert lines_of(resp.answer) == [MAIN]
-    assert [(r.rel_path, r.heading_path) for r in resp.references] == [("sync.md", "Sync > Conflicts")]
+    assert [(r.source_path, r.heading_path) for r in resp.references] == [("sync.md", "Sync > Conflicts")]
 
 
 def test_fixed_notes_normal_quotes_two_sentences_in_the_order_of_the_note(fixed_notes, runtime):
@@ -226,4 +226,4 @@ def test_fixed_notes_the_answer_comes_from_the_note_that_has_it(fixed_notes, run
                runtime=runtime)
     assert lines_of(resp.answer) == [
         "To restore a note, open the version history and pick an older version. [File: backups.md, Section: Restore]"]
-    assert resp.references[0].rel_path == "backup/backups.md"
+    assert resp.references[0].source_path == "backup/backups.md"

@@ -75,7 +75,7 @@ def test_search_ranks_exactly_the_candidates_of_the_shared_retrieve_stage(corpus
                                                                            folders, filters, k):
     resp = search(question, vaults=list(vaults), folders=list(folders), filters=filters, k=k, runtime=runtime)
     sc, found, expected = shared_stages(runtime, corpus, question, vaults, folders, filters, k)
-    got = [key(i.vault, i.source_path, i.chunk_index) for i in resp.items]
+    got = [key(i.vault, i.source_path, i.ordinal) for i in resp.items]
     ranked = [key(r.candidate.vault, r.candidate.source_path, r.candidate.ordinal) for r in expected]
     assert got == ranked[:k]  # search's order is rank_candidates' over the stage's candidates
     assert [i.score for i in resp.items] == [round(r.scores.final, 6) for r in expected[:k]]
@@ -103,11 +103,11 @@ def test_the_cases_cover_what_they_claim(corpus, runtime):
                                                    ("Which tomatoes grow with basil?", ())])
 def test_ask_draws_on_the_same_candidates_as_search(corpus, runtime, question, folders):
     resp = ask(question, folders=list(folders), debug=True, runtime=runtime)
-    cands = [key(c["vault"], c["path"], c["chunk_index"]) for c in resp.debug["candidates"]]
+    cands = [key(c["vault"], c["path"], c["ordinal"]) for c in resp.debug["candidates"]]
     items = search(question, folders=list(folders), k=20, runtime=runtime).items
-    assert cands == [key(i.vault, i.source_path, i.chunk_index) for i in items]
+    assert cands == [key(i.vault, i.source_path, i.ordinal) for i in items]
     assert [c["final"] for c in resp.debug["candidates"]] == [i.score for i in items]
-    assert {(r.vault, r.rel_path, r.chunk_index) for r in resp.references} <= set(cands[:resp.debug["k"]["value"]])
+    assert {(r.vault, r.source_path, r.ordinal) for r in resp.references} <= set(cands[:resp.debug["k"]["value"]])
 
 
 # -- a question that joins two topics -------------------------------------------------------------

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from rag.config import NotesSettings
 from rag.errors import InputError
 from rag.notes.question import choose_k, folder_weights, match_terms, query_terms, validate_detail
-from rag.notes.settings import NotesSettings
 
 S = NotesSettings()
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 
-from rag.retrieval import retrieve
+from rag.store import models
 from rag.store.database import open_connection
 from tests.retrieval.corpus import build_filter_corpus
 
@@ -24,7 +24,7 @@ from tests.retrieval.corpus import build_filter_corpus
 class FilterDB:
     conn: psycopg.Connection
     url: str
-    model: retrieve.EmbeddingModelRef
+    model: models.EmbeddingModelRef
     keys: dict[str, int]
 
     def names(self, chunk_ids) -> frozenset[str]:

@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from rag.retrieval import retrieve
+from rag.store import models
 from tests.retrieval.filter_cases import FILTER_CORPUS
 
 FILTER_DIMS = 16
@@ -69,7 +69,7 @@ def add_chunks(conn: psycopg.Connection, document_id: int, contents: Iterable[st
     return ids
 
 
-def add_embeddings(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef,
+def add_embeddings(conn: psycopg.Connection, model: models.EmbeddingModelRef,
                    items: Iterable[tuple[int, Sequence[float] | np.ndarray]]) -> None:
     """Insert (chunk id, vector) pairs into the model's embedding table in one statement."""
     pairs = list(items)
@@ -79,16 +79,16 @@ def add_embeddings(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef,
     conn.execute(query, ([chunk_id for chunk_id, _ in pairs], [vector_text(v) for _, v in pairs]))
 
 
-def embed_chunks(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef, chunk_ids: Sequence[int]) -> None:
+def embed_chunks(conn: psycopg.Connection, model: models.EmbeddingModelRef, chunk_ids: Sequence[int]) -> None:
     """Hash-embed the given chunks' content (heading path + content) into the model's table."""
     rows = conn.execute("select id, heading_path, content from chunks where id = any(%s)", (list(chunk_ids),))
     add_embeddings(conn, model, [(r["id"], hash_embedding(f"{r['heading_path']} {r['content']}", model.dims))
                                  for r in rows.fetchall()])
 
 
-def build_filter_corpus(conn: psycopg.Connection) -> tuple[retrieve.EmbeddingModelRef, dict[str, int]]:
+def build_filter_corpus(conn: psycopg.Connection) -> tuple[models.EmbeddingModelRef, dict[str, int]]:
     """The FILTER_CORPUS vaults, one document + chunk per entry, hash embeddings; returns (model, key -> chunk id)."""
-    model = retrieve.register_model(conn, "hash", "filter-test", FILTER_DIMS)
+    model = models.register_model(conn, "hash", "filter-test", FILTER_DIMS)
     vaults: dict[str, int] = {}
     keys: dict[str, int] = {}
     for entry in FILTER_CORPUS:

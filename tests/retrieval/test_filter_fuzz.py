@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from rag.errors import InputError, NotFoundError
 from rag.retrieval import retrieve
+from rag.store import calls
 from tests.retrieval.corpus import hash_embedding
 from tests.retrieval.filter_cases import FILTER_CORPUS
 
@@ -71,8 +72,8 @@ def test_sql_compiler_raises_only_data_exceptions(filter_db, filter_):
     except psycopg.Error as exc:
         if exc.sqlstate == "42704":  # a "vault" naming no vault: NotFoundError, a kind of InputError
             assert str(exc).startswith("unknown vault ")
-            assert retrieve.map_database_error(exc).__class__ is NotFoundError
+            assert calls.map_database_error(exc).__class__ is NotFoundError
         else:
             assert exc.sqlstate is not None and exc.sqlstate.startswith("22"), (exc.sqlstate, str(exc))
-            assert retrieve.map_database_error(exc).__class__ is InputError
+            assert calls.map_database_error(exc).__class__ is InputError
     assert _chunk_count(conn) == CHUNKS

@@ -10,6 +10,7 @@ from psycopg import sql
 
 from rag.errors import InputError, NotFoundError
 from rag.retrieval import retrieve
+from rag.store import calls
 from tests.retrieval.corpus import hash_embedding, vector_text
 from tests.retrieval.filter_cases import ALL, FILTER_CASES, INVALID_FILTERS
 
@@ -137,7 +138,7 @@ def test_unknown_vault_is_not_found_in_python_and_in_sql(filter_db):
                 sql_rows(filter_db, query, (*params, json.dumps(filter_)))
             message = err.value.diag.message_primary
             assert message == "unknown vault 'gamma' (known: alpha, beta)"
-            mapped = retrieve.map_database_error(err.value)
+            mapped = calls.map_database_error(err.value)
             assert type(mapped) is NotFoundError and str(mapped) == message
     # a known vault still filters, an empty list of vaults matches nothing
     assert filter_db.names(r["chunk_id"] for r in sql_rows(

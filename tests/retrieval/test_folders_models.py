@@ -9,6 +9,7 @@ from psycopg import sql
 
 from rag.errors import InputError, NotFoundError
 from rag.retrieval import retrieve
+from rag.store import models
 from tests.retrieval.corpus import (
     add_chunks,
     add_document,
@@ -23,7 +24,7 @@ DIMS = 12
 
 
 def test_folders_rank_by_similarity_to_their_mean_embedding(conn):
-    model = retrieve.register_model(conn, "hash", "folder-test", DIMS)
+    model = models.register_model(conn, "hash", "folder-test", DIMS)
     rng = np.random.default_rng(11)
     centroids: dict[tuple[str, str], list[np.ndarray]] = {}
     for vault in ("v1", "v2"):
@@ -53,20 +54,20 @@ def test_folders_rank_by_similarity_to_their_mean_embedding(conn):
 
 
 def test_register_and_get_model(conn):
-    model = retrieve.register_model(conn, "OpenAI", "text-embedding-3-small", 24)
+    model = models.register_model(conn, "OpenAI", "text-embedding-3-small", 24)
     assert model.sql_name == "openai_text_embedding_3_small"
     assert model.match_function == "match_native_chunks_openai_text_embedding_3_small"
     assert model.hybrid_multi_function == "match_hybrid_multi_chunks_openai_text_embedding_3_small"
-    assert retrieve.get_model(conn, "OpenAI", "text-embedding-3-small") == model
-    assert retrieve.get_model(conn, "OpenAI", "nope") is None
-    assert retrieve.register_model(conn, "OpenAI", "text-embedding-3-small", 24) == model
-    assert model in retrieve.list_models(conn)
+    assert models.get_model(conn, "OpenAI", "text-embedding-3-small") == model
+    assert models.get_model(conn, "OpenAI", "nope") is None
+    assert models.register_model(conn, "OpenAI", "text-embedding-3-small", 24) == model
+    assert model in models.list_models(conn)
     with pytest.raises(InputError, match="registered with 24 dims, not 12"):
-        retrieve.register_model(conn, "OpenAI", "text-embedding-3-small", 12)
+        models.register_model(conn, "OpenAI", "text-embedding-3-small", 12)
     with pytest.raises(InputError, match="between 1 and 2000"):
-        retrieve.register_model(conn, "x", "y", 0)
+        models.register_model(conn, "x", "y", 0)
     with pytest.raises(InputError, match="must be an integer"):
-        retrieve.register_model(conn, "x", "y", "384")
+        models.register_model(conn, "x", "y", "384")
     # regenerating keeps exactly one function per name (no overloads left behind)
     conn.execute("select ragpg_refresh_model_functions()")
     names = [model.match_function, model.langchain_function, model.hybrid_function, model.hybrid_multi_function,
@@ -77,7 +78,7 @@ def test_register_and_get_model(conn):
 
 
 def test_long_model_names_fit_postgres_identifiers(conn):
-    model = retrieve.register_model(conn, "ollama", "a-very-long-embedding-model-name-for-testing-limits:latest", 4)
+    model = models.register_model(conn, "ollama", "a-very-long-embedding-model-name-for-testing-limits:latest", 4)
     assert len(model.hybrid_multi_function.encode()) <= 63
     vault_id = add_vault(conn, "lv")
     ids = add_chunks(conn, add_document(conn, vault_id, "a.md"), ["one"])
@@ -87,7 +88,7 @@ def test_long_model_names_fit_postgres_identifiers(conn):
 
 
 def test_langchain_function_is_empty_without_langchain_tables(conn):
-    model = retrieve.register_model(conn, "hash", "lc-absent", 4)
+    model = models.register_model(conn, "hash", "lc-absent", 4)
     assert retrieve.match_langchain(conn, model, [1, 0, 0, 0]) == []
     with pytest.raises(InputError, match="query embedding has 3 dimensions, model hash/lc-absent expects 4"):
         retrieve.match_langchain(conn, model, [1, 0, 0])
@@ -97,7 +98,7 @@ def test_langchain_function_is_empty_without_langchain_tables(conn):
 
 
 def test_missing_functions_are_a_database_error(conn):
-    model = retrieve.register_model(conn, "hash", "dropped", 4)
+    model = models.register_model(conn, "hash", "dropped", 4)
     conn.execute(sql.SQL("drop function {}").format(sql.Identifier(model.match_function)))
     from rag.errors import DatabaseError
 

@@ -8,6 +8,7 @@ from psycopg import sql
 
 from rag.errors import InputError
 from rag.retrieval import retrieve
+from rag.store import models
 from tests.retrieval.corpus import add_chunks, add_document, add_vault, embed_chunks, hash_embedding
 
 DIMS = 32
@@ -23,7 +24,7 @@ TEXTS = [
 
 @pytest.fixture
 def mixed(conn):
-    model = retrieve.register_model(conn, "hash", "hybrid-test", DIMS)
+    model = models.register_model(conn, "hash", "hybrid-test", DIMS)
     ids: list[int] = []
     for v, vault in enumerate(("h1", "h2")):
         vault_id = add_vault(conn, vault)

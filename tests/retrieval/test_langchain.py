@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from rag.retrieval import retrieve
+from rag.store import models
 from rag.store.database import open_connection, sqlalchemy_url
 from tests.retrieval.corpus import hash_embedding
 
@@ -49,7 +50,7 @@ def _texts() -> list[tuple[str, dict]]:
 
 
 @pytest.fixture(scope="module")
-def langchain_db(pg_server) -> Iterator[tuple[object, retrieve.EmbeddingModelRef, str]]:
+def langchain_db(pg_server) -> Iterator[tuple[object, models.EmbeddingModelRef, str]]:
     """LangChain's tables written by LangChain (committed), in a database of this module's own."""
     name = pg_server.create_database("langchain")
     db_url = pg_server.url(name)
@@ -67,7 +68,7 @@ def langchain_db(pg_server) -> Iterator[tuple[object, retrieve.EmbeddingModelRef
                                             collection_name="small-dims", use_jsonb=True)
         small.add_texts(["cat kitten purr with 8 dims"], metadatas=[{"topic": "cats"}], ids=["s-1"])
     with open_connection(db_url) as conn:
-        model = retrieve.register_model(conn, "hash", "langchain-test", DIMS)
+        model = models.register_model(conn, "hash", "langchain-test", DIMS)
         conn.commit()
     yield store, model, db_url
     for s in (store, other, small):

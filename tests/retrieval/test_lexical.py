@@ -11,6 +11,7 @@ import pytest
 
 from rag.errors import InputError
 from rag.retrieval import retrieve
+from rag.store import calls
 from tests.retrieval.corpus import add_chunks, add_document, add_vault
 
 K1, B = 0.9, 0.4
@@ -154,7 +155,7 @@ def test_empty_query_text_is_a_clear_error_in_python_and_sql(conn, plain, text):
     with pytest.raises(psycopg.errors.InvalidParameterValue) as err, conn.transaction():
         conn.execute("select * from match_lexical_chunks(%s)", (text,))
     assert err.value.diag.message_primary == "query_text is empty"
-    assert type(retrieve.map_database_error(err.value)) is InputError
+    assert type(calls.map_database_error(err.value)) is InputError
     assert len(retrieve.match_lexical(conn, "cat", match_count=100)) == 2  # nothing lost, connection usable
 
 

@@ -13,6 +13,7 @@ from psycopg import pq
 
 from rag.errors import InputError
 from rag.retrieval import retrieve
+from rag.store import models
 from rag.store.database import open_connection
 from tests.retrieval.corpus import hash_embedding
 
@@ -43,7 +44,7 @@ def sent_transaction_commands(path: Path) -> list[str]:
     return [cmd for line in sent for cmd in TRANSACTION_COMMANDS if f'"{cmd}' in line]
 
 
-def search_all(conn: psycopg.Connection, model: retrieve.EmbeddingModelRef) -> None:
+def search_all(conn: psycopg.Connection, model: models.EmbeddingModelRef) -> None:
     embedding = hash_embedding("common notes", model.dims)
     assert retrieve.match_vector(conn, model, embedding, match_count=5, similarity_threshold=-1)
     assert retrieve.match_lexical(conn, "common", match_count=5)

@@ -9,6 +9,7 @@ from psycopg import sql
 
 from rag.errors import InputError
 from rag.retrieval import retrieve
+from rag.store import calls, models
 from tests.retrieval.corpus import (
     add_chunks,
     add_document,
@@ -25,7 +26,7 @@ DIMS = 8
 @pytest.fixture
 def small(conn):
     """Two vaults, 12 chunks with random vectors, and two chunks sharing one vector (a tie)."""
-    model = retrieve.register_model(conn, "hash", "vector-test", DIMS)
+    model = models.register_model(conn, "hash", "vector-test", DIMS)
     rng = np.random.default_rng(7)
     vectors = random_unit_vectors(rng, 12, DIMS)
     chunk_vectors: dict[int, np.ndarray] = {}
@@ -95,7 +96,7 @@ def test_empty_results(conn, small):
     model, _, tie = small
     assert retrieve.match_vector(conn, model, tie, filter={"n": 99}) == []
     assert retrieve.match_vector(conn, model, tie, filter={"nope": {"$exists": True}}) == []
-    other = retrieve.register_model(conn, "hash", "empty-model", DIMS)
+    other = models.register_model(conn, "hash", "empty-model", DIMS)
     assert retrieve.match_vector(conn, other, tie) == []
     assert retrieve.match_folders(conn, other, tie) == []
 
@@ -149,7 +150,7 @@ def test_sql_level_errors_and_their_python_mapping(conn, small, args, sqlstate, 
     with pytest.raises(psycopg.Error) as err, conn.transaction():
         conn.execute(sql.SQL("select * from {}(" + args + ")").format(sql.Identifier(model.match_function)))
     assert err.value.sqlstate == sqlstate and message in err.value.diag.message_primary
-    mapped = retrieve.map_database_error(err.value)
+    mapped = calls.map_database_error(err.value)
     assert type(mapped) is InputError and message in str(mapped) and "\n" not in str(mapped)
 
 
@@ -195,7 +196,7 @@ def _auto_explain(conn) -> list[str] | None:
 def test_filtered_search_keeps_recall_where_hnsw_post_filtering_loses_it(conn):
     """3000 chunks, a filter matching 30 (1%): match_count results come back on both plans."""
     dims, n, every = 16, 3000, 100
-    model = retrieve.register_model(conn, "hash", "recall-test", dims)
+    model = models.register_model(conn, "hash", "recall-test", dims)
     vault_id = add_vault(conn, "big")
     doc = add_document(conn, vault_id, "big.md")
     conn.execute("insert into chunks (document_id, vault_id, ordinal, content, metadata)"
@@ -257,7 +258,7 @@ def test_vault_restricted_search_uses_the_index_and_stays_in_its_vaults(conn):
     """Two vaults of 600 chunks: one vault (more than exact_scan_max_rows) is searched with its id as
     a plain condition, so the planner estimates it from statistics; naming every vault is no filter."""
     dims, n = 16, 600
-    model = retrieve.register_model(conn, "hash", "vault-test", dims)
+    model = models.register_model(conn, "hash", "vault-test", dims)
     rng = np.random.default_rng(11)
     vectors: dict[int, np.ndarray] = {}
     vault_of: dict[int, str] = {}

@@ -52,6 +52,7 @@ class LLMStub:
     malformed: bool = False
     default_reply: str = "stub reply"
     received: list[StubRequest] = field(default_factory=list, init=False)
+    in_flight: int = field(default=0, init=False)  # requests being delayed right now
 
     def __post_init__(self) -> None:
         self._queue: deque[str | dict[str, Any]] = deque(self.responses)
@@ -125,7 +126,13 @@ class LLMStub:
 
     def _wait(self) -> None:
         if self.delay_s > 0:
-            self._stopping.wait(self.delay_s)
+            with self._lock:
+                self.in_flight += 1
+            try:
+                self._stopping.wait(self.delay_s)
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
 
     def _reply_for(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         with self._lock:
