@@ -13,6 +13,7 @@ from typing import Protocol
 
 from rag.config import LLMSettings
 from rag.errors import LLMError
+from rag.secrets import mask_secrets
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,6 @@ class LiteLLM:
         import litellm
 
         litellm.suppress_debug_info = True  # its banner would otherwise print on every failure
-
-        from rag.ingest.guard import mask_secrets
 
         s = self._settings
         payload = [{"role": m.role, "content": mask_secrets(m.content)} for m in messages]

@@ -25,6 +25,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+from rag.secrets import mask_secrets
+
 log = logging.getLogger(__name__)
 
 ROOT_SPAN = "rag:root"
@@ -44,8 +46,6 @@ def decision_signature(path: Sequence[str]) -> str:
 
 
 def _mask(text: str) -> str:
-    from rag.ingest.guard import mask_secrets
-
     return mask_secrets(text)
 
 

@@ -158,7 +158,7 @@ class LocalEmbedder(Embedder):
         lengths = [sum(e.attention_mask) for e in runtime(self.num_threads).tokenizer.encode_batch(list(texts))]
         order = np.argsort(lengths, kind="stable")
         parts = [self.embed_batch([texts[i] for i in batch])
-                 for batch in token_batches(order, lengths, self.batch_size, self.max_batch_tokens)]
+                 for batch in token_batches(order.tolist(), lengths, self.batch_size, self.max_batch_tokens)]
         vectors = np.concatenate(parts, axis=0)
         result = np.empty_like(vectors)
         result[order] = vectors

@@ -4,5 +4,5 @@ and write in batches (`pipeline`, `store`, `writer`, `hnsw`, `beir`), watch for 
 (`watch`), report (`report`), and run index jobs in the background for the server (`index_runs`).
 
 May import: the shared basics, `rag.store`, `rag.embed`, `rag.tokens`. Never retrieval, context,
-notes, the CLI or the server. (`guard.mask_secrets` is imported by later stages too.)
+notes, the CLI or the server.
 """

@@ -18,6 +18,7 @@ from psycopg.rows import class_row
 
 from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
 from rag.errors import AuthError, InputError, NotFoundError
+from rag.secrets import mask_secrets
 from rag.store.database import Connection
 
 MAX_SOURCE_PATH_CHARS = 4096
@@ -114,6 +115,4 @@ def get_chunk(conn: Connection, vault: str, source_path: str, ordinal: int, *,
     if row is None:
         # The same message whether the chunk is absent or above the caller's clearance.
         raise NotFoundError(f"no chunk {vault}/{source_path}#{ordinal}")
-    from rag.ingest.guard import mask_secrets  # imported late: ingestion pulls in parsers
-
     return replace(row, content=mask_secrets(row.content))  # as the retrieval passes mask theirs

@@ -15,6 +15,7 @@ import numpy as np
 from psycopg import sql
 
 from rag.retrieval import retrieve
+from rag.secrets import mask_secrets
 from rag.store import models
 from rag.store.database import Connection
 from rag.types import Candidate
@@ -32,8 +33,6 @@ class PassSpec:
 def _candidate(row: Any, **extra: Any) -> Candidate:
     # Secrets are masked here, where text leaves the database, so every surface downstream (context,
     # evidence, answers, search results, traces) only ever holds the masked form.
-    from rag.ingest.guard import mask_secrets  # imported late: ingestion pulls in parsers
-
     return Candidate(
         chunk_id=row.chunk_id, vault=row.vault, source_path=row.source_path, ordinal=row.chunk_ordinal,
         heading_path=row.heading_path, content=mask_secrets(row.content), metadata=row.metadata, **extra)

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.ingest.guard import RISK_WEIGHTS, assess_injection, contains_secret, mask_secrets
+from rag.ingest.guard import RISK_WEIGHTS, assess_injection
+from rag.secrets import contains_secret, mask_secrets
 
 # --- injection ---------------------------------------------------------------------------------
 

@@ -9,11 +9,11 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from rag.store import keys as key_store
 from rag.compute import compute_context
 from rag.config import Settings
 from rag.ingest.pipeline import index_vaults
 from rag.runtime import Runtime
+from rag.store import keys as key_store
 from rag.store.vaults import NewVault, add_vault
 from tests.server.support import bearer
 
