@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from psycopg import sql
 
+from rag.config import RetrievalSettings
 from rag.retrieval import retrieve
 from rag.secrets import mask_secrets
 from rag.store import models
@@ -40,18 +41,21 @@ def _candidate(row: Any, **extra: Any) -> Candidate:
 
 def run_pass(conn: Connection, model: models.EmbeddingModelRef, spec: PassSpec, *, retrieval: str,
              match_count: int, filter_: dict[str, Any], similarity_threshold: float, rrf_k: int,
-             weights: dict[str, float], candidate_count: int) -> list[Candidate]:
+             weights: dict[str, float], candidate_count: int, settings: RetrievalSettings) -> list[Candidate]:
+    """One retrieval pass; `settings` carries BM25 k1/b, ef_search and the exact-scan limit to SQL."""
     if retrieval == "lexical" or spec.embedding is None:
-        lexical = retrieve.match_lexical(conn, spec.text, match_count=match_count, filter=filter_)
+        lexical = retrieve.match_lexical(conn, spec.text, match_count=match_count, filter=filter_,
+                                         settings=settings)
         found = [_candidate(r, bm25_score=r.bm25_score, lexical_rank=i + 1) for i, r in enumerate(lexical)]
     elif retrieval == "vector":
         vector = retrieve.match_vector(conn, model, spec.embedding, match_count=match_count,
-                                       similarity_threshold=similarity_threshold, filter=filter_)
+                                       similarity_threshold=similarity_threshold, filter=filter_,
+                                       settings=settings)
         found = [_candidate(r, similarity=r.similarity, vector_rank=i + 1) for i, r in enumerate(vector)]
     else:
         hybrid = retrieve.match_hybrid(conn, model, spec.text, spec.embedding, match_count=match_count,
                                        filter=filter_, similarity_threshold=similarity_threshold, rrf_k=rrf_k,
-                                       weights=weights, candidate_count=candidate_count)
+                                       weights=weights, candidate_count=candidate_count, settings=settings)
         found = [_candidate(r, similarity=r.similarity, bm25_score=r.bm25_score, rrf_score=r.rrf_score,
                             vector_rank=r.vector_rank, lexical_rank=r.lexical_rank) for r in hybrid]
     return attach_spans(conn, found)
@@ -59,12 +63,12 @@ def run_pass(conn: Connection, model: models.EmbeddingModelRef, spec: PassSpec, 
 
 def run_multi_pass(conn: Connection, model: models.EmbeddingModelRef, specs: Sequence[PassSpec], *,
                    match_count: int, filter_: dict[str, Any], similarity_threshold: float, rrf_k: int,
-                   weights: dict[str, float], candidate_count: int) -> list[Candidate]:
+                   weights: dict[str, float], candidate_count: int, settings: RetrievalSettings) -> list[Candidate]:
     """All query variants fused by RRF inside one SQL call."""
     rows = retrieve.match_hybrid_multi(
         conn, model, [s.text for s in specs], [s.embedding for s in specs], match_count=match_count,
         filter=filter_, similarity_threshold=similarity_threshold, rrf_k=rrf_k, weights=weights,
-        candidate_count=candidate_count)
+        candidate_count=candidate_count, settings=settings)
     found = [_candidate(r, similarity=r.similarity, bm25_score=r.bm25_score, rrf_score=r.rrf_score,
                         vector_rank=r.vector_rank, lexical_rank=r.lexical_rank) for r in rows]
     return attach_spans(conn, found)

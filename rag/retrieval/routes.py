@@ -104,7 +104,7 @@ def _route_multi(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> 
         with ctx.rt.tracer.stage("multi") as span:
             found = run_pass(ctx.conn, ctx.model, PassSpec("multi", " ".join(texts), None), retrieval="lexical",
                              match_count=p.match_count, filter_=ctx.filter_, similarity_threshold=-1.0,
-                             rrf_k=s.rrf_k, weights={}, candidate_count=p.candidates_lexical)
+                             rrf_k=s.rrf_k, weights={}, candidate_count=p.candidates_lexical, settings=s)
             span.set(count=len(found), queries=len(texts))
         run.passes.append({"name": "multi", "count": len(found), "queries": len(texts)})
     else:

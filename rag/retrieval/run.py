@@ -90,7 +90,7 @@ class PassContext:
             found = run_pass(self.conn, self.model, PassSpec(name, text, embedding), retrieval=p.retrieval,
                              match_count=p.match_count, filter_=self.filter_, similarity_threshold=-1.0,
                              rrf_k=s.rrf_k, weights={"vector": p.w_cosine, "lexical": p.w_bm25},
-                             candidate_count=max(p.candidates_vector, p.candidates_lexical))
+                             candidate_count=max(p.candidates_vector, p.candidates_lexical), settings=s)
             top = max((c.similarity for c in found if c.similarity is not None), default=None)
             span.set(count=len(found), topSimilarity=top)
         run.passes.append({"name": name, "count": len(found), "top_similarity": top})
@@ -103,7 +103,7 @@ class PassContext:
             found = run_multi_pass(self.conn, self.model, specs, match_count=p.match_count, filter_=self.filter_,
                                    similarity_threshold=-1.0, rrf_k=s.rrf_k,
                                    weights={"vector": p.w_cosine, "lexical": p.w_bm25},
-                                   candidate_count=max(p.candidates_vector, p.candidates_lexical))
+                                   candidate_count=max(p.candidates_vector, p.candidates_lexical), settings=s)
             top = max((c.similarity for c in found if c.similarity is not None), default=None)
             span.set(count=len(found), queries=len(specs), topSimilarity=top)
         run.passes.append({"name": name, "count": len(found), "queries": len(specs), "top_similarity": top})
