@@ -133,3 +133,10 @@ def test_ask_explain_returns_the_plain_explanation(client: TestClient, vaults: d
     plain = client.post("/v1/ask", json={**body, "explain": False}, headers=bearer(vaults["admin"])).json()
     assert plain.get("explanation") is None
     assert client.post("/v1/ask", json={**body, "explain": "yes"}, headers=bearer(vaults["admin"])).status_code == 400
+
+
+def test_redoc_bundle_names_no_cdn(client: TestClient) -> None:
+    js = client.get("/docs-assets/redoc.standalone.js")
+    assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
+    assert "cdn.redoc.ly" not in js.text and "/docs-assets/favicon.png" in js.text
+    assert "default-src 'self'" in client.get("/redoc").headers["content-security-policy"]
