@@ -28,15 +28,18 @@ QUIET_HELP = "No progress bars."
 
 
 class RichProgress:
-    """Two bars on stderr, files and chunks; nothing at all when quiet or stderr is not a terminal."""
+    """Two bars on stderr, files (of the total, with an ETA) and chunks; nothing at all when quiet or
+    stderr is not a terminal."""
 
     def __init__(self, quiet: bool) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from rag.cli.progress import EtaColumn
+
         self.enabled = not quiet and sys.stderr.isatty()
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                                 TimeElapsedColumn(), EtaColumn(), console=Console(stderr=True), transient=True,
                                  disable=not self.enabled)
         self.files: TaskID | None = None
         self.chunks: TaskID | None = None

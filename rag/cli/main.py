@@ -14,7 +14,7 @@ import typer.exceptions
 from typer._click import exceptions as typer_click
 
 from rag.cli import ask as ask_cli
-from rag.cli import db, keys, serve
+from rag.cli import config_cmd, db, keys, serve
 from rag.cli import eval as eval_cli
 from rag.cli import index as index_cli
 from rag.cli import vault as vault_cli
@@ -29,6 +29,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(db.app, name="db")
+app.add_typer(config_cmd.app, name="config")
 app.command("ask")(ask_cli.ask_command)
 app.command("search")(ask_cli.search_command)
 app.add_typer(keys.app, name="keys")
@@ -41,12 +42,22 @@ app.command("eval")(eval_cli.eval_command)
 app.command("eval-beir")(eval_cli.eval_beir_command)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from rag.cli.version import version_line
+
+        typer.echo(version_line())
+        raise typer.Exit(0)
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
     config: Path | None = typer.Option(None, "--config", envvar="RAGPG_CONFIG",
                                        help="Config file (TOML). Default: the user config dir."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log diagnostics to stderr."),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print the ragpg version and exit."),
 ) -> None:
     """Postgres-native retrieval for RAG."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,

@@ -45,6 +45,7 @@ def test_progress_bars_on_a_terminal_only(aconn: psycopg.Connection, db_url: str
     assert code == 0 and out.startswith("v: 40 files seen, 40 indexed")
     assert "v: files" in terminal and "v: chunks" in terminal, terminal
     assert "40/40" in terminal, terminal  # the files bar reached its total
+    assert re.search(r"ETA (\d+:\d\d:\d\d|-:--:--)", terminal), terminal  # files: time remaining
     assert "━" in terminal  # rich's bar glyph
 
     (root / "n00.md").write_text("# Note 0\n\nchanged\n")
