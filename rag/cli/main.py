@@ -26,7 +26,7 @@ app = typer.Typer(
     help="Postgres-native retrieval for RAG: index markdown vaults, search and ask with cited sources.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
 )
 app.add_typer(db.app, name="db")
 app.add_typer(config_cmd.app, name="config")

@@ -115,3 +115,10 @@ def test_report_reads_the_sources_it_is_given(clean_env: Path) -> None:
     report = config_report(clean_env, environ={})
     rows = {s.name: s for s in report.settings}
     assert rows["retrieval.rrf_k"].value == 42 and rows["retrieval.rrf_k"].source == "config file"
+
+
+def test_shell_completion() -> None:
+    script = ragpg("--show-completion", "bash")
+    assert script.returncode == 0 and "complete -o default -F _ragpg_completion ragpg" in script.stdout
+    done = ragpg(env={"COMP_WORDS": "ragpg con", "COMP_CWORD": "1", "_RAGPG_COMPLETE": "complete_bash"})
+    assert done.returncode == 0 and done.stdout.split() == ["config"]
