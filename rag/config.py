@@ -69,6 +69,10 @@ class RetrievalSettings(_Group):
     hnsw_ef_search: int = Field(100, gt=0)
     max_match_count: int = Field(1000, gt=0)
     max_query_chars: int = Field(20000, gt=0)
+    # Record each question's embedding and the notes among its first `query_log_top` candidates, for
+    # the SQL console (search_hybrid('question') in psql, ragpg_most_retrieved_notes).
+    query_log: bool = True
+    query_log_top: int = Field(10, ge=0)
 
 
 class LLMSettings(_Group):

@@ -69,10 +69,22 @@ class RichProgress:
 
 
 def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bool) -> None:
-    from rag.ingest.pipeline import index_vaults
+    from datetime import UTC, datetime
 
+    from rag.errors import RagError
+    from rag.ingest.pipeline import index_vaults
+    from rag.ingest.run_log import record_cli_run
+    from rag.store.database import connect
+
+    started = datetime.now(UTC)
     with RichProgress(quiet) as progress:
         report = index_vaults(settings, vaults, progress=progress)
+    if report.vaults:
+        try:
+            with connect(settings, autocommit=True) as conn:  # psql: select * from ragpg_index_runs_recent
+                record_cli_run(conn, report, started)
+        except RagError as exc:
+            info(f"warning: index run not recorded: {exc}")
     _emit(report, json_out)
     _exit_on_failure(report)
 

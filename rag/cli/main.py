@@ -14,7 +14,7 @@ import typer.exceptions
 from typer._click import exceptions as typer_click
 
 from rag.cli import ask as ask_cli
-from rag.cli import config_cmd, db, keys, serve
+from rag.cli import config_cmd, db, embed_cmd, keys, serve
 from rag.cli import eval as eval_cli
 from rag.cli import index as index_cli
 from rag.cli import vault as vault_cli
@@ -32,6 +32,7 @@ app.add_typer(db.app, name="db")
 app.add_typer(config_cmd.app, name="config")
 app.command("ask")(ask_cli.ask_command)
 app.command("search")(ask_cli.search_command)
+app.command("embed")(embed_cmd.embed_command)
 app.add_typer(keys.app, name="keys")
 app.add_typer(vault_cli.app, name="vault")
 app.command("index")(index_cli.index)
