@@ -14,6 +14,8 @@ from rag.notes.ask import search
 from rag.runtime import Runtime
 from tests.ingest_db.test_row_security import NOTES, OTHER, PUBLIC_NOTES, QUERY, console_conn, indexed  # noqa: F401
 
+pytestmark = pytest.mark.usefixtures("indexed")
+
 
 def legs(conn: psycopg.Connection, question: str, **kw: str) -> tuple[set[str], list[dict]]:
     args = ", ".join(f"{k} => %({k})s" for k in kw)
@@ -21,7 +23,7 @@ def legs(conn: psycopg.Connection, question: str, **kw: str) -> tuple[set[str], 
     return {r["legs"] for r in rows}, rows
 
 
-def test_search_hybrid_uses_the_cached_embedding_else_bm25(indexed: None, cli, aconn: psycopg.Connection) -> None:
+def test_search_hybrid_uses_the_cached_embedding_else_bm25(cli, aconn: psycopg.Connection) -> None:
     ran, rows = legs(aconn, QUERY)
     assert ran == {"lexical"} and rows and rows[0]["vector_rank"] is None
     assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
@@ -48,7 +50,7 @@ def test_search_hybrid_uses_the_cached_embedding_else_bm25(indexed: None, cli, a
     assert counted and set(counted.values()) == {1}
 
 
-def test_console_search_bad_input(indexed: None, cli, aconn: psycopg.Connection) -> None:
+def test_console_search_bad_input(cli, aconn: psycopg.Connection) -> None:
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="question is empty"):
         aconn.execute("select * from search_hybrid('  ')")
     with pytest.raises(psycopg.errors.UndefinedObject, match="unknown embedding model 'nope/x'"):
@@ -57,8 +59,7 @@ def test_console_search_bad_input(indexed: None, cli, aconn: psycopg.Connection)
     assert code == 2 and out == "" and err.strip() == "error: the text to embed is empty"
 
 
-def test_console_role_sees_only_its_rows_through_search_and_views(indexed: None, cli,
-                                                                 aconn: psycopg.Connection) -> None:
+def test_console_role_sees_only_its_rows_through_search_and_views(cli, aconn: psycopg.Connection) -> None:
     assert cli("search", QUERY)[0] == 0  # caches the embedding, counts retrievals in both vaults
     with console_conn(cli, "--clearance", "public", "--vault", "notes") as conn:
         for question in (QUERY, "launch codes"):  # the vector leg (cached) and BM25 alone
@@ -78,7 +79,7 @@ def test_console_role_sees_only_its_rows_through_search_and_views(indexed: None,
     assert owner == {("notes", p) for p in NOTES} | {("other", p) for p in OTHER}
 
 
-def test_cli_index_runs_are_recorded(indexed: None, cli, aconn: psycopg.Connection) -> None:
+def test_cli_index_runs_are_recorded(cli, aconn: psycopg.Connection) -> None:
     runs = aconn.execute("select * from ragpg_index_runs_recent").fetchall()
     assert [(r["origin"], r["status"], r["vaults"], r["files_indexed"]) for r in runs] == [
         ("cli", "succeeded", ["notes", "other"], len(NOTES) + len(OTHER))]
@@ -88,7 +89,7 @@ def test_cli_index_runs_are_recorded(indexed: None, cli, aconn: psycopg.Connecti
     assert (latest["vaults"], latest["files_indexed"], latest["files_seen"]) == (["notes"], 0, len(NOTES))
 
 
-def test_scoped_requests_record_and_the_setting_turns_it_off(indexed: None, settings, aconn: psycopg.Connection) -> None:
+def test_scoped_requests_record_and_the_setting_turns_it_off(settings, aconn: psycopg.Connection) -> None:
     scoped = Scope(vaults=("notes",), clearance="public", principal="key:test")
     rt = Runtime(settings)
     try:
