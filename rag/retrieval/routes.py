@@ -27,6 +27,9 @@ def _judge(ctx: PassContext, run: RetrievalRun, base: list[Candidate], options: 
         d = autorag.score_decision(base_score, ctx.set_score(items), corrected_name=name,
                                   margin=ctx.prof.decision_margin)
         reasons.append(d.reason)
+        if d.corrected is not None and d.corrected.count:
+            delta = d.corrected.score - base_score.score
+            run.margin = delta if run.margin is None else max(run.margin, delta)
         if d.winner != "base" and (best is None or d.corrected.score > best[0].corrected.score):
             best = (d, items)
     if best is None:
