@@ -108,6 +108,9 @@ class ServerSettings(_Group):
     queue_size: int = Field(64, ge=0)
     retry_after_s: int = Field(1, ge=0)
     max_body_bytes: int = Field(1024 * 1024, gt=0)
+    # A key to create at start when it does not exist yet (env RAGPG_SERVER__API_KEY; docker-compose
+    # passes RAGPG_API_KEY): full access to every vault, so a server on 0.0.0.0 never starts keyless.
+    api_key: str | None = None
 
 
 class TracingSettings(_Group):
