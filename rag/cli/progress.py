@@ -19,3 +19,34 @@ class EtaColumn(ProgressColumn):
         if remaining is None:
             return Text("ETA -:--:--", style="progress.remaining")
         return Text(f"ETA {timedelta(seconds=int(remaining))}", style="progress.remaining")
+
+
+class CountBar:
+    """One bar on stderr for a run of known length (`eval` cases, `eval-beir` queries): done/total,
+    elapsed time and an ETA; nothing when quiet or stderr is not a terminal."""
+
+    def __init__(self, description: str, total: int | None, *, quiet: bool = False, console: object = None) -> None:
+        import sys
+
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        target = console or Console(stderr=True)
+        self.enabled = not quiet and (console is not None or sys.stderr.isatty())
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), EtaColumn(), console=target, transient=console is None,
+                                 disable=not self.enabled)
+        self.task = self.progress.add_task(description, total=total)
+
+    def __enter__(self) -> CountBar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def advance(self, n: int = 1) -> None:
+        self.progress.advance(self.task, n)
+
+    def describe(self, description: str) -> None:
+        self.progress.update(self.task, description=description)
