@@ -140,3 +140,11 @@ def test_redoc_bundle_names_no_cdn(client: TestClient) -> None:
     assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
     assert "cdn.redoc.ly" not in js.text and "/docs-assets/favicon.png" in js.text
     assert "default-src 'self'" in client.get("/redoc").headers["content-security-policy"]
+
+
+def test_readme_shows_the_page_screenshots() -> None:
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for name in ("answer.png", "explanation.png"):
+        assert f"(docs/img/{name})" in readme, name
+        assert (root / "docs" / "img" / name).stat().st_size > 10_000, name
