@@ -32,6 +32,8 @@ def test_pip_install_then_db_upgrade(tmp_path, pg_server):
     assert all(w.startswith(str(site)) for w in where), where
     assert (site / "db" / "sql" / "10_embedding_models.sql").exists()
     assert list((site / "db" / "migrations" / "versions").glob("0001_*.py"))
+    for page_file in ("index.html", "app.js", "style.css"):  # the web page ships in the wheel
+        assert (site / "server" / "static" / page_file).is_file(), page_file
 
     name = pg_server.create_empty_database("wheel")
     url = pg_server.url(name)
