@@ -56,6 +56,7 @@ async function api(path, body) {
 }
 
 function explainError(e) {
+  if (e.status === 401 && !apiKey()) return "This server needs an API key: enter it above.";
   if (e.status === 401) return "The API key was not accepted (" + e.message + "). Enter a valid key above.";
   if (e.status === 403) return "This API key may not do that: " + e.message + ".";
   if (e.status === 404) return "Not found: " + e.message + ".";
