@@ -66,6 +66,7 @@ def eval_command(
     from rag.eval import evaluate_command
     from rag.eval.search import make_search_fn, resolve_mode
     from rag.runtime import Runtime
+    from ragpg_cli.progress import CountBar
 
     try:
         settings = state(ctx).settings
@@ -81,14 +82,33 @@ def eval_command(
         with connect(settings):
             pass
 
+    def counted(case, depth):  # the runner's SearchFn, advancing the bar
+        try:
+            return search_fn(case, depth)
+        finally:
+            bar.advance()
+
     try:
-        code = evaluate_command(golden, search_fn=search_fn, baseline_path=baseline, save_baseline_path=save_baseline,
-                                k=k, tolerance=settings.eval.tolerance if tolerance is None else tolerance,
-                                json_out=json_out, profile=profile, mode=resolve_mode(profile, mode),
-                                split=split, preflight=database_reachable)
+        with CountBar("cases", _case_count(golden, split)) as bar:
+            code = evaluate_command(golden, search_fn=counted, baseline_path=baseline,
+                                    save_baseline_path=save_baseline,
+                                    k=k, tolerance=settings.eval.tolerance if tolerance is None else tolerance,
+                                    json_out=json_out, profile=profile, mode=resolve_mode(profile, mode),
+                                    split=split, preflight=database_reachable)
     finally:
         rt.close()
     raise typer.Exit(code)
+
+
+def _case_count(golden: Path, split: str) -> int | None:
+    """How many cases the run has, for the bar; None when the file does not load (the run reports why)."""
+    from rag.errors import RagError
+    from rag.eval.golden import load_golden, select_split
+
+    try:
+        return len(select_split(load_golden(golden), split).cases)
+    except (RagError, OSError, ValueError):
+        return None
 
 
 def eval_beir_command(
@@ -111,6 +131,7 @@ def eval_beir_command(
     from rag.eval.beir import eval_settings, load_beir_queries, parse_modes, render_text, run_beir
     from rag.runtime import Runtime
     from rag.store.locate import connect
+    from ragpg_cli.progress import CountBar
 
     try:
         chosen = parse_modes(modes)
@@ -122,7 +143,8 @@ def eval_beir_command(
             pass
         rt = Runtime.from_settings(settings, pool_max_size=2)
         try:
-            report = run_beir(rt, data, vault or data.name, chosen, progress=info)
+            with CountBar("queries", len(data.queries) * len(chosen)) as bar:
+                report = run_beir(rt, data, vault or data.name, chosen, progress=info, tick=bar.advance)
         finally:
             rt.close()
     except (RagError, psycopg.Error) as exc:

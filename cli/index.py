@@ -28,15 +28,18 @@ QUIET_HELP = "No progress bars."
 
 
 class RichProgress:
-    """Two bars on stderr, files and chunks; nothing at all when quiet or stderr is not a terminal."""
+    """Two bars on stderr, files (of the total, with an ETA) and chunks; nothing at all when quiet or
+    stderr is not a terminal."""
 
     def __init__(self, quiet: bool) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from ragpg_cli.progress import EtaColumn
+
         self.enabled = not quiet and sys.stderr.isatty()
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                                 TimeElapsedColumn(), EtaColumn(), console=Console(stderr=True), transient=True,
                                  disable=not self.enabled)
         self.files: TaskID | None = None
         self.chunks: TaskID | None = None
@@ -66,10 +69,22 @@ class RichProgress:
 
 
 def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bool) -> None:
-    from rag.ingest.pipeline import index_vaults
+    from datetime import UTC, datetime
 
+    from rag.errors import RagError
+    from rag.ingest.pipeline import index_vaults
+    from rag.ingest.run_log import record_cli_run
+    from rag.store.locate import connect
+
+    started = datetime.now(UTC)
     with RichProgress(quiet) as progress:
         report = index_vaults(settings, vaults, progress=progress)
+    if report.vaults:
+        try:
+            with connect(settings, autocommit=True) as conn:  # psql: select * from ragpg_index_runs_recent
+                record_cli_run(conn, report, started)
+        except RagError as exc:
+            info(f"warning: index run not recorded: {exc}")
     _emit(report, json_out)
     _exit_on_failure(report)
 

@@ -15,7 +15,7 @@ from typer._click import exceptions as typer_click
 
 from rag.errors import DatabaseError, RagError
 from ragpg_cli import ask as ask_cli
-from ragpg_cli import db, keys, serve
+from ragpg_cli import config_cmd, db, embed_cmd, keys, serve
 from ragpg_cli import eval as eval_cli
 from ragpg_cli import index as index_cli
 from ragpg_cli import vault as vault_cli
@@ -26,11 +26,13 @@ app = typer.Typer(
     help="Postgres-native retrieval for RAG: index markdown vaults, search and ask with cited sources.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
 )
 app.add_typer(db.app, name="db")
+app.add_typer(config_cmd.app, name="config")
 app.command("ask")(ask_cli.ask_command)
 app.command("search")(ask_cli.search_command)
+app.command("embed")(embed_cmd.embed_command)
 app.add_typer(keys.app, name="keys")
 app.add_typer(vault_cli.app, name="vault")
 app.command("index")(index_cli.index)
@@ -41,12 +43,22 @@ app.command("eval")(eval_cli.eval_command)
 app.command("eval-beir")(eval_cli.eval_beir_command)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from ragpg_cli.version import version_line
+
+        typer.echo(version_line())
+        raise typer.Exit(0)
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
     config: Path | None = typer.Option(None, "--config", envvar="RAGPG_CONFIG",
                                        help="Config file (TOML). Default: the user config dir."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log diagnostics to stderr."),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print the ragpg version and exit."),
 ) -> None:
     """Postgres-native retrieval for RAG."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,

@@ -56,6 +56,11 @@ def serve(ctx: typer.Context,
 
     mode = settings.server.auth
     with open_connection(url) as conn:
+        if settings.server.api_key:  # a first key from the environment (docker-compose)
+            from rag.key_bootstrap import ensure_configured_key
+
+            made = ensure_configured_key(conn, settings.server.api_key)
+            info(f"API key '{made.name}' from server.api_key " + ("created" if made.created else "present"))
         active = key_store.any_active_keys(conn)
         keyless = keyless_allowed(conn, mode)
         revision = migrate.current_revision(conn)

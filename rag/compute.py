@@ -26,6 +26,7 @@ from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import indexed_model, retrieve_stage
 from rag.runtime import Runtime, default_runtime
 from rag.store.vaults import resolve_vault_names
+from rag.trace_signals import decision_signals, record_signals
 from rag.types import RankedChunk
 
 __all__ = ["ContextResult", "acompute_context", "compute_context", "indexed_model", "validate_request"]
@@ -115,6 +116,10 @@ def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters:
         root.set(autoTriggered=run.auto_triggered, winner=run.winner, multiQueryRan=run.multi_query_ran,
                  insufficient=assembled.insufficient, decisionSignature=decision["decision_signature"],
                  topScore=ranked[0].scores.final if ranked else None, chunkCount=len(ranked))
+        now = time.perf_counter()
+        record_signals(root, decision_signals(decision, used_tokens=assembled.used_tokens, timings_ms={
+            **run.timings_ms, "retrieval_ms": _ms(started, retrieved), "assembly_ms": _ms(retrieved, now),
+            "total_ms": _ms(started, now)}))
     packs = evidence_full(ranked, assembled, decision), evidence_llm(assembled, ranked)
     done = time.perf_counter()
     timings = {**run.timings_ms, "retrieval_ms": _ms(started, retrieved), "assembly_ms": _ms(retrieved, done),

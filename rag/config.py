@@ -72,6 +72,10 @@ class RetrievalSettings(_Group):
     hnsw_ef_search: int = Field(100, gt=0)
     max_match_count: int = Field(1000, gt=0)
     max_query_chars: int = Field(20000, gt=0)
+    # Record each question's embedding and the notes among its first `query_log_top` candidates, for
+    # the SQL console (search_hybrid('question') in psql, ragpg_most_retrieved_notes).
+    query_log: bool = True
+    query_log_top: int = Field(10, ge=0)
 
 
 class LLMSettings(_Group):
@@ -107,6 +111,9 @@ class ServerSettings(_Group):
     queue_size: int = Field(64, ge=0)
     retry_after_s: int = Field(1, ge=0)
     max_body_bytes: int = Field(1024 * 1024, gt=0)
+    # A key to create at start when it does not exist yet (env RAGPG_SERVER__API_KEY; docker-compose
+    # passes RAGPG_API_KEY): full access to every vault, so a server on 0.0.0.0 never starts keyless.
+    api_key: str | None = None
 
 
 class TracingSettings(_Group):

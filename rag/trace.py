@@ -70,6 +70,10 @@ class Span:
     def set(self, **attrs: Any) -> None:  # the no-op span
         return None
 
+    def score(self, name: str, value: Any, data_type: str) -> None:
+        """A score on the span's trace (Langfuse charts scores; rag.trace_signals names them)."""
+        return None
+
 
 NOOP_SPAN = Span()
 
@@ -83,6 +87,12 @@ class _LiveSpan(Span):
         try:
             self._observation.update(metadata=clean_attributes(attrs))
         except Exception as exc:  # tracing must never fail a request
+            self._tracer.failed(exc)
+
+    def score(self, name: str, value: Any, data_type: str) -> None:
+        try:
+            self._observation.score_trace(name=name, value=value, data_type=data_type)
+        except Exception as exc:
             self._tracer.failed(exc)
 
 

@@ -24,7 +24,7 @@ from ragpg_server import errors
 from ragpg_server.admission import Admission
 from ragpg_server.calls import ServerState
 from ragpg_server.middleware import BodyLimitMiddleware, RequestIdMiddleware
-from ragpg_server.routes import chunks, health, index, retrieval, vaults
+from ragpg_server.routes import chunks, docs, folders, health, index, page, retrieval, vaults
 
 # Besides `concurrency` request threads, the pool serves /healthz (one at a time) and the background
 # index runner's progress writes (one thread; the pipeline itself uses its own connection).
@@ -70,7 +70,7 @@ def create_app(runtime: Runtime, *, lifespan_close: bool = False) -> FastAPI:
                 runtime.close()
 
     app = FastAPI(title="ragpg", version=_version(), description=DESCRIPTION, lifespan=lifespan,
-                  docs_url="/docs", openapi_url="/openapi.json", redoc_url=None)
+                  docs_url=None, openapi_url="/openapi.json", redoc_url=None)
     app.state.ragpg = ServerState(
         runtime=runtime,
         admission=Admission(server_settings.concurrency, server_settings.queue_size, server_settings.retry_after_s),
@@ -78,8 +78,10 @@ def create_app(runtime: Runtime, *, lifespan_close: bool = False) -> FastAPI:
         health_admission=Admission(1, min(server_settings.queue_size, HEALTH_QUEUE), server_settings.retry_after_s),
     )
     errors.install(app)
-    for module in (retrieval, chunks, vaults, index, health):
+    for module in (retrieval, chunks, vaults, folders, index, health):
         app.include_router(module.router)
+    docs.install(app)  # /docs and /redoc from bundled assets (no CDN)
+    page.install(app)  # the web page at /
     _document_400_not_422(app)
     # Added last = outermost: the request id exists before the body limit can answer 413.
     app.add_middleware(BodyLimitMiddleware, max_bytes=server_settings.max_body_bytes)

@@ -95,6 +95,8 @@ class AskRequest(_Request):
     k: int | None = Field(None, ge=1, le=100, description="Chunks to use; clamped to 3-8.")
     detail: Literal[DETAILS] = "normal"  # type: ignore[valid-type]
     debug: bool = False
+    explain: bool = Field(False, description="Also return `explanation`: plain-language lines on how the answer "
+                          "was found (as `ragpg ask --explain`).")
 
 
 class SearchRequest(_Request):
@@ -183,6 +185,7 @@ class AskResponse(_Response):
     notice: str | None = None
     confidence: str | None = None
     debug: dict[str, Any] | None = Field(None, description="Present when the request set debug=true.")
+    explanation: list[str] | None = Field(None, description="Present when the request set explain=true.")
 
 
 class SearchItem(_Response):
@@ -231,6 +234,18 @@ class VaultInfo(_Response):
 
 class VaultsResponse(_Response):
     vaults: list[VaultInfo]
+
+
+class FolderInfo(_Response):
+    folder: str = Field(description="Path relative to the vault root; '' is the top level.")
+    chunks: int
+
+
+class FoldersResponse(_Response):
+    vault: str
+    obsidian_vault: str | None = Field(None, description="Set when the vault is an Obsidian vault: the name for "
+                                       "`obsidian://open?vault=...&file=...` links.")
+    folders: list[FolderInfo]
 
 
 class IndexRunResponse(_Response):

@@ -91,6 +91,21 @@ end
 $$;
 
 --
+-- Name: ragpg_cached_query_embeddings(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_cached_query_embeddings(p_query text) RETURNS TABLE(model_id integer, provider text, model text, sql_name text, embedding public.vector, last_used_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+    select q.model_id, m.provider, m.model, m.sql_name, q.embedding, q.last_used_at
+    from query_embeddings q
+    join embedding_models m on m.id = q.model_id
+    where q.query_key = ragpg_query_key(p_query)
+    order by q.last_used_at desc, q.model_id
+$$;
+
+--
 -- Name: ragpg_check_bm25_params(double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -295,8 +310,10 @@ CREATE FUNCTION public.ragpg_content_tables() RETURNS SETOF regclass
     LANGUAGE sql STABLE
     SET search_path TO 'public', 'pg_catalog'
     AS $$
-    select t::regclass from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
-                                         'bm25_vault_stats', 'embedding_models']) as t
+    -- to_regclass: a table a later revision adds is simply absent after a downgrade
+    select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
+                                            'bm25_vault_stats', 'embedding_models', 'document_retrievals']) as t
+    where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
     where to_regclass(quote_ident(embedding_table)) is not null
@@ -1276,6 +1293,14 @@ CREATE FUNCTION public.ragpg_pgvector_version_num() RETURNS integer
     RETURN (SELECT ((((split_part(pg_extension.extversion, '.'::text, 1))::integer * 10000) + ((COALESCE(NULLIF("substring"(split_part(pg_extension.extversion, '.'::text, 2), '^\d+'::text), ''::text), '0'::text))::integer * 100)) + (COALESCE(NULLIF("substring"(split_part(pg_extension.extversion, '.'::text, 3), '^\d+'::text), ''::text), '0'::text))::integer) FROM pg_extension WHERE (pg_extension.extname = 'vector'::name));
 
 --
+-- Name: ragpg_query_key(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_query_key(p_query text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN md5(btrim(p_query));
+
+--
 -- Name: vaults; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1342,6 +1367,30 @@ CREATE FUNCTION public.ragpg_query_term_stats(query_text text, vault_names text[
            end::bigint
     from q
     order by q.lexeme;
+$$;
+
+--
+-- Name: ragpg_record_query(integer, text, public.vector, bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_record_query(p_model_id integer, p_query text, p_embedding public.vector, p_chunk_ids bigint[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    if p_model_id is not null and p_embedding is not null and p_query ~ '[^[:space:]]' then
+        insert into query_embeddings as q (model_id, query_key, query_text, embedding)
+        values (p_model_id, ragpg_query_key(p_query), btrim(p_query), p_embedding)
+        on conflict (model_id, query_key) do update
+            set embedding = excluded.embedding, uses = q.uses + 1, last_used_at = now();
+    end if;
+    if cardinality(p_chunk_ids) > 0 then
+        insert into document_retrievals as r (document_id, retrievals, last_retrieved_at)
+        select distinct c.document_id, 1, now() from chunks c where c.id = any(p_chunk_ids)
+        order by 1  -- one lock order for concurrent callers
+        on conflict (document_id) do update set retrievals = r.retrievals + 1, last_retrieved_at = now();
+    end if;
+end
 $$;
 
 --
@@ -1507,6 +1556,8 @@ begin
             'vault_id = any(%s) and coalesce(ragpg_level_rank(metadata ->> ''confidentiality''), 4) <= %s',
             v_vaults, v_rank)
         when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s)', v_vaults)
+        -- per-note counts: visible with the note itself (the document's own policy applies inside)
+        when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
         -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself
         -- (the chunk's own policy applies inside the subquery)
         else 'exists (select 1 from chunks c where c.id = chunk_id)'
@@ -1516,7 +1567,8 @@ begin
     execute format('create policy ragpg_scope on %s for select using (%s)', p_table, v_rule);
     execute format('drop policy if exists ragpg_reader_rows on %s', p_table);
     if v_has_reader and (v_name = 'bm25_postings' or v_name not in ('vaults', 'documents', 'chunks',
-                                                                     'bm25_term_stats', 'bm25_vault_stats')) then
+                                                                     'bm25_term_stats', 'bm25_vault_stats',
+                                                                     'document_retrievals')) then
         -- The server's reader joins every posting and embedding to its chunk, whose policy decides; a
         -- per-row subquery here would only slow its lexical leg.
         execute format('create policy ragpg_reader_rows on %s for select to ragpg_reader using (%s)', p_table,
@@ -1631,6 +1683,60 @@ begin
               f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
 end
 $_$;
+
+--
+-- Name: search_hybrid(text, integer, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.search_hybrid(question text, match_count integer DEFAULT 10, filter jsonb DEFAULT '{}'::jsonb, model text DEFAULT NULL::text) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, score double precision, similarity double precision, bm25_score double precision, vector_rank integer, lexical_rank integer, legs text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+#variable_conflict use_variable
+declare
+    v_fn text;
+    v_embedding vector;
+begin
+    if question is null or question !~ '[^[:space:]]' then
+        raise exception using errcode = '22023', message = 'question is empty';
+    end if;
+    if model is not null and not exists (select 1 from embedding_models m
+                                         where m.provider || '/' || m.model = model or m.sql_name = model) then
+        raise exception using errcode = '42704', message = format('unknown embedding model %L (see embedding_models)', model);
+    end if;
+    select m.hybrid_function, c.embedding into v_fn, v_embedding
+    from ragpg_cached_query_embeddings(question) c
+    join embedding_models m on m.id = c.model_id
+    where model is null or c.provider || '/' || c.model = model or c.sql_name = model
+    order by c.last_used_at desc
+    limit 1;
+    if v_embedding is null then
+        return query select * from search_lexical(question, match_count, filter);
+        return;
+    end if;
+    return query execute format(
+        'select h.chunk_id, h.vault, h.source_path, h.chunk_ordinal, h.heading_path, h.content, h.metadata,
+                h.rrf_score, h.similarity, h.bm25_score, h.vector_rank, h.lexical_rank, %L::text
+         from %I($1, $2, match_count => $3, filter => $4) h', 'vector+lexical', v_fn)
+        using question, v_embedding, match_count, filter;
+end
+$_$;
+
+--
+-- Name: search_lexical(text, integer, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.search_lexical(question text, match_count integer DEFAULT 10, filter jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, score double precision, similarity double precision, bm25_score double precision, vector_rank integer, lexical_rank integer, legs text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+    select l.chunk_id, l.vault, l.source_path, l.chunk_ordinal, l.heading_path, l.content, l.metadata,
+           l.bm25_score, null::float8, l.bm25_score, null::integer,
+           (row_number() over (order by l.bm25_score desc, l.source_path, l.chunk_ordinal, l.chunk_id))::integer,
+           'lexical'
+    from match_lexical_chunks(question, match_count, filter) l
+    order by l.bm25_score desc, l.source_path, l.chunk_ordinal, l.chunk_id
+$$;
 
 --
 -- Name: alembic_version; Type: TABLE; Schema: public; Owner: -
@@ -1758,6 +1864,16 @@ CREATE TABLE public.deferred_indexes (
 );
 
 --
+-- Name: document_retrievals; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.document_retrievals (
+    document_id bigint NOT NULL,
+    retrievals bigint DEFAULT 0 NOT NULL,
+    last_retrieved_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
 -- Name: documents; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1818,7 +1934,23 @@ CREATE TABLE public.index_runs (
     error text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
+    origin text DEFAULT 'api'::text NOT NULL,
+    CONSTRAINT index_runs_origin_check CHECK ((origin = ANY (ARRAY['api'::text, 'cli'::text]))),
     CONSTRAINT index_runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text])))
+);
+
+--
+-- Name: query_embeddings; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.query_embeddings (
+    model_id integer NOT NULL,
+    query_key text NOT NULL,
+    query_text text NOT NULL,
+    embedding public.vector NOT NULL,
+    uses bigint DEFAULT 1 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_used_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
 --
@@ -1832,6 +1964,100 @@ CREATE TABLE public.ragpg_console_roles (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT ragpg_console_roles_clearance_check CHECK ((clearance = ANY (ARRAY['public'::text, 'internal'::text, 'confidential'::text, 'restricted'::text])))
 );
+
+--
+-- Name: ragpg_index_runs_recent; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.ragpg_index_runs_recent WITH (security_invoker='true') AS
+ SELECT id,
+    origin,
+    vaults,
+    status,
+    error,
+    ((progress ->> 'files_seen'::text))::bigint AS files_seen,
+    ((progress ->> 'files_indexed'::text))::bigint AS files_indexed,
+    ((progress ->> 'files_skipped'::text))::bigint AS files_skipped,
+    ((progress ->> 'chunks_written'::text))::bigint AS chunks_written,
+    created_at,
+    finished_at,
+    (finished_at - created_at) AS duration
+   FROM public.index_runs r
+  ORDER BY created_at DESC;
+
+--
+-- Name: ragpg_indexed_folders; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.ragpg_indexed_folders WITH (security_invoker='true') AS
+ SELECT v.name AS vault,
+    d.folder,
+    count(*) AS documents,
+    (sum(cc.chunks))::bigint AS chunks,
+    (sum(cc.tokens))::bigint AS tokens,
+    (sum(d.size_bytes))::bigint AS bytes,
+    max(d.indexed_at) AS last_indexed_at
+   FROM ((public.documents d
+     JOIN public.vaults v ON ((v.id = d.vault_id)))
+     CROSS JOIN LATERAL ( SELECT count(*) AS chunks,
+            COALESCE(sum(c.token_count), (0)::bigint) AS tokens
+           FROM public.chunks c
+          WHERE (c.document_id = d.id)) cc)
+  GROUP BY v.name, d.folder;
+
+--
+-- Name: ragpg_indexed_vaults; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.ragpg_indexed_vaults WITH (security_invoker='true') AS
+ SELECT name AS vault,
+    root_path,
+    ( SELECT count(*) AS count
+           FROM public.documents d
+          WHERE (d.vault_id = v.id)) AS documents,
+    ( SELECT count(*) AS count
+           FROM public.chunks c
+          WHERE (c.vault_id = v.id)) AS chunks,
+    ( SELECT COALESCE(sum(d.size_bytes), (0)::numeric) AS "coalesce"
+           FROM public.documents d
+          WHERE (d.vault_id = v.id)) AS bytes,
+    last_indexed_at
+   FROM public.vaults v;
+
+--
+-- Name: ragpg_largest_notes; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.ragpg_largest_notes WITH (security_invoker='true') AS
+ SELECT v.name AS vault,
+    d.source_path,
+    d.title,
+    d.size_bytes,
+    cc.chunks,
+    cc.tokens,
+    d.indexed_at
+   FROM ((public.documents d
+     JOIN public.vaults v ON ((v.id = d.vault_id)))
+     CROSS JOIN LATERAL ( SELECT count(*) AS chunks,
+            COALESCE(sum(c.token_count), (0)::bigint) AS tokens
+           FROM public.chunks c
+          WHERE (c.document_id = d.id)) cc)
+  ORDER BY d.size_bytes DESC, v.name, d.source_path;
+
+--
+-- Name: ragpg_most_retrieved_notes; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.ragpg_most_retrieved_notes WITH (security_invoker='true') AS
+ SELECT v.name AS vault,
+    d.source_path,
+    d.title,
+    r.retrievals,
+    r.last_retrieved_at
+   FROM ((public.document_retrievals r
+     JOIN public.documents d ON ((d.id = r.document_id)))
+     JOIN public.vaults v ON ((v.id = d.vault_id)))
+  ORDER BY r.retrievals DESC, r.last_retrieved_at DESC, v.name, d.source_path;
 
 --
 -- Name: vaults_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -1917,6 +2143,13 @@ ALTER TABLE ONLY public.deferred_indexes
     ADD CONSTRAINT deferred_indexes_pkey PRIMARY KEY (index_name);
 
 --
+-- Name: document_retrievals document_retrievals_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.document_retrievals
+    ADD CONSTRAINT document_retrievals_pkey PRIMARY KEY (document_id);
+
+--
 -- Name: documents documents_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1966,6 +2199,13 @@ ALTER TABLE ONLY public.index_runs
     ADD CONSTRAINT index_runs_pkey PRIMARY KEY (id);
 
 --
+-- Name: query_embeddings query_embeddings_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.query_embeddings
+    ADD CONSTRAINT query_embeddings_pkey PRIMARY KEY (model_id, query_key);
+
+--
 -- Name: ragpg_console_roles ragpg_console_roles_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2003,6 +2243,12 @@ CREATE INDEX chunks_tsv_idx ON public.chunks USING gin (content_tsv);
 --
 
 CREATE INDEX chunks_vault_idx ON public.chunks USING btree (vault_id);
+
+--
+-- Name: document_retrievals_count_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX document_retrievals_count_idx ON public.document_retrievals USING btree (retrievals DESC);
 
 --
 -- Name: documents_vault_folder_idx; Type: INDEX; Schema: public; Owner: -
@@ -2063,11 +2309,25 @@ ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
 
 --
+-- Name: document_retrievals document_retrievals_document_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.document_retrievals
+    ADD CONSTRAINT document_retrievals_document_id_fkey FOREIGN KEY (document_id) REFERENCES public.documents(id) ON DELETE CASCADE;
+
+--
 -- Name: documents documents_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.documents
     ADD CONSTRAINT documents_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
+
+--
+-- Name: query_embeddings query_embeddings_model_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.query_embeddings
+    ADD CONSTRAINT query_embeddings_model_id_fkey FOREIGN KEY (model_id) REFERENCES public.embedding_models(id) ON DELETE CASCADE;
 
 --
 -- Name: bm25_postings; Type: ROW SECURITY; Schema: public; Owner: -
@@ -2092,6 +2352,12 @@ ALTER TABLE public.bm25_vault_stats ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE public.chunks ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: document_retrievals; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.document_retrievals ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: documents; Type: ROW SECURITY; Schema: public; Owner: -
@@ -2130,6 +2396,14 @@ CREATE POLICY ragpg_scope ON public.bm25_vault_stats FOR SELECT USING ((vault_id
 --
 
 CREATE POLICY ragpg_scope ON public.chunks FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (COALESCE(public.ragpg_level_rank((metadata ->> 'confidentiality'::text)), 4) <= ( SELECT public.ragpg_scope_clearance_rank(CURRENT_USER) AS ragpg_scope_clearance_rank))));
+
+--
+-- Name: document_retrievals ragpg_scope; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_scope ON public.document_retrievals FOR SELECT USING ((EXISTS ( SELECT 1
+   FROM public.documents d
+  WHERE (d.id = document_retrievals.document_id))));
 
 --
 -- Name: documents ragpg_scope; Type: POLICY; Schema: public; Owner: -

@@ -78,8 +78,10 @@ create or replace function ragpg_content_tables() returns setof regclass
 language sql stable
 set search_path = public, pg_catalog
 as $$
-    select t::regclass from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
-                                         'bm25_vault_stats', 'embedding_models']) as t
+    -- to_regclass: a table a later revision adds is simply absent after a downgrade
+    select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
+                                            'bm25_vault_stats', 'embedding_models', 'document_retrievals']) as t
+    where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
     where to_regclass(quote_ident(embedding_table)) is not null
@@ -114,6 +116,8 @@ begin
             'vault_id = any(%s) and coalesce(ragpg_level_rank(metadata ->> ''confidentiality''), 4) <= %s',
             v_vaults, v_rank)
         when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s)', v_vaults)
+        -- per-note counts: visible with the note itself (the document's own policy applies inside)
+        when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
         -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself
         -- (the chunk's own policy applies inside the subquery)
         else 'exists (select 1 from chunks c where c.id = chunk_id)'
@@ -123,7 +127,8 @@ begin
     execute format('create policy ragpg_scope on %s for select using (%s)', p_table, v_rule);
     execute format('drop policy if exists ragpg_reader_rows on %s', p_table);
     if v_has_reader and (v_name = 'bm25_postings' or v_name not in ('vaults', 'documents', 'chunks',
-                                                                     'bm25_term_stats', 'bm25_vault_stats')) then
+                                                                     'bm25_term_stats', 'bm25_vault_stats',
+                                                                     'document_retrievals')) then
         -- The server's reader joins every posting and embedding to its chunk, whose policy decides; a
         -- per-row subquery here would only slow its lexical leg.
         execute format('create policy ragpg_reader_rows on %s for select to ragpg_reader using (%s)', p_table,

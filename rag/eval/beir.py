@@ -251,7 +251,7 @@ Progress = Callable[[str], None]
 
 
 def run_beir(rt: Runtime, data: BeirQueries, vault: str, modes: Sequence[str],
-             progress: Progress | None = None) -> BeirReport:
+             progress: Progress | None = None, tick: Callable[[], None] | None = None) -> BeirReport:
     """Every judged query through every mode; `rt` should come from `eval_settings(...)` settings."""
     from rag.retrieval import retrieve
     from rag.retrieval.profiles import get_profile
@@ -298,7 +298,7 @@ def run_beir(rt: Runtime, data: BeirQueries, vault: str, modes: Sequence[str],
     runners = {"vector": vector, "bm25": bm25, "hybrid": hybrid, "auto": auto}
     results = []
     for mode in modes:
-        result = _run_mode(rt, data, mode, runners[mode], depth, uses_connection=mode != "auto")
+        result = _run_mode(rt, data, mode, runners[mode], depth, uses_connection=mode != "auto", tick=tick)
         say(f"{mode}: {result.queries} queries in {result.seconds:.1f} s, "
             + ", ".join(f"{name} {value:.4f}" for name, value in result.metrics.items()))
         results.append(result)
@@ -310,16 +310,19 @@ def run_beir(rt: Runtime, data: BeirQueries, vault: str, modes: Sequence[str],
 
 
 def _run_mode(rt: Runtime, data: BeirQueries, mode: str, search: Callable[[Any, str, str], list[str]],
-              depth: int, *, uses_connection: bool) -> ModeResult:
+              depth: int, *, uses_connection: bool, tick: Callable[[], None] | None = None) -> ModeResult:
     run: dict[str, list[str]] = {}
+    tick = tick or (lambda: None)
     started = time.perf_counter()
     if uses_connection:
         with rt.connection() as conn:
             for qid, text in data.queries.items():
                 run[qid] = search(conn, qid, text)
+                tick()
     else:
         for qid, text in data.queries.items():
             run[qid] = search(None, qid, text)
+            tick()
     seconds = time.perf_counter() - started
     rankings = {qid: document_ranking(docs, qid, depth) for qid, docs in run.items()}
     return ModeResult(mode=mode, metrics=score_run(data.qrels, rankings, depth), queries=len(rankings),

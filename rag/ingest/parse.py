@@ -76,6 +76,9 @@ _H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _DATE = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:$|[T ])")
 _TAG_SPLIT = re.compile(r"[,\s]+")
+# The note's date, first present wins: an explicit `date`, else when it was last `updated`, else `created`
+# (freshness should reflect the latest change the note states). Without any: the file's mtime.
+DATE_KEYS = ("date", "updated", "created")
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,7 @@ def _first_h1(body_lines: list[str]) -> str | None:
 
 
 def _date(fm: dict[str, Any]) -> tuple[str | None, str | None]:
-    for key in ("date", "created"):
+    for key in DATE_KEYS:
         value = fm.get(key)
         if value is None or value == "":
             continue

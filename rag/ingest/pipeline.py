@@ -18,6 +18,7 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Protocol
 
@@ -30,7 +31,7 @@ from rag.errors import EmbeddingError, RagError
 from rag.ingest import beir, hnsw, presence, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
 from rag.ingest.hnsw import BulkLoadPolicy
-from rag.ingest.parse import UNKNOWN_CONFIDENTIALITY, parse_document
+from rag.ingest.parse import DATE_KEYS, UNKNOWN_CONFIDENTIALITY, parse_document
 from rag.ingest.report import IndexReport, SkipRecord, VaultReport, peak_rss_mb
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
@@ -323,11 +324,16 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
     text = data.decode("utf-8")
     parsed = parse_document(text, f.source_path)
     folder = str(PurePosixPath(f.source_path).parent)
+    doc_date, date_source = parsed.date, "frontmatter"
+    stated = any(str(k).lower() in DATE_KEYS for k in parsed.frontmatter)  # a bad stated date stays unset
+    if doc_date is None and not stated and f.mtime is not None:  # no date in the frontmatter: the file's mtime
+        doc_date, date_source = datetime.fromtimestamp(f.mtime, UTC).date().isoformat(), "file_mtime"
     doc = store.PreparedDocument(
         source_path=f.source_path, folder="" if folder == "." else folder, title=parsed.title, url=parsed.url,
         doc_type=parsed.doc_type, persona=parsed.persona, tags=list(parsed.tags), project=parsed.project,
-        confidentiality=parsed.confidentiality, doc_date=parsed.date, document_version=version,
+        confidentiality=parsed.confidentiality, doc_date=doc_date, document_version=version,
         size_bytes=len(data), metadata=dict(parsed.frontmatter), failed_closed=parsed.failed_closed,
+        aliases=list(parsed.aliases), date_source=date_source,
     )
     chunker = chunk_markdown if f.kind == "markdown" else chunk_plain_text
     c = settings.chunking

@@ -65,6 +65,8 @@ class PreparedDocument:
     vectors: np.ndarray | None = None
     replaces: bool = False  # a stored version exists: its chunks must go first
     failed_closed: bool = False  # confidentiality could not be trusted: stored as the most restricted level
+    aliases: list[str] = field(default_factory=list)  # other names of the note (frontmatter `aliases`)
+    date_source: str | None = None  # "frontmatter" or "file_mtime" (set by the notes walk)
 
 
 @dataclass(frozen=True)
@@ -292,6 +294,7 @@ def document_metadata(vault_name: str, doc: PreparedDocument) -> dict[str, Any]:
         "vault": vault_name, "folder": doc.folder, "source_path": doc.source_path, "title": doc.title,
         "tags": list(doc.tags), "doc_type": doc.doc_type, "persona": doc.persona, "project": doc.project,
         "confidentiality": doc.confidentiality, "date": doc.doc_date, "url": doc.url,
+        "aliases": list(doc.aliases) or None, "date_source": doc.date_source if doc.doc_date else None,
     }
     return {k: v for k, v in fields.items() if v is not None}
 

@@ -43,6 +43,7 @@ class VaultFile:
     size_bytes: int
     root_real: str = ""  # the vault root's real path: what the opened file must lie inside
     via_link: bool = False  # reached through a symlink the walk checked (the open must follow it)
+    mtime: float | None = None  # modification time at the walk (seconds since the epoch): the fallback date
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,8 @@ class _Walker:
         if st.st_size > self.max_bytes:
             self.skip(rel, "too_large", f"{st.st_size} bytes > limit {self.max_bytes}")
             return
-        self.files.append(VaultFile(stored_name(rel), Path(path), kind, st.st_size, self.root_real, via_link))
+        self.files.append(VaultFile(stored_name(rel), Path(path), kind, st.st_size, self.root_real, via_link,
+                                    st.st_mtime))
 
     def _real_rel(self, path: str) -> str:
         # A symlink must not smuggle a denylisted file in under an innocent name.

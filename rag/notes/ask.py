@@ -15,6 +15,7 @@ Both run the stages every entry point runs (DESIGN.md § Notes vault answering):
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -34,6 +35,7 @@ from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import Retrieval, retrieve_stage
 from rag.retrieval.terms import query_term_stats
 from rag.runtime import Runtime, default_runtime
+from rag.trace_signals import decision_signals, record_signals
 from rag.types import RankedChunk
 
 __all__ = ["ABSTAIN_ANSWER", "AskResponse", "Reference", "SearchItem", "SearchResponse", "ask", "resolve_vaults",
@@ -90,11 +92,15 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
                              "k": {"value": k_choice.k, "requested": k, "reasons": list(k_choice.reasons)}}
     with rt.tracer.root(request_id=request_id or uuid.uuid4().hex, query=question, profile=ns.profile,
                         mode="ask") as root:
+        started = time.perf_counter()
         response = _ask(rt, ns, question, vault_list, folder_list, k_choice.k, detail,
                         scope or Scope.unrestricted(), trace)
         root.set(abstained=response.abstained, answeredBy=response.answered_by,
                  folderMethod=trace.get("folders", {}).get("method"), topScore=trace.get("best_score"),
                  chunkCount=len(response.references), insufficient=response.abstained)
+        timings = {**trace.get("timings_ms", {}), "total_ms": (time.perf_counter() - started) * 1000}
+        record_signals(root, decision_signals(trace.get("retrieval") or {}, timings_ms=timings,
+                                              abstained=response.abstained))
     return replace(response, debug=trace) if debug else response
 
 
@@ -104,12 +110,14 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
     found, ranked = retrieve_notes(rt, ns, question, sc)
     trace.update(sc.debug())
     trace["retrieval"] = found.run.decision(insufficient=not ranked)
+    trace["timings_ms"] = dict(found.run.timings_ms)
     trace["candidates"] = [answering.candidate_debug(r, sc) for r in ranked]
     kept = ranked[:k]
     trace["best_score"] = kept[0].scores.final if kept else None
     if not kept:
         trace["abstention"] = {"abstain": True, "reason": "not answered: nothing in the notes matched"}
         return answering.abstained("no_results")
+    answering_started = time.perf_counter()
     sentences = answering.rank_answer_sentences(rt, ns, question, kept, sc.query_embedding)
     with rt.connection(autocommit=True, scope=scope) as conn:
         stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels())
@@ -122,7 +130,9 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
         return answering.abstained("no_relevant_context")
     band = "low" if decision.probability < ns.abstain_low_confidence else "normal"
     trace["confidence"] = band
-    return answering.answer(rt, ns, question, kept, sentences, band, detail, trace)
+    answered = answering.answer(rt, ns, question, kept, sentences, band, detail, trace)
+    trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000
+    return answered
 
 
 # -- search ---------------------------------------------------------------------------------------

@@ -27,6 +27,9 @@ def _judge(ctx: PassContext, run: RetrievalRun, base: list[Candidate], options: 
         corrected = ctx.set_score(items)
         d = autorag.score_decision(base_score, corrected, corrected_name=name, margin=ctx.prof.decision_margin)
         reasons.append(d.reason)
+        if corrected.count:
+            delta = corrected.score - base_score.score
+            run.margin = delta if run.margin is None else max(run.margin, delta)
         if d.winner != "base" and (best is None or corrected.score > best[2].score):
             best = (d, items, corrected)
     if best is None:

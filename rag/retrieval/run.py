@@ -43,6 +43,7 @@ class RetrievalRun:
     multi_query_ran: bool = False
     facets: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    margin: float | None = None  # best correction's set score minus base's, when a correction was judged
 
     @property
     def auto_triggered(self) -> bool:
@@ -58,7 +59,7 @@ class RetrievalRun:
             "weak": weak.weak if weak else None, "weak_signals": list(weak.signals) if weak else [],
             "top_similarity": weak.top_similarity if weak else None,
             "share_above_threshold": weak.share_above_threshold if weak else None,
-            "winner": self.winner, "reason": self.reason, "passes": self.passes, "notes": self.notes,
+            "winner": self.winner, "reason": self.reason, "margin": self.margin, "passes": self.passes, "notes": self.notes,
             "llm_failures": self.llm_failures, "multi_query_ran": self.multi_query_ran, "facets": self.facets,
             "insufficient": insufficient, "decision_signature": decision_signature(self.path()),
         }

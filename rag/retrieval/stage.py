@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from rag.errors import NotFoundError
+from rag.errors import DatabaseError, InputError, NotFoundError
 from rag.retrieval import autorag
 from rag.retrieval.profiles import Profile
+from rag.retrieval.query_log import record_query
 from rag.retrieval.routes import ROUTES
 from rag.retrieval.run import PassContext, RetrievalRun
 from rag.runtime import Runtime
@@ -67,6 +68,9 @@ def retrieve_stage(conn: Any, rt: Runtime, prof: Profile, query: str, filter_: d
     run.timings_ms["embed_ms"] = ms_since(started)
     ctx = PassContext(conn, rt, prof, model, filter_, query, query_embedding)
     candidates = _decide(ctx, run, started)
+    s = rt.settings.retrieval
+    if s.query_log:  # the SQL console's query-embedding cache and most-retrieved notes
+        record_query(conn, model.id, query, query_embedding, candidates, s.query_log_top)
     return Retrieval(candidates, run, model, query_embedding)
 
 
@@ -89,3 +93,19 @@ def _decide(ctx: PassContext, run: RetrievalRun, started: float) -> list[Candida
     if forced:
         base = base or ctx.base(run)
     return ROUTES[run.route](ctx, run, base)
+
+
+def embed_and_cache(rt: Runtime, text: str) -> tuple[models.EmbeddingModelRef, np.ndarray]:
+    """`ragpg embed`: the configured model's embedding of `text`, cached for the console.
+    Returns (the model's registration, the embedding)."""
+    query = text.strip() if isinstance(text, str) else ""
+    if not query:
+        raise InputError("the text to embed is empty")
+    if len(query) > rt.settings.retrieval.max_query_chars:
+        raise InputError(f"the text is {len(query)} characters; the limit is {rt.settings.retrieval.max_query_chars}")
+    with rt.connection(autocommit=True) as conn:
+        model = indexed_model(conn, rt)
+        embedding = rt.embedder.embed_query(query)
+        if not record_query(conn, model.id, query, embedding):
+            raise DatabaseError("the embedding could not be cached (see the warning above)")
+    return model, embedding

@@ -50,8 +50,10 @@ def hash_key(plaintext: str) -> str:
 
 
 def create_key(conn: Connection, name: str, *, vaults: list[str], clearance: str = "public",
-               all_vaults: bool = False, can_index: bool = False) -> tuple[ApiKey, str]:
-    """Create a key; returns the row and the plaintext key (shown once, never stored)."""
+               all_vaults: bool = False, can_index: bool = False,
+               plaintext: str | None = None) -> tuple[ApiKey, str]:
+    """Create a key; returns the row and the plaintext key (shown once, never stored). `plaintext`
+    supplies the key material instead of a random one (rag.key_bootstrap checks it first)."""
     from rag.store.vaults import validate_name
 
     levels_up_to(clearance)
@@ -62,7 +64,7 @@ def create_key(conn: Connection, name: str, *, vaults: list[str], clearance: str
     for vault in vaults:
         validate_name(vault)
     vaults = list(dict.fromkeys(vaults))
-    plaintext = KEY_PREFIX + secrets.token_urlsafe(KEY_RANDOM_BYTES)
+    plaintext = plaintext or KEY_PREFIX + secrets.token_urlsafe(KEY_RANDOM_BYTES)
     try:
         with conn.transaction(), conn.cursor(row_factory=class_row(ApiKey)) as cur:
             cur.execute(
@@ -103,6 +105,13 @@ def any_keys_ever(conn: Connection) -> bool:
     """True once a key was ever created, revoked or not: from then on `auto` auth requires keys."""
     row = conn.execute("select exists (select 1 from api_keys) as any").fetchone()
     return bool(row and (row["any"] if isinstance(row, dict) else row[0]))
+
+
+def find_key(conn: Connection, plaintext: str) -> ApiKey | None:
+    """The key (active or revoked) whose material is `plaintext`, without touching last_used_at."""
+    with conn.cursor(row_factory=class_row(ApiKey)) as cur:
+        return cur.execute(sql.SQL("select {} from api_keys where key_hash = %s").format(_COLUMNS),
+                           (hash_key(plaintext),)).fetchone()
 
 
 def authenticate(conn: Connection, plaintext: str | None) -> ApiKey:

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 import rag
+from rag.notes.explain import explain_lines
 from ragpg_server.calls import Call, call
 from ragpg_server.models import (
     AskRequest,
@@ -42,8 +43,14 @@ async def ask(body: AskRequest, request: Request) -> dict[str, Any]:
     """Answer a question over notes vaults with cited sources (`rag.ask`)."""
 
     def op(c: Call) -> dict[str, Any]:
-        return rag.ask(body.question, vaults=body.vaults, folders=body.folders, k=body.k, detail=body.detail,
-                       debug=body.debug, runtime=c.runtime, scope=c.scope, request_id=c.request_id).to_dict()
+        out = rag.ask(body.question, vaults=body.vaults, folders=body.folders, k=body.k, detail=body.detail,
+                      debug=body.debug or body.explain, runtime=c.runtime, scope=c.scope,
+                      request_id=c.request_id).to_dict()
+        if body.explain:
+            out["explanation"] = explain_lines(out.get("debug"))
+            if not body.debug:
+                out.pop("debug", None)
+        return out
 
     return await call(request, op, vaults=body.vaults)
 

@@ -59,7 +59,7 @@ def test_documents_and_chunks_carry_everything(aconn: psycopg.Connection, settin
         "vault": "work", "folder": "projects", "source_path": "projects/plan.md", "title": "Release plan",
         "tags": ["planning", "q2"], "doc_type": "kb_article", "persona": "engineer", "project": "apollo",
         "confidentiality": "internal", "date": "2024-03-05", "url": "https://example.org/plan",
-        "ordinal": 1, "heading_path": "# Plan > ## Risks",
+        "date_source": "frontmatter", "ordinal": 1, "heading_path": "# Plan > ## Risks",
     }
     loose = aconn.execute("select folder, title from documents where source_path = 'loose.txt'").fetchone()
     assert (loose["folder"], loose["title"]) == ("", "loose")

@@ -45,6 +45,7 @@ def test_progress_bars_on_a_terminal_only(aconn: psycopg.Connection, db_url: str
     assert code == 0 and out.startswith("v: 40 files seen, 40 indexed")
     assert "v: files" in terminal and "v: chunks" in terminal, terminal
     assert "40/40" in terminal, terminal  # the files bar reached its total
+    assert re.search(r"ETA (\d+:\d\d:\d\d|-:--:--)", terminal), terminal  # files: time remaining
     assert "━" in terminal  # rich's bar glyph
 
     (root / "n00.md").write_text("# Note 0\n\nchanged\n")
@@ -54,3 +55,23 @@ def test_progress_bars_on_a_terminal_only(aconn: psycopg.Connection, db_url: str
 
     piped = subprocess.run([*RAGPG, "reindex"], env=env, capture_output=True, text=True)
     assert piped.returncode == 0 and piped.stderr == ""  # not a terminal: no bar, no escape codes
+
+
+def test_count_bar_shows_done_of_total_and_an_eta() -> None:
+    """The bar `ragpg eval` (cases) and `ragpg eval-beir` (queries) draw on a terminal."""
+    import io
+
+    from rich.console import Console
+
+    from ragpg_cli.progress import CountBar
+
+    out = io.StringIO()
+    with CountBar("cases", 4, console=Console(file=out, force_terminal=True, width=100)) as bar:
+        for _ in range(4):
+            bar.advance()
+    text = ANSI.sub("", out.getvalue())
+    assert "cases" in text and "4/4" in text and re.search(r"ETA \d+:\d\d:\d\d", text), text
+    quiet = io.StringIO()
+    with CountBar("cases", 4, quiet=True, console=Console(file=quiet, force_terminal=True)) as bar:
+        bar.advance()
+    assert quiet.getvalue() == ""

@@ -30,10 +30,11 @@ def env_for(db_url: str, tmp_path: Path) -> dict[str, str]:
             "RAGPG_DATA_DIR": str(tmp_path / "data")}
 
 
-def start(db_url: str, tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
+def start(db_url: str, tmp_path: Path, *args: str,
+          extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], int]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_") and k != "DATABASE_URL"}
-    env.update(env_for(db_url, tmp_path))
+    env.update({**env_for(db_url, tmp_path), **(extra_env or {})})
     proc = subprocess.Popen([sys.executable, "-m", "ragpg_cli.main", "serve", "--port", str(port), *args],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL)

@@ -1,0 +1,179 @@
+-- The SQL console from psql alone: text search that needs no Python, and views for the common
+-- questions about what is indexed.
+--
+--   select * from search_hybrid('how do I sync my vault');   -- vector + BM25 when the question's
+--                                                            -- embedding is cached, BM25 alone otherwise
+--   select * from search_lexical('sync conflict');           -- BM25 only
+--   select * from ragpg_indexed_folders;  ragpg_indexed_vaults;  ragpg_index_runs_recent;
+--   select * from ragpg_largest_notes;    ragpg_most_retrieved_notes;
+--
+-- The query-embedding cache (table query_embeddings, migration 0007) is written by every `ask`,
+-- `search` and `context` and by `ragpg embed "text"`; psql reads one row of it at a time through
+-- ragpg_cached_query_embeddings, which needs the exact question text. Every view runs as the
+-- invoker (security_invoker), so row-level security applies to the rows behind it.
+-- (create or replace: when a signature changes, add `drop function if exists <old signature>;` first.)
+
+-- The cache key of a question: md5 of the trimmed text (the text Python embeds is trimmed too).
+create or replace function ragpg_query_key(p_query text) returns text
+language sql immutable parallel safe strict
+return md5(btrim(p_query));
+
+-- The cached embeddings of exactly this question, one per model, most recently used first.
+-- SECURITY DEFINER: the cache itself is the owner's alone (it holds every question asked).
+create or replace function ragpg_cached_query_embeddings(p_query text)
+returns table (model_id integer, provider text, model text, sql_name text, embedding vector,
+               last_used_at timestamptz)
+language sql stable security definer
+set search_path = public, pg_catalog
+as $$
+    select q.model_id, m.provider, m.model, m.sql_name, q.embedding, q.last_used_at
+    from query_embeddings q
+    join embedding_models m on m.id = q.model_id
+    where q.query_key = ragpg_query_key(p_query)
+    order by q.last_used_at desc, q.model_id
+$$;
+
+-- Called once per question by rag (retrieve stage) and by `ragpg embed`: caches the question's
+-- embedding for its model (when given) and counts one retrieval for each note among p_chunk_ids.
+-- SECURITY DEFINER so the server's scoped reader may record without reading the cache; execution is
+-- granted to the owner and ragpg_reader only (below).
+create or replace function ragpg_record_query(p_model_id integer, p_query text, p_embedding vector,
+                                              p_chunk_ids bigint[])
+returns void
+language plpgsql volatile security definer
+set search_path = public, pg_catalog
+as $$
+begin
+    if p_model_id is not null and p_embedding is not null and p_query ~ '[^[:space:]]' then
+        insert into query_embeddings as q (model_id, query_key, query_text, embedding)
+        values (p_model_id, ragpg_query_key(p_query), btrim(p_query), p_embedding)
+        on conflict (model_id, query_key) do update
+            set embedding = excluded.embedding, uses = q.uses + 1, last_used_at = now();
+    end if;
+    if cardinality(p_chunk_ids) > 0 then
+        insert into document_retrievals as r (document_id, retrievals, last_retrieved_at)
+        select distinct c.document_id, 1, now() from chunks c where c.id = any(p_chunk_ids)
+        order by 1  -- one lock order for concurrent callers
+        on conflict (document_id) do update set retrievals = r.retrievals + 1, last_retrieved_at = now();
+    end if;
+end
+$$;
+revoke all on function ragpg_record_query(integer, text, vector, bigint[]) from public;
+do $$
+begin
+    if exists (select 1 from pg_roles where rolname = 'ragpg_reader') then
+        grant execute on function ragpg_record_query(integer, text, vector, bigint[]) to ragpg_reader;
+    end if;
+end
+$$;
+
+-- BM25 over the question text alone; `legs` says which searches ran ('lexical').
+create or replace function search_lexical(question text, match_count integer default 10, filter jsonb default '{}')
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb, score float8, similarity float8, bm25_score float8,
+               vector_rank integer, lexical_rank integer, legs text)
+language sql stable
+set search_path = public, pg_catalog
+as $$
+    select l.chunk_id, l.vault, l.source_path, l.chunk_ordinal, l.heading_path, l.content, l.metadata,
+           l.bm25_score, null::float8, l.bm25_score, null::integer,
+           (row_number() over (order by l.bm25_score desc, l.source_path, l.chunk_ordinal, l.chunk_id))::integer,
+           'lexical'
+    from match_lexical_chunks(question, match_count, filter) l
+    order by l.bm25_score desc, l.source_path, l.chunk_ordinal, l.chunk_id
+$$;
+
+-- Hybrid search over the question text alone. With a cached embedding of this exact question
+-- (for `model`, given as 'provider/model' or its sql_name, or else the most recently used one) it
+-- runs match_hybrid_chunks_<model> (RRF of vector and BM25; score = rrf_score, legs =
+-- 'vector+lexical'); without one, BM25 alone (score = bm25_score, legs = 'lexical').
+-- Cache a question with `ragpg embed "question"` (or ask it once through ragpg).
+create or replace function search_hybrid(question text, match_count integer default 10, filter jsonb default '{}',
+                                         model text default null)
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb, score float8, similarity float8, bm25_score float8,
+               vector_rank integer, lexical_rank integer, legs text)
+language plpgsql stable
+set search_path = public, pg_catalog
+as $$
+#variable_conflict use_variable
+declare
+    v_fn text;
+    v_embedding vector;
+begin
+    if question is null or question !~ '[^[:space:]]' then
+        raise exception using errcode = '22023', message = 'question is empty';
+    end if;
+    if model is not null and not exists (select 1 from embedding_models m
+                                         where m.provider || '/' || m.model = model or m.sql_name = model) then
+        raise exception using errcode = '42704', message = format('unknown embedding model %L (see embedding_models)', model);
+    end if;
+    select m.hybrid_function, c.embedding into v_fn, v_embedding
+    from ragpg_cached_query_embeddings(question) c
+    join embedding_models m on m.id = c.model_id
+    where model is null or c.provider || '/' || c.model = model or c.sql_name = model
+    order by c.last_used_at desc
+    limit 1;
+    if v_embedding is null then
+        return query select * from search_lexical(question, match_count, filter);
+        return;
+    end if;
+    return query execute format(
+        'select h.chunk_id, h.vault, h.source_path, h.chunk_ordinal, h.heading_path, h.content, h.metadata,
+                h.rrf_score, h.similarity, h.bm25_score, h.vector_rank, h.lexical_rank, %L::text
+         from %I($1, $2, match_count => $3, filter => $4) h', 'vector+lexical', v_fn)
+        using question, v_embedding, match_count, filter;
+end
+$$;
+
+-- What is indexed, per vault.
+create or replace view ragpg_indexed_vaults with (security_invoker = true) as
+select v.name as vault, v.root_path,
+       (select count(*) from documents d where d.vault_id = v.id) as documents,
+       (select count(*) from chunks c where c.vault_id = v.id) as chunks,
+       (select coalesce(sum(d.size_bytes), 0) from documents d where d.vault_id = v.id) as bytes,
+       v.last_indexed_at
+from vaults v;
+
+-- What is indexed, per vault and folder ('' is the vault's top level).
+create or replace view ragpg_indexed_folders with (security_invoker = true) as
+select v.name as vault, d.folder, count(*) as documents, sum(cc.chunks)::bigint as chunks,
+       sum(cc.tokens)::bigint as tokens, sum(d.size_bytes)::bigint as bytes, max(d.indexed_at) as last_indexed_at
+from documents d
+join vaults v on v.id = d.vault_id
+cross join lateral (select count(*) as chunks, coalesce(sum(c.token_count), 0) as tokens
+                    from chunks c where c.document_id = d.id) cc
+group by v.name, d.folder;
+
+-- The last index runs, newest first, with their outcome (HTTP `POST /v1/index` and CLI runs).
+-- index_runs is the owner's table: other roles get a permission error here.
+create or replace view ragpg_index_runs_recent with (security_invoker = true) as
+select r.id, r.origin, r.vaults, r.status, r.error,
+       (r.progress ->> 'files_seen')::bigint as files_seen,
+       (r.progress ->> 'files_indexed')::bigint as files_indexed,
+       (r.progress ->> 'files_skipped')::bigint as files_skipped,
+       (r.progress ->> 'chunks_written')::bigint as chunks_written,
+       r.created_at, r.finished_at, r.finished_at - r.created_at as duration
+from index_runs r
+order by r.created_at desc;
+
+-- The largest notes (by bytes), with their passage and token counts.
+create or replace view ragpg_largest_notes with (security_invoker = true) as
+select v.name as vault, d.source_path, d.title, d.size_bytes, cc.chunks, cc.tokens, d.indexed_at
+from documents d
+join vaults v on v.id = d.vault_id
+cross join lateral (select count(*) as chunks, coalesce(sum(c.token_count), 0)::bigint as tokens
+                    from chunks c where c.document_id = d.id) cc
+order by d.size_bytes desc, v.name, d.source_path;
+
+-- The notes most often among the first candidates of a question (ask, search, context).
+create or replace view ragpg_most_retrieved_notes with (security_invoker = true) as
+select v.name as vault, d.source_path, d.title, r.retrievals, r.last_retrieved_at
+from document_retrievals r
+join documents d on d.id = r.document_id
+join vaults v on v.id = d.vault_id
+order by r.retrievals desc, r.last_retrieved_at desc, v.name, d.source_path;
+
+-- The views run as the invoker, so granting them to everyone grants nothing the tables do not.
+grant select on ragpg_indexed_vaults, ragpg_indexed_folders, ragpg_index_runs_recent, ragpg_largest_notes,
+    ragpg_most_retrieved_notes to public;

@@ -1,0 +1,26 @@
+"""GET /v1/vaults/{vault}/folders: a vault's folders with passages the key may read (the page's
+folder picker), and the name Obsidian knows the vault by when it is an Obsidian vault."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request
+
+from rag.notes.browse import vault_outline
+from ragpg_server.calls import Call, call
+from ragpg_server.models import VAULT_NAME_PATTERN, FoldersResponse
+from ragpg_server.routes.common import errors
+
+router = APIRouter(prefix="/v1", tags=["vaults"])
+
+
+@router.get("/vaults/{vault}/folders", response_model=FoldersResponse, responses=errors(404))
+async def list_folders(vault: Annotated[str, Path(pattern=VAULT_NAME_PATTERN)], request: Request) -> dict[str, Any]:
+    """Folders holding indexed passages at or below the key's clearance; a vault outside the key is 403."""
+
+    def op(c: Call) -> dict[str, Any]:
+        with c.runtime.connection(scope=c.scope) as conn:
+            return vault_outline(conn, vault, c.scope).to_dict()
+
+    return await call(request, op, vaults=[vault], trace="folders")
