@@ -72,7 +72,7 @@ def test_page_is_in_the_package_data() -> None:
     import tomllib
 
     pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
-    patterns = pyproject["tool"]["setuptools"]["package-data"]["server"]
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["ragpg_server"]
     static = Path(__file__).resolve().parents[2] / "server" / "static"
     for name in ("index.html", "app.js", "style.css"):
         assert any(Path("static", name).match(p) for p in patterns), name
