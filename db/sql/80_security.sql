@@ -98,6 +98,7 @@ declare
     v_rank constant text := '(select ragpg_scope_clearance_rank(current_user))';
     v_name text := (select relname from pg_class where oid = p_table);
     v_rule text;
+    v_by_chunk constant text := 'exists (select 1 from chunks c where c.id = chunk_id)';
     v_has_reader boolean := exists (select 1 from pg_roles where rolname = 'ragpg_reader');
 begin
     if v_has_reader then
@@ -120,15 +121,13 @@ begin
         when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
         -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself
         -- (the chunk's own policy applies inside the subquery)
-        else 'exists (select 1 from chunks c where c.id = chunk_id)'
+        else v_by_chunk
     end;
     execute format('alter table %s enable row level security', p_table);
     execute format('drop policy if exists ragpg_scope on %s', p_table);
     execute format('create policy ragpg_scope on %s for select using (%s)', p_table, v_rule);
     execute format('drop policy if exists ragpg_reader_rows on %s', p_table);
-    if v_has_reader and (v_name = 'bm25_postings' or v_name not in ('vaults', 'documents', 'chunks',
-                                                                     'bm25_term_stats', 'bm25_vault_stats',
-                                                                     'document_retrievals')) then
+    if v_has_reader and v_rule = v_by_chunk then
         -- The server's reader joins every posting and embedding to its chunk, whose policy decides; a
         -- per-row subquery here would only slow its lexical leg.
         execute format('create policy ragpg_reader_rows on %s for select to ragpg_reader using (%s)', p_table,
