@@ -64,6 +64,9 @@ class EmbeddingSettings(_Group):
 class RetrievalSettings(_Group):
     bm25_k1: float = Field(0.9, gt=0)
     bm25_b: float = Field(0.4, ge=0, le=1)
+    # Where the lexical leg runs, chosen per vault at index time (rag.store.lexical_backend): auto = a
+    # pg_textsearch bm25 index when the server has it loaded, else the SQL BM25; sql; pg_textsearch.
+    lexical_backend: Literal["auto", "sql", "pg_textsearch"] = "auto"
     rrf_k: int = Field(60, gt=0)
     # A filtered vector search scans the matching rows exactly when there are at most this many
     # (~4 µs a row at 384 dims); broader filters use HNSW with iterative scans. 10000 made a

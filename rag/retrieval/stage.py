@@ -24,7 +24,7 @@ from rag.retrieval.query_log import record_query
 from rag.retrieval.routes import ROUTES
 from rag.retrieval.run import PassContext, RetrievalRun
 from rag.runtime import Runtime
-from rag.store import models
+from rag.store import lexical_backend, models
 from rag.types import Candidate
 
 
@@ -66,6 +66,9 @@ def retrieve_stage(conn: Any, rt: Runtime, prof: Profile, query: str, filter_: d
     elif query_embedding is None:
         query_embedding = rt.embedder.embed_query(query)
     run.timings_ms["embed_ms"] = ms_since(started)
+    if prof.retrieval != "vector":
+        s = rt.settings.retrieval
+        run.lexical_backend = lexical_backend.backend_for_search(conn, None, filter_, s.bm25_k1, s.bm25_b)
     ctx = PassContext(conn, rt, prof, model, filter_, query, query_embedding)
     candidates = _decide(ctx, run, started)
     s = rt.settings.retrieval
