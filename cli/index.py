@@ -103,7 +103,7 @@ def _emit(report: IndexReport, json_out: bool) -> None:
                         if v.files_failed_closed else "") + "; " +
                        f"{v.chunks_written} chunks written" +
                        (f", {v.chunks_reembedded} re-embedded" if v.chunks_reembedded else "") +
-                       f" in {v.seconds:.2f} s ({report.embedding_model})")
+                       f" in {v.seconds:.2f} s ({report.embedding_model}; lexical backend {v.lexical_backend})")
     if not report.vaults:
         typer.echo("No vaults to index. Add one with: ragpg vault add NAME PATH")
     else:

@@ -7,6 +7,7 @@ tests start their own embedded server without it, then with it, on one data dir.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import threading
@@ -65,6 +66,15 @@ def test_index_run_builds_the_bm25_index_and_both_backends_rank_alike(settings: 
     by_sql = {q: lexical(aconn, q) for q in QUERIES}
     assert all(len(v) == 10 for v in by_sql.values())
     assert by_index == by_sql
+
+
+def test_index_summary_and_db_status_name_the_backend(cli, tmp_path: Path) -> None:
+    assert cli("vault", "add", "notes", str(write_files(tmp_path / "notes", NOTES)))[0] == 0
+    code, out, _ = cli("index")
+    assert code == 0 and "lexical backend pg_textsearch" in out
+    code, out, _ = cli("db", "status", "--json")
+    assert code == 0
+    assert [(b["vault"], b["backend"]) for b in json.loads(out)["lexical_backends"]] == [("notes", "pg_textsearch")]
 
 
 def test_search_takes_the_sql_bm25_when_the_index_cannot_answer(settings: Settings, aconn, tmp_path: Path) -> None:
