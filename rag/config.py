@@ -43,6 +43,17 @@ class IngestSettings(_Group):
     # a rebuild ~0.36 ms per row, so rebuilding pays while new >= ~0.35 x existing.
     bulk_load_min_fraction: float = Field(0.35, gt=0)
     bulk_load_min_vectors: int = Field(256, ge=1)
+    # Bulk loads of precomputed rows (rag/ingest/bulk.py): chunks per COPY batch, each its own
+    # transaction, so neither side holds more than a batch in memory.
+    bulk_batch_rows: int = Field(5000, gt=0)
+    # Index builds after a bulk load: maintenance_work_mem (and work_mem for the BM25 pass) sized to
+    # what the HNSW graph needs, at most this share of the machine's available memory and this many
+    # MiB; only when the server runs on this machine (elsewhere the server's own settings stay).
+    build_memory_fraction: float = Field(0.25, gt=0, le=1)
+    build_memory_max_mb: int = Field(8192, ge=64)
+    # Parallel workers per index build (besides the leader); None: one per core beyond the first
+    # when the server is local, the server's max_parallel_maintenance_workers otherwise.
+    build_parallel_workers: int | None = Field(None, ge=0)
     watch_debounce_ms: int = Field(500, ge=0)
 
 

@@ -25,6 +25,68 @@ end
 $$;
 
 --
+-- Name: ragpg_bm25_defer(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_defer(p_vault_id bigint) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    insert into bm25_deferred (vault_id, after_chunk_id)
+    values (p_vault_id, coalesce(pg_sequence_last_value(pg_get_serial_sequence('chunks', 'id')::regclass), 0))
+    on conflict (vault_id) do nothing;
+    return found;
+end
+$$;
+
+--
+-- Name: ragpg_bm25_restore(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_restore(p_vault_id bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_after bigint;
+    v_chunks bigint;
+begin
+    delete from bm25_deferred where vault_id = p_vault_id returning after_chunk_id into v_after;
+    if not found then
+        return 0;
+    end if;
+    with n as (
+        select count(*) as chunk_count, coalesce(sum(c.lexeme_count), 0) as total_length
+        from chunks c where c.vault_id = p_vault_id and c.id > v_after
+    ), added as (
+        insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
+        select p_vault_id, n.chunk_count, n.total_length from n where n.chunk_count > 0
+        on conflict (vault_id) do update
+            set chunk_count = s.chunk_count + excluded.chunk_count,
+                total_length = s.total_length + excluded.total_length
+    )
+    select n.chunk_count into v_chunks from n;
+
+    insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
+    select c.vault_id, u.lexeme, count(*)
+    from chunks c cross join lateral unnest(c.content_tsv) as u
+    where c.vault_id = p_vault_id and c.id > v_after
+    group by c.vault_id, u.lexeme
+    order by c.vault_id, u.lexeme
+    on conflict (vault_id, lexeme) do update
+        set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
+
+    insert into bm25_postings (vault_id, lexeme, chunk_id, tf, dl, text_search_config)
+    select c.vault_id, u.lexeme, c.id, coalesce(cardinality(u.positions), 1), c.lexeme_count, c.text_search_config
+    from chunks c cross join lateral unnest(c.content_tsv) as u
+    where c.vault_id = p_vault_id and c.id > v_after
+    order by c.vault_id, u.lexeme, c.id;
+    return coalesce(v_chunks, 0);
+end
+$$;
+
+--
 -- Name: ragpg_bm25_stats_sync(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -32,21 +94,50 @@ CREATE FUNCTION public.ragpg_bm25_stats_sync() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'public', 'pg_catalog'
     AS $$
+declare
+    -- A bulk load is deferring some vault's bookkeeping (ragpg_bm25_defer): that vault's rows above
+    -- its watermark have no postings and are not counted; ragpg_bm25_restore adds them in one pass.
+    -- Looked up once per statement; without a deferral (the usual case) the per-row test in the
+    -- statements below is never evaluated. (Inline rather than a function: one the planner can
+    -- see into.)
+    v_deferring boolean := exists (select from bm25_deferred);
+    v_old boolean;
+    v_new boolean;
 begin
-    if tg_op in ('DELETE', 'UPDATE') then
+    v_old := tg_op in ('DELETE', 'UPDATE');
+    v_new := tg_op in ('INSERT', 'UPDATE');
+    -- A statement of deferred rows only (every batch of a bulk load) has nothing to do here. (Separate
+    -- ifs: a transition table exists only for the operations that have one.)
+    if v_deferring and v_old then
+        v_old := exists (select from old_rows r where not exists (
+            select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id));
+    end if;
+    if v_deferring and v_new then
+        v_new := exists (select from new_rows r where not exists (
+            select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id));
+    end if;
+
+    if v_old then
         update bm25_vault_stats s
         set chunk_count = s.chunk_count - o.n, total_length = s.total_length - o.len
-        from (select vault_id, count(*) as n, sum(lexeme_count) as len from old_rows group by vault_id) o
+        from (select vault_id, count(*) as n, sum(lexeme_count) as len
+              from (select * from old_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
+              group by vault_id) o
         where s.vault_id = o.vault_id;
 
         -- By primary key: every posting of an old row is (its vault, one of its lexemes, its id).
         delete from bm25_postings p
-        using old_rows o cross join lateral unnest(o.content_tsv) as u
+        using (select * from old_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
+              cross join lateral unnest(o.content_tsv) as u
         where p.vault_id = o.vault_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
 
         with gone as (
             select o.vault_id, u.lexeme, count(*) as n
-            from old_rows o cross join lateral unnest(o.content_tsv) as u
+            from (select * from old_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
+                 cross join lateral unnest(o.content_tsv) as u
             group by o.vault_id, u.lexeme
         )
         update bm25_term_stats t
@@ -61,9 +152,12 @@ begin
         where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.chunk_frequency <= 0;
     end if;
 
-    if tg_op in ('INSERT', 'UPDATE') then
+    if v_new then
         insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
-        select vault_id, count(*), sum(lexeme_count) from new_rows group by vault_id
+        select vault_id, count(*), sum(lexeme_count)
+        from (select * from new_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
+        group by vault_id
         on conflict (vault_id) do update
             set chunk_count = s.chunk_count + excluded.chunk_count,
                 total_length = s.total_length + excluded.total_length;
@@ -71,7 +165,9 @@ begin
         -- Ordered so concurrent writers lock term rows in the same order (no deadlocks).
         insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
         select n.vault_id, u.lexeme, count(*)
-        from new_rows n cross join lateral unnest(n.content_tsv) as u
+        from (select * from new_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
+             cross join lateral unnest(n.content_tsv) as u
         group by n.vault_id, u.lexeme
         order by n.vault_id, u.lexeme
         on conflict (vault_id, lexeme) do update
@@ -83,7 +179,9 @@ begin
         insert into bm25_postings (vault_id, lexeme, chunk_id, tf, dl, text_search_config)
         select n.vault_id, u.lexeme, n.id, coalesce(cardinality(u.positions), 1), n.lexeme_count,
                n.text_search_config
-        from new_rows n cross join lateral unnest(n.content_tsv) as u
+        from (select * from new_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
+             cross join lateral unnest(n.content_tsv) as u
         order by n.vault_id, u.lexeme, n.id;
     end if;
     return null;
@@ -320,6 +418,50 @@ CREATE FUNCTION public.ragpg_content_tables() RETURNS SETOF regclass
 $$;
 
 --
+-- Name: ragpg_create_chunk_indexes(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_create_chunk_indexes() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_missing integer := 0;
+begin
+    if to_regclass('chunks_tsv_idx') is null then
+        create index chunks_tsv_idx on chunks using gin (content_tsv);
+        v_missing := v_missing + 1;
+    end if;
+    if to_regclass('chunks_metadata_idx') is null then
+        create index chunks_metadata_idx on chunks using gin (metadata jsonb_path_ops);
+        v_missing := v_missing + 1;
+    end if;
+    if to_regclass('chunks_folder_idx') is null then
+        create index chunks_folder_idx on chunks ((metadata ->> 'folder') text_pattern_ops);
+        v_missing := v_missing + 1;
+    end if;
+    return v_missing;
+end
+$$;
+
+--
+-- Name: ragpg_create_deferred_indexes(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_create_deferred_indexes(p_table text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    if p_table = 'chunks' then
+        perform ragpg_create_chunk_indexes();
+    else
+        perform ragpg_create_hnsw_index(p_table);
+    end if;
+end
+$$;
+
+--
 -- Name: embedding_models; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -519,6 +661,46 @@ begin
         execute format('drop function %I(%s)', p_name, p_arg_types);
         execute 'create function ' || p_definition;
     end;
+end
+$$;
+
+--
+-- Name: ragpg_drop_chunk_indexes(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_drop_chunk_indexes() RETURNS TABLE(index_name text, definition text)
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_name text;
+    v_index regclass;
+begin
+    foreach v_name in array array['chunks_tsv_idx', 'chunks_metadata_idx', 'chunks_folder_idx'] loop
+        v_index := to_regclass(v_name);
+        continue when v_index is null;
+        select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
+        execute format('drop index %s', index_name);
+        return next;
+    end loop;
+end
+$$;
+
+--
+-- Name: ragpg_drop_deferrable_indexes(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_drop_deferrable_indexes(p_table text) RETURNS TABLE(index_name text, definition text)
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    if p_table = 'chunks' then
+        return query select * from ragpg_drop_chunk_indexes();
+    else
+        return query select * from ragpg_drop_hnsw_index(p_table);
+    end if;
 end
 $$;
 
@@ -1779,6 +1961,16 @@ ALTER TABLE public.api_keys ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: bm25_deferred; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.bm25_deferred (
+    vault_id bigint NOT NULL,
+    after_chunk_id bigint NOT NULL,
+    deferred_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
 -- Name: bm25_postings; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2100,6 +2292,13 @@ ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
 
 --
+-- Name: bm25_deferred bm25_deferred_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_deferred
+    ADD CONSTRAINT bm25_deferred_pkey PRIMARY KEY (vault_id);
+
+--
 -- Name: bm25_postings bm25_postings_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2226,6 +2425,18 @@ ALTER TABLE ONLY public.vaults
     ADD CONSTRAINT vaults_pkey PRIMARY KEY (id);
 
 --
+-- Name: chunks_folder_array_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX chunks_folder_array_idx ON public.chunks USING btree (id) WHERE (jsonb_typeof((metadata -> 'folder'::text)) = 'array'::text);
+
+--
+-- Name: chunks_folder_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX chunks_folder_idx ON public.chunks USING btree (((metadata ->> 'folder'::text)) text_pattern_ops);
+
+--
 -- Name: chunks_metadata_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -2278,6 +2489,13 @@ CREATE TRIGGER chunks_bm25_update AFTER UPDATE ON public.chunks REFERENCING OLD 
 --
 
 CREATE TRIGGER chunks_tsvector BEFORE INSERT OR UPDATE ON public.chunks FOR EACH ROW EXECUTE FUNCTION public.ragpg_chunks_tsvector();
+
+--
+-- Name: bm25_deferred bm25_deferred_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_deferred
+    ADD CONSTRAINT bm25_deferred_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
 
 --
 -- Name: bm25_term_stats bm25_term_stats_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
