@@ -1,7 +1,9 @@
--- Bulk loads (rag/ingest/bulk.py): the secondary indexes of `chunks` are dropped before a load that
--- dwarfs the table and built once after it. Each GIN insert costs far more than its share of a
--- build (measured: 50k chunks COPYed in 13.5 s with the two GIN indexes, 7.3 s without, and 1.4 s
--- to build both afterwards). As for HNSW indexes (10_embedding_models.sql), the definitions are
+-- Bulk loads (rag/ingest/bulk.py): the secondary indexes of `chunks`, and the primary key of
+-- `bm25_postings` (50-100 rows per chunk), are dropped before a load that dwarfs the chunks table
+-- and built once after it (after the BM25 pass, which then inserts into a bare heap). Each GIN insert
+-- costs far more than its share of a build (measured: 50k chunks COPYed in 13.5 s with the two GIN
+-- indexes, 7.3 s without, and 1.4 s to build both afterwards); 5.8M postings went in in 19 s with
+-- the primary key and in ~6.5 s without it, plus 4.4 s to build it. As for HNSW indexes (10_embedding_models.sql), the definitions are
 -- code, here, the same as the migrations' (0001, 0009; a test compares them), never read back from
 -- a table. Kept during a load: the primary key, unique (document_id, ordinal), chunks_vault_idx
 -- (the BM25 restore reads the vault's chunks by it) and the partial chunks_folder_array_idx (empty
@@ -26,6 +28,11 @@ begin
         create index chunks_folder_idx on chunks ((metadata ->> 'folder') text_pattern_ops);
         v_missing := v_missing + 1;
     end if;
+    if to_regclass('bm25_postings_pkey') is null then
+        alter table bm25_postings add constraint bm25_postings_pkey
+            primary key (vault_id, lexeme, chunk_id) include (tf, dl, text_search_config);
+        v_missing := v_missing + 1;
+    end if;
     return v_missing;
 end
 $$;
@@ -41,12 +48,17 @@ declare
     v_name text;
     v_index regclass;
 begin
-    foreach v_name in array array['chunks_tsv_idx', 'chunks_metadata_idx', 'chunks_folder_idx'] loop
+    foreach v_name in array array['chunks_tsv_idx', 'chunks_metadata_idx', 'chunks_folder_idx',
+                                  'bm25_postings_pkey'] loop
         v_index := to_regclass(v_name);
         continue when v_index is null;
         select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
         from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
-        execute format('drop index %s', index_name);
+        if v_name = 'bm25_postings_pkey' then
+            alter table bm25_postings drop constraint bm25_postings_pkey;
+        else
+            execute format('drop index %s', index_name);
+        end if;
         return next;
     end loop;
 end
