@@ -241,6 +241,20 @@ def queries(n: int, seed: int = 7, data: Path = DATA) -> tuple[list[str], np.nda
     return texts, HashEmbedder(DIMS).embed_documents(texts).astype(np.float32)
 
 
+def passage_queries(n: int, seed: int = 7, data: Path = DATA) -> tuple[list[str], np.ndarray]:
+    """`n` sentences of the source abstracts as queries ("find the passage that says ..."): their
+    nearest chunks are the ones built from that sentence, the neighbourhood structure of real
+    embeddings, where BEIR questions under the hash embedder have near-ties (~0.001 cosine between
+    the 10th and 11th neighbour)."""
+    pool = _Pool(data)
+    rng = random.Random(seed + 2)
+    texts = []
+    for _ in range(n):
+        sentences = pool.docs[rng.randrange(len(pool.docs))][1]
+        texts.append(sentences[rng.randrange(len(sentences))])
+    return texts, HashEmbedder(DIMS).embed_documents(texts).astype(np.float32)
+
+
 def exact_top_k(corpus: Corpus, qvecs: np.ndarray, k: int, masks: dict[str, np.ndarray | None],
                 block_rows: int = 65536) -> dict[str, list[np.ndarray]]:
     """Per mask name (None = no filter), each query's exact top-k rows by cosine, streaming the vectors."""

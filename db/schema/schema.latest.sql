@@ -613,13 +613,14 @@ declare
                          'heading_path text, content text, metadata jsonb';
 begin
     if coalesce(ragpg_pgvector_version_num(), 0) >= 800 then
-        v_set := v_set || ' set hnsw.iterative_scan = relaxed_order';
+        -- max_scan_tuples: ragpg_vector_scores raises it for broad filters; the clause restores it.
+        v_set := v_set || ' set hnsw.iterative_scan = relaxed_order set hnsw.max_scan_tuples = 20000';
     end if;
 
     perform ragpg_define_function(m.match_function, 'vector, float8, integer, jsonb, integer, integer', format(
         '%I(query_embedding vector, similarity_threshold float8 default 0,
             match_count integer default 10, filter jsonb default %L,
-            exact_scan_max_rows integer default 2000, ef_search integer default 100)
+            exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, similarity float8)
          language sql stable
          set search_path = public, pg_catalog %s
@@ -791,7 +792,8 @@ CREATE FUNCTION public.ragpg_filter_add_var(p_vars jsonb, p_value jsonb, OUT nam
  SELECT s.n,
      (ragpg_filter_add_var.p_vars || jsonb_build_object(s.n, ragpg_filter_add_var.p_value))
     FROM ( SELECT ('v'::text || ( SELECT count(*) AS count
-                    FROM jsonb_object_keys(ragpg_filter_add_var.p_vars) jsonb_object_keys(jsonb_object_keys))) AS n) s;
+                    FROM jsonb_object_keys(ragpg_filter_add_var.p_vars) k(k)
+                   WHERE (k.k ~ '^v[0-9]+$'::text))) AS n) s;
 END;
 
 --
@@ -913,6 +915,11 @@ begin
             from ragpg_filter_compile_field(v_val, '$.' || ragpg_jsonpath_key(v_key), v_key, p_depth + 1, vars);
             vars := v_part.vars;
             v_parts := v_parts || v_part.expr;
+            -- A folder prefix at the top level holds for every matching row: ragpg_filter_sql adds
+            -- it as an indexed condition beside the predicate (which stays the rule).
+            if p_top and v_key = 'folder' and jsonb_typeof(v_val -> '$prefix') = 'string' then
+                vars := vars || jsonb_build_object('folder_prefix', v_val -> '$prefix');
+            end if;
         end if;
     end loop;
     if cardinality(v_parts) > 0 then
@@ -1015,6 +1022,32 @@ end
 $_$;
 
 --
+-- Name: ragpg_filter_fraction(text, jsonb, jsonpath, jsonb, text[], bigint[], double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_fraction(p_where text, p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], p_vault_ids bigint[], p_at_least double precision) RETURNS double precision
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    v_total float8 := (select greatest(reltuples, 0) from pg_class where oid = 'chunks'::regclass);
+    v_hits bigint;
+    v_seen bigint;
+begin
+    if v_total is null or v_total < 1 then  -- never analyzed
+        v_total := (select count(*) from chunks);
+    end if;
+    execute 'select count(*) filter (where true' || p_where || '), count(*)
+             from chunks c tablesample system ($10) repeatable (0)'
+        into v_hits, v_seen
+        using null::vector, null::integer, null::float8, null::bigint,
+              p_containment, p_predicate, p_vars, p_vaults, p_vault_ids,
+              least(100, 100 * 1000 / greatest(v_total, 1))::float4;
+    return least(1, greatest(v_hits::float8 / greatest(v_seen, 1), 1::float8 / greatest(v_seen, 1), p_at_least));
+end
+$_$;
+
+--
 -- Name: ragpg_filter_has_operators(jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1057,7 +1090,7 @@ $$;
 CREATE FUNCTION public.ragpg_filter_sql(p_alias text, p_column text, p_containment jsonb, p_predicate jsonpath, p_first_param integer) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog'
-    RETURN concat(CASE WHEN ((p_containment IS NOT NULL) AND (p_containment <> '{}'::jsonb)) THEN format(' and %I.%I @> $%s'::text, p_alias, p_column, p_first_param) ELSE NULL::text END, CASE WHEN (p_predicate IS NOT NULL) THEN format(' and jsonb_path_match(%I.%I, $%s, $%s)'::text, p_alias, p_column, (p_first_param + 1), (p_first_param + 2)) ELSE NULL::text END);
+    RETURN concat(CASE WHEN ((p_containment IS NOT NULL) AND (p_containment <> '{}'::jsonb)) THEN format(' and %I.%I @> $%s'::text, p_alias, p_column, p_first_param) ELSE NULL::text END, CASE WHEN (p_predicate IS NOT NULL) THEN (format(' and jsonb_path_match(%I.%I, $%s, $%s)'::text, p_alias, p_column, (p_first_param + 1), (p_first_param + 2)) || format(' and ((%1$I.%2$I ->> ''folder'') ^@ ($%3$s ->> ''folder_prefix'') or ($%3$s ->> ''folder_prefix'') is null or jsonb_typeof(%1$I.%2$I -> ''folder'') = ''array'')'::text, p_alias, p_column, (p_first_param + 2))) ELSE NULL::text END);
 
 --
 -- Name: ragpg_filter_vault_names(jsonb); Type: FUNCTION; Schema: public; Owner: -
@@ -1813,6 +1846,11 @@ declare
     v_rows bigint;
     v_total bigint;
     v_vault_ids bigint[];
+    v_exact text;
+    v_fraction float8;
+    v_ef integer;
+    v_ids bigint[];
+    v_distances float8[];
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
     if exact_scan_max_rows is null or exact_scan_max_rows < 0 then
@@ -1827,9 +1865,10 @@ begin
     perform ragpg_check_vault_names(f.vaults);
     v_filtered := f.containment <> '{}'::jsonb or f.predicate is not null or f.vaults is not null;
     -- Parameters of every query below: $1 query, $2 match_count, $3 threshold, $4 row limit,
-    -- $5 containment, $6 predicate, $7 vars, $8 vault names, $9 their ids. v_where holds only
-    -- fixed text. Vaults are matched by id, as a value the planner can see: behind a subquery it
-    -- guessed a few rows, scanned exactly and took 20 ms where the HNSW index takes 3.
+    -- $5 containment, $6 predicate, $7 vars, $8 vault names, $9 their ids, $10 sample percentage.
+    -- v_where holds only fixed text. Vaults are matched by id, as a value the planner can see:
+    -- behind a subquery it guessed a few rows, scanned exactly and took 20 ms where the HNSW index
+    -- takes 3.
     v_vault_ids := case when f.vaults is not null
                         then array(select vv.id from vaults vv where vv.name = any(f.vaults)) end;
     v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
@@ -1845,6 +1884,8 @@ begin
         if v_rows = v_total then
             v_filtered := false;
             v_where := '';
+        else
+            v_fraction := v_rows::float8 / greatest(v_total, 1);
         end if;
     elsif v_filtered then
         execute 'select count(*) from (select 1 from chunks c where true' || v_where || ' limit $4) s'
@@ -1854,36 +1895,64 @@ begin
     end if;
 
     if v_filtered then
+        -- cosine_distance() rather than <=>: the exact scan must not be turned into an index scan.
+        v_exact := format(
+            'with d as materialized (
+                 select e.chunk_id, cosine_distance(e.embedding, $1) as distance
+                 from chunks c
+                 join %I e on e.chunk_id = c.id
+                 where 1 - cosine_distance(e.embedding, $1) >= $3 %s)
+             select d.chunk_id, 1 - d.distance
+             from d
+             where d.distance <= (select max(x.distance)
+                                  from (select d2.distance from d d2 order by d2.distance limit $2) x)',
+            p_table, v_where);
         if v_rows <= exact_scan_max_rows then
-            -- cosine_distance() rather than <=>: the exact scan must not be turned into an index scan.
-            return query execute format(
-                'with d as materialized (
-                     select e.chunk_id, cosine_distance(e.embedding, $1) as distance
-                     from chunks c
-                     join %I e on e.chunk_id = c.id
-                     where 1 - cosine_distance(e.embedding, $1) >= $3 %s)
-                 select d.chunk_id, 1 - d.distance
-                 from d
-                 where d.distance <= (select max(x.distance)
-                                      from (select d2.distance from d d2 order by d2.distance limit $2) x)',
-                p_table, v_where)
+            return query execute v_exact
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
             return;
         end if;
+        if v_fraction is null then
+            v_fraction := ragpg_filter_fraction(
+                v_where, f.containment, f.predicate, f.vars, f.vaults, v_vault_ids,
+                (exact_scan_max_rows + 1) / greatest((select reltuples from pg_class where oid = 'chunks'::regclass), 1));
+        end if;
+        v_ef := least(1000, greatest(ef_search, match_count, ceil(ef_search / v_fraction)::integer));
+        perform set_config('hnsw.ef_search', v_ef::text, true);
+        perform set_config('hnsw.max_scan_tuples',
+                           least(2147483647::float8, greatest(20000, ceil(10 * v_ef / v_fraction)))::bigint::text, true);
+        -- Unsorted first (relaxed_order returns nearly, not exactly, by distance), sorted by the caller.
+        execute format(
+            'select array_agg(nn.chunk_id), array_agg(nn.distance)
+             from (select e.chunk_id, e.embedding <=> $1 as distance
+                   from %I e join chunks c on c.id = e.chunk_id where true %s
+                   order by e.embedding <=> $1
+                   limit $2) nn', p_table, v_where)
+            into v_ids, v_distances
+            using query_embedding, match_count, similarity_threshold, null::bigint,
+                  f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
+        if coalesce(cardinality(v_ids), 0) < match_count and exact_scan_max_rows > 0 then
+            return query execute v_exact
+                using query_embedding, match_count, similarity_threshold, null::bigint,
+                      f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
+            return;
+        end if;
+        return query select u.id, 1 - u.distance
+                     from unnest(v_ids, v_distances) as u (id, distance)
+                     where 1 - u.distance >= similarity_threshold;
+        return;
     end if;
 
     return query execute format(
         'select nn.chunk_id, 1 - nn.distance
          from (select e.chunk_id, e.embedding <=> $1 as distance
-               from %I e %s
+               from %I e
                order by e.embedding <=> $1
                limit $2) nn
          where 1 - nn.distance >= $3',
-        p_table,
-        case when v_filtered then 'join chunks c on c.id = e.chunk_id where true' || v_where else '' end)
-        using query_embedding, match_count, similarity_threshold, null::bigint,
-              f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
+        p_table)
+        using query_embedding, match_count, similarity_threshold;
 end
 $_$;
 
