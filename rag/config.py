@@ -43,6 +43,17 @@ class IngestSettings(_Group):
     # a rebuild ~0.36 ms per row, so rebuilding pays while new >= ~0.35 x existing.
     bulk_load_min_fraction: float = Field(0.35, gt=0)
     bulk_load_min_vectors: int = Field(256, ge=1)
+    # Bulk loads of precomputed rows (rag/ingest/bulk.py): chunks per COPY batch, each its own
+    # transaction, so neither side holds more than a batch in memory.
+    bulk_batch_rows: int = Field(5000, gt=0)
+    # Index builds after a bulk load: maintenance_work_mem (and work_mem for the BM25 pass) sized to
+    # what the HNSW graph needs, at most this share of the machine's available memory and this many
+    # MiB; only when the server runs on this machine (elsewhere the server's own settings stay).
+    build_memory_fraction: float = Field(0.25, gt=0, le=1)
+    build_memory_max_mb: int = Field(8192, ge=64)
+    # Parallel workers per index build (besides the leader); None: one per core beyond the first
+    # when the server is local, the server's max_parallel_maintenance_workers otherwise.
+    build_parallel_workers: int | None = Field(None, ge=0)
     watch_debounce_ms: int = Field(500, ge=0)
 
 
@@ -69,9 +80,12 @@ class RetrievalSettings(_Group):
     lexical_backend: Literal["auto", "sql", "pg_textsearch"] = "auto"
     rrf_k: int = Field(60, gt=0)
     # A filtered vector search scans the matching rows exactly when there are at most this many
-    # (~4 µs a row at 384 dims); broader filters use HNSW with iterative scans. 10000 made a
-    # search restricted to a 5k-chunk vault 5x slower than the index path, for no recall gain.
-    exact_scan_max_rows: int = Field(2000, ge=0)
+    # (~4 µs a row at 384 dims); broader filters use HNSW with iterative scans, ef_search raised
+    # by the share of rows the filter keeps (db/sql/40_model_functions.sql). 100k chunks, a 10%
+    # filter (~9.9k rows), hash vectors: exact 39-47 ms at recall 1.0; HNSW at the ef_search that
+    # takes (1000) 45-53 ms at recall 0.88-0.90. (Before ef_search followed the filter, the index path
+    # at ef 100 was cheaper, and 2000 was the better bound.)
+    exact_scan_max_rows: int = Field(10000, ge=0)
     hnsw_ef_search: int = Field(100, gt=0)
     max_match_count: int = Field(1000, gt=0)
     max_query_chars: int = Field(20000, gt=0)

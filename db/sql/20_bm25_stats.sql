@@ -38,21 +38,50 @@ create or replace function ragpg_bm25_stats_sync() returns trigger
 language plpgsql volatile
 set search_path = public, pg_catalog
 as $$
+declare
+    -- A bulk load is deferring some vault's bookkeeping (ragpg_bm25_defer): that vault's rows above
+    -- its watermark have no postings and are not counted; ragpg_bm25_restore adds them in one pass.
+    -- Looked up once per statement; without a deferral (the usual case) the per-row test in the
+    -- statements below is never evaluated. (Inline rather than a function: one the planner can
+    -- see into.)
+    v_deferring boolean := exists (select from bm25_deferred);
+    v_old boolean;
+    v_new boolean;
 begin
-    if tg_op in ('DELETE', 'UPDATE') then
+    v_old := tg_op in ('DELETE', 'UPDATE');
+    v_new := tg_op in ('INSERT', 'UPDATE');
+    -- A statement of deferred rows only (every batch of a bulk load) has nothing to do here. (Separate
+    -- ifs: a transition table exists only for the operations that have one.)
+    if v_deferring and v_old then
+        v_old := exists (select from old_rows r where not exists (
+            select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id));
+    end if;
+    if v_deferring and v_new then
+        v_new := exists (select from new_rows r where not exists (
+            select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id));
+    end if;
+
+    if v_old then
         update bm25_vault_stats s
         set chunk_count = s.chunk_count - o.n, total_length = s.total_length - o.len
-        from (select vault_id, count(*) as n, sum(lexeme_count) as len from old_rows group by vault_id) o
+        from (select vault_id, count(*) as n, sum(lexeme_count) as len
+              from (select * from old_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
+              group by vault_id) o
         where s.vault_id = o.vault_id;
 
         -- By primary key: every posting of an old row is (its vault, one of its lexemes, its id).
         delete from bm25_postings p
-        using old_rows o cross join lateral unnest(o.content_tsv) as u
+        using (select * from old_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
+              cross join lateral unnest(o.content_tsv) as u
         where p.vault_id = o.vault_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
 
         with gone as (
             select o.vault_id, u.lexeme, count(*) as n
-            from old_rows o cross join lateral unnest(o.content_tsv) as u
+            from (select * from old_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
+                 cross join lateral unnest(o.content_tsv) as u
             group by o.vault_id, u.lexeme
         )
         update bm25_term_stats t
@@ -67,19 +96,27 @@ begin
         where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.chunk_frequency <= 0;
     end if;
 
-    if tg_op in ('INSERT', 'UPDATE') then
+    if v_new then
         insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
-        select vault_id, count(*), sum(lexeme_count) from new_rows group by vault_id
+        select vault_id, count(*), sum(lexeme_count)
+        from (select * from new_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
+        group by vault_id
         on conflict (vault_id) do update
             set chunk_count = s.chunk_count + excluded.chunk_count,
                 total_length = s.total_length + excluded.total_length;
 
-        -- Ordered so concurrent writers lock term rows in the same order (no deadlocks).
+        -- Ordered so concurrent writers lock term rows in the same order (no deadlocks). Sorts here
+        -- use collate "C" (byte order): the database's default collation may be a libc one (the
+        -- embedded server's C.UTF-8 is), whose strcoll comparisons made sorting a bulk load's
+        -- postings ~40% slower; the order only needs to be consistent and close to the btree's.
         insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
         select n.vault_id, u.lexeme, count(*)
-        from new_rows n cross join lateral unnest(n.content_tsv) as u
+        from (select * from new_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
+             cross join lateral unnest(n.content_tsv) as u
         group by n.vault_id, u.lexeme
-        order by n.vault_id, u.lexeme
+        order by n.vault_id, u.lexeme collate "C"
         on conflict (vault_id, lexeme) do update
             set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
 
@@ -89,8 +126,10 @@ begin
         insert into bm25_postings (vault_id, lexeme, chunk_id, tf, dl, text_search_config)
         select n.vault_id, u.lexeme, n.id, coalesce(cardinality(u.positions), 1), n.lexeme_count,
                n.text_search_config
-        from new_rows n cross join lateral unnest(n.content_tsv) as u
-        order by n.vault_id, u.lexeme, n.id;
+        from (select * from new_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
+             cross join lateral unnest(n.content_tsv) as u
+        order by n.vault_id, u.lexeme collate "C", n.id;
     end if;
     return null;
 end
@@ -113,3 +152,75 @@ drop trigger if exists chunks_bm25_update_remove on chunks;
 drop trigger if exists chunks_bm25_update_add on chunks;
 drop function if exists ragpg_bm25_stats_add();
 drop function if exists ragpg_bm25_stats_remove();
+
+-- Bulk loads (rag/ingest/bulk.py): BM25 bookkeeping for a vault's new chunks in one pass at the end.
+--   select ragpg_bm25_defer(vault_id);    -- chunks inserted from now on are left out by the triggers
+--   ... load ...
+--   select ragpg_bm25_restore(vault_id);  -- their statistics and postings, as the triggers would have
+-- The watermark is the chunk id sequence's last value: every chunk already stored has an id at or
+-- below it, every chunk inserted later one above it (index runs of one vault are serialised).
+create or replace function ragpg_bm25_defer(p_vault_id bigint) returns boolean
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+begin
+    insert into bm25_deferred (vault_id, after_chunk_id)
+    values (p_vault_id, coalesce(pg_sequence_last_value(pg_get_serial_sequence('chunks', 'id')::regclass), 0))
+    on conflict (vault_id) do nothing;
+    return found;
+end
+$$;
+
+-- Adds the deferred chunks' counts, chunk frequencies and postings with one set-based statement
+-- each (the same values the triggers compute row set by row set); returns how many chunks that
+-- covered (0 when the vault was not deferred).
+create or replace function ragpg_bm25_restore(p_vault_id bigint) returns bigint
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+declare
+    v_after bigint;
+    v_chunks bigint;
+begin
+    delete from bm25_deferred where vault_id = p_vault_id returning after_chunk_id into v_after;
+    if not found then
+        return 0;
+    end if;
+    with n as (
+        select count(*) as chunk_count, coalesce(sum(c.lexeme_count), 0) as total_length
+        from chunks c where c.vault_id = p_vault_id and c.id > v_after
+    ), added as (
+        insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
+        select p_vault_id, n.chunk_count, n.total_length from n where n.chunk_count > 0
+        on conflict (vault_id) do update
+            set chunk_count = s.chunk_count + excluded.chunk_count,
+                total_length = s.total_length + excluded.total_length
+    )
+    select n.chunk_count into v_chunks from n;
+
+    insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
+    select c.vault_id, u.lexeme, count(*)
+    from chunks c cross join lateral unnest(c.content_tsv) as u
+    where c.vault_id = p_vault_id and c.id > v_after
+    group by c.vault_id, u.lexeme
+    order by c.vault_id, u.lexeme collate "C"
+    on conflict (vault_id, lexeme) do update
+        set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
+
+    -- In primary-key order while the key's index exists (its leaf pages then fill left to right);
+    -- a bulk load drops it (25_bulk_load.sql) and the rows go in as they come, no sort needed.
+    if to_regclass('bm25_postings_pkey') is not null then
+        insert into bm25_postings (vault_id, lexeme, chunk_id, tf, dl, text_search_config)
+        select c.vault_id, u.lexeme, c.id, coalesce(cardinality(u.positions), 1), c.lexeme_count, c.text_search_config
+        from chunks c cross join lateral unnest(c.content_tsv) as u
+        where c.vault_id = p_vault_id and c.id > v_after
+        order by c.vault_id, u.lexeme collate "C", c.id;
+    else
+        insert into bm25_postings (vault_id, lexeme, chunk_id, tf, dl, text_search_config)
+        select c.vault_id, u.lexeme, c.id, coalesce(cardinality(u.positions), 1), c.lexeme_count, c.text_search_config
+        from chunks c cross join lateral unnest(c.content_tsv) as u
+        where c.vault_id = p_vault_id and c.id > v_after;
+    end if;
+    return coalesce(v_chunks, 0);
+end
+$$;

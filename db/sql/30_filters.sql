@@ -46,13 +46,14 @@ language sql immutable parallel safe strict
 set search_path = pg_catalog
 return jsonb_path_exists(p_value, 'lax $.** ? (@.type() == "object").keyvalue() ? (@.key starts with "$")');
 
--- Adds a value to the jsonpath variables; returns (name, vars).
+-- Adds a value to the jsonpath variables; returns (name, vars). Names are v0, v1, ...; other keys
+-- (folder_prefix, below) are not jsonpath variables and do not count.
 create or replace function ragpg_filter_add_var(p_vars jsonb, p_value jsonb, out name text, out vars jsonb)
 language sql immutable parallel safe
 set search_path = pg_catalog
 begin atomic
     select n, p_vars || jsonb_build_object(n, p_value)
-    from (select 'v' || (select count(*) from jsonb_object_keys(p_vars)) as n) s;
+    from (select 'v' || (select count(*) from jsonb_object_keys(p_vars) k where k ~ '^v[0-9]+$') as n) s;
 end;
 
 -- Names from a top-level "vault" key: "a", ["a", "b"], {"$eq": "a"} or {"$in": ["a", "b"]}.
@@ -319,6 +320,11 @@ begin
             from ragpg_filter_compile_field(v_val, '$.' || ragpg_jsonpath_key(v_key), v_key, p_depth + 1, vars);
             vars := v_part.vars;
             v_parts := v_parts || v_part.expr;
+            -- A folder prefix at the top level holds for every matching row: ragpg_filter_sql adds
+            -- it as an indexed condition beside the predicate (which stays the rule).
+            if p_top and v_key = 'folder' and jsonb_typeof(v_val -> '$prefix') = 'string' then
+                vars := vars || jsonb_build_object('folder_prefix', v_val -> '$prefix');
+            end if;
         end if;
     end loop;
     if cardinality(v_parts) > 0 then
@@ -365,6 +371,14 @@ $$;
 -- The WHERE fragment applying a compiled filter's containment and predicate to `<alias>.<column>`,
 -- for dynamic queries that pass containment, predicate and vars as parameters $n, $n+1, $n+2.
 -- Only fixed text, identifiers (%I) and parameter numbers go into it: no user value.
+--
+-- With a predicate it also states the top-level folder prefix (vars ->> 'folder_prefix', set by
+-- the compiler) as `<column> ->> 'folder' ^@ prefix`, which chunks_folder_idx (text_pattern_ops)
+-- turns into a btree range: jsonb_path_match alone reads every row's metadata. The jsonpath also
+-- matches a folder that is an array with an element having the prefix, hence the `array` arm
+-- (chunks_folder_array_idx, normally empty). Both arms are implied by the predicate, which still
+-- applies: same rows, found through the index. EXECUTE ... USING plans with the parameter values,
+-- so without a folder prefix `(... is null)` folds to true and the condition disappears.
 create or replace function ragpg_filter_sql(p_alias text, p_column text, p_containment jsonb, p_predicate jsonpath,
                                  p_first_param integer)
 returns text
@@ -375,6 +389,10 @@ return concat(
          then format(' and %I.%I @> $%s', p_alias, p_column, p_first_param) end,
     case when p_predicate is not null
          then format(' and jsonb_path_match(%I.%I, $%s, $%s)', p_alias, p_column, p_first_param + 1, p_first_param + 2)
+              || format(' and ((%1$I.%2$I ->> ''folder'') ^@ ($%3$s ->> ''folder_prefix'')'
+                        ' or ($%3$s ->> ''folder_prefix'') is null'
+                        ' or jsonb_typeof(%1$I.%2$I -> ''folder'') = ''array'')',
+                        p_alias, p_column, p_first_param + 2)
     end);
 
 -- Convenience for the console: does this metadata satisfy the filter?

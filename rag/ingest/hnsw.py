@@ -18,6 +18,9 @@ incremental inserts: ~1.6 s, against ~0.4 s for one build), and searches are not
 without the index they scan exactly (same or better results, slower), and `create index` blocks
 only writers. A killed run leaves the row behind; the next index run rebuilds from it first. A
 session advisory lock held from drop to rebuild tells a live run's deferral from a dead one's.
+The same deferral serves the `chunks` table's secondary indexes (GIN on tsvector and metadata, the
+folder btree; `ragpg_drop_deferrable_indexes` / `ragpg_create_deferred_indexes`, db/sql/
+25_bulk_load.sql) for loads that dwarf the whole table (rag/ingest/bulk.py).
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ from psycopg.rows import class_row
 
 from rag.store.database import Connection
 
-_DROP = sql.SQL("select index_name, definition from ragpg_drop_hnsw_index(%s)")
-_CREATE = sql.SQL("select ragpg_create_hnsw_index(%s)")
+_DROP = sql.SQL("select index_name, definition from ragpg_drop_deferrable_indexes(%s)")
+_CREATE = sql.SQL("select ragpg_create_deferred_indexes(%s)")
 
 
 @dataclass(frozen=True)
@@ -43,14 +46,17 @@ class BulkLoadPolicy:
     min_vectors: int
     min_fraction: float
 
-    def applies(self, conn: Connection, table: str, n: int) -> bool:
-        if n < self.min_vectors:
+    def applies(self, conn: Connection, table: str, n: int | None) -> bool:
+        """`n` None: a load of unknown size that its caller declared bulk (rag/ingest/bulk.py)."""
+        if n is not None and n < self.min_vectors:
             return False
         # Two writers of this table (index runs of two vaults) that both counted under their
         # ACCESS SHARE lock and then both asked for `drop index`'s ACCESS EXCLUSIVE one would
         # deadlock. This self-conflicting mode serialises bulk candidates up front; searches and
         # plain inserts are not blocked by it.
         conn.execute(sql.SQL("lock table {} in share update exclusive mode").format(sql.Identifier(table)))
+        if n is None:
+            return True
         # Bulk iff existing rows <= n / min_fraction; counting stops one row past that bound, so the
         # check costs O(n) even on a huge table.
         bound = math.floor(n / self.min_fraction)
@@ -89,7 +95,7 @@ def indexes_rebuilt(conn: Connection, table: str) -> Iterator[None]:
 _DEFER_LOCK_CLASS = 0x52414744
 
 
-def defer_indexes(conn: Connection, table: str, policy: BulkLoadPolicy, n: int) -> bool:
+def defer_indexes(conn: Connection, table: str, policy: BulkLoadPolicy, n: int | None) -> bool:
     """Drop `table`'s HNSW indexes until `restore_deferred(conn, table)` when `policy` says `n` new
     vectors make a bulk load; True when something was dropped. Commits (the run's later batches are
     their own transactions): call it on an autocommit connection, outside any transaction."""

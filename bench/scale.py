@@ -1,0 +1,377 @@
+"""Scale: bulk load, index builds and search latency/recall on synthetic corpora of 100k to 1M chunks.
+
+    python bench/scale.py --sizes 100000            # ~10 min on 2 cores
+    nice -n 10 python bench/scale.py --sizes 1000000
+    python bench/scale.py --sizes 10000 --queries 50 --filtered-queries 20 --context-queries 10   # quick
+
+Per size (corpus: bench/scale_corpus.py, BEIR text recombined and perturbed, 384-dim hash vectors,
+metadata filters at ~1% and ~10%), on a fresh database (a throwaway embedded server under /tmp
+unless DATABASE_URL is set):
+
+* load: `rag.ingest.bulk.load_documents` streaming the cached corpus (COPY batches, BM25 and index
+  builds deferred to the end, build memory sized from the machine): chunks/s including every build,
+  each phase's seconds, client peak RSS, server memory (sum of PSS) during the load;
+* sizes of the HNSW index, the BM25 tables and the chunks' indexes;
+* one query at a time after a warm-up: p50/p95 of `match_native_chunks_<model>` (vector),
+  `match_lexical_chunks` (BM25), `match_hybrid_chunks_<model>` (RRF), each beside a bare pgvector
+  `ORDER BY embedding <=> q LIMIT 10` (ef_search 40, pgvector's default) in the same run; HNSW
+  recall@10 of both against an exact top-10 computed in numpy;
+* filtered top-10 for each filter (folder $prefix, tag containment, date range at ~1% and ~10%):
+  latency, whether the full k came back, vector recall against the exact filtered top-10 (numpy),
+  hybrid overlap with the same hybrid call forced to an exact vector leg; beside a bare pgvector
+  query with the plain SQL a user would write for that filter;
+* `compute_context` (profile chat, mode base): p50 of the whole call and of its base pass;
+* which lexical backend each vault used (`vaults.lexical_backend` when the schema has it).
+
+Results: bench/results/scale-<size>.json (`--out-dir`), a table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LANGFUSE_TRACING_ENABLED", "false")
+
+import scale_corpus as corpus_mod  # noqa: E402
+from scale_measure import (  # noqa: E402
+    MemorySampler,
+    client_peak_rss_mb,
+    lexical_backends,
+    machine,
+    percentiles,
+    relation_sizes,
+    timed_ms,
+)
+
+from rag.config import load_settings  # noqa: E402
+from rag.ingest import bulk, store  # noqa: E402
+from rag.store import migrate  # noqa: E402
+from rag.store.database import open_connection  # noqa: E402
+from rag.store.models import EmbeddingModelRef, register_model  # noqa: E402
+from rag.store.vaults import NewVault, add_vault  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+K = 10
+VAULT = "scale"
+EXACT = 2**31 - 1  # exact_scan_max_rows that makes every filtered vector leg an exact scan
+
+
+def label(n: int) -> str:
+    return f"{n // 1_000_000}m" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+# -- setup --------------------------------------------------------------------------------------
+
+def ensure_corpus(n: int, seed: int) -> corpus_mod.Corpus:
+    """The cached corpus; generated in a child process so its memory never counts as the loader's."""
+    if not (corpus_mod.corpus_dir(n, seed) / "meta.json").exists():
+        print(f"generating a {n}-chunk corpus (cached under {corpus_mod.CACHE}) ...", flush=True)
+        subprocess.run([sys.executable, str(Path(__file__).with_name("scale_corpus.py")), str(n), str(seed)],
+                       check=True)
+    return corpus_mod.generate(n, seed)
+
+
+@contextmanager
+def server(settings_overrides: list[str]) -> Iterator[tuple[str, int | None]]:
+    """(admin URL, postmaster pid): DATABASE_URL's server, or a throwaway embedded one under /tmp
+    with `NAME=VALUE` settings applied by ALTER SYSTEM and a restart."""
+    if os.environ.get("DATABASE_URL"):
+        yield os.environ["DATABASE_URL"], None
+        return
+    from rag.store.embedded import EmbeddedServer
+
+    tmp = Path(tempfile.mkdtemp(prefix="ragpg-scale-", dir="/tmp"))
+    srv = EmbeddedServer(tmp)
+    try:
+        status = srv.start()
+        if settings_overrides:
+            with psycopg.connect(status.url, autocommit=True) as c:
+                for item in settings_overrides:
+                    name, value = item.split("=", 1)
+                    c.execute(sql.SQL("alter system set {} = {}").format(sql.Identifier(name), sql.Literal(value)))
+            srv.stop()
+            status = srv.start()
+        assert status.url
+        yield status.url, status.pid
+    finally:
+        srv.stop()
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def fresh_database(admin_url: str) -> str:
+    name = f"ragpg_scale_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True) as c:
+        c.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    url = admin_url.replace("/ragpg?", f"/{name}?", 1) if "/ragpg?" in admin_url else f"{admin_url} dbname={name}"
+    migrate.upgrade(url)
+    return url
+
+
+def prepared(corpus: corpus_mod.Corpus) -> Iterator[store.PreparedDocument]:
+    """The corpus as the indexer's documents (metadata denormalised onto chunks the same way), one
+    at a time, with their vectors read alongside."""
+    blocks = corpus.vector_blocks(4096)
+    pending = np.zeros((0, corpus_mod.DIMS), dtype=np.float32)
+    for d in corpus.documents():
+        n = len(d["chunks"])
+        while len(pending) < n:
+            pending = np.concatenate([pending, next(blocks)[1]])
+        vectors, pending = pending[:n], pending[n:]
+        text = "\n".join(c[1] for c in d["chunks"])
+        doc = store.PreparedDocument(
+            source_path=d["source_path"], folder=d["folder"], title=d["title"], url=None, doc_type="note",
+            persona=None, tags=d["tags"], project=None, confidentiality="public", doc_date=d["date"],
+            document_version=hashlib.sha256(text.encode()).hexdigest(), size_bytes=len(text.encode()), metadata={})
+        base = store.document_metadata(VAULT, doc)
+        doc.chunks = [store.PreparedChunk(i, h, t, tokens, None, None, None, None, [], 0.0,
+                                          {**base, "ordinal": i, "heading_path": h})
+                      for i, (h, t, tokens) in enumerate(d["chunks"])]
+        doc.vectors = vectors
+        yield doc
+
+
+# -- queries ------------------------------------------------------------------------------------
+
+def recall(found: list[int], truth: list[int]) -> float:
+    return len(set(found) & set(truth)) / len(truth) if truth else 1.0
+
+
+class Searcher:
+    def __init__(self, conn: psycopg.Connection, model: EmbeddingModelRef) -> None:
+        self.conn = conn
+        table = sql.Identifier(model.embedding_table)
+        self.bare = sql.SQL("select chunk_id from {} order by embedding <=> %s limit 10").format(table)
+        self.table = table
+        self.vector = sql.SQL("select chunk_id from {}(%s, -1, 10, %s)").format(sql.Identifier(model.match_function))
+        self.hybrid = sql.SQL("select chunk_id from {}(%s, %s, 10, %s, -1, exact_scan_max_rows => %s)").format(
+            sql.Identifier(model.hybrid_function))
+        self.hybrid_default = sql.SQL("select chunk_id from {}(%s, %s, 10, %s, -1)").format(
+            sql.Identifier(model.hybrid_function))
+        self.lexical = sql.SQL("select chunk_id from match_lexical_chunks(%s, 10, %s)")
+
+    def ids(self, query: sql.Composable, params: tuple[Any, ...]) -> tuple[list[int], float]:
+        rows, ms = timed_ms(lambda: self.conn.execute(query, params).fetchall())
+        return [r["chunk_id"] for r in rows], ms
+
+    def bare_ids(self, qvec: np.ndarray, where: str | None = None) -> tuple[list[int], float]:
+        self.conn.execute("set hnsw.ef_search = 40")  # pgvector's default, stated so a server setting cannot move it
+        try:
+            if where is None:
+                return self.ids(self.bare, (qvec,))
+            query = sql.SQL("select e.chunk_id from {} e join chunks c on c.id = e.chunk_id where {} "
+                            "order by e.embedding <=> %s limit 10").format(self.table, sql.SQL(where.replace("%", "%%")))
+            return self.ids(query, (qvec,))
+        finally:
+            self.conn.execute("reset hnsw.ef_search")
+
+
+def unfiltered(s: Searcher, texts: list[str], qvecs: np.ndarray, ids: np.ndarray, truth: list[np.ndarray],
+               warmup: int) -> dict[str, Any]:
+    lat: dict[str, list[float]] = {k: [] for k in ("bare", "vector", "lexical", "hybrid")}
+    rec: dict[str, list[float]] = {"bare": [], "vector": []}
+    for i, (text, qv) in enumerate(zip(texts, qvecs, strict=True)):
+        exact = [int(ids[r]) for r in truth[i]]
+        got_bare, t_bare = s.bare_ids(qv)
+        got_vec, t_vec = s.ids(s.vector, (qv, Jsonb({})))
+        _, t_lex = s.ids(s.lexical, (text, Jsonb({})))
+        _, t_hyb = s.ids(s.hybrid_default, (text, qv, Jsonb({})))
+        if i < warmup:
+            continue
+        for key, ms in (("bare", t_bare), ("vector", t_vec), ("lexical", t_lex), ("hybrid", t_hyb)):
+            lat[key].append(ms)
+        rec["bare"].append(recall(got_bare, exact))
+        rec["vector"].append(recall(got_vec, exact))
+    return {"latency_ms": {k: percentiles(v) for k, v in lat.items()},
+            "recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()}}
+
+
+def filtered(s: Searcher, name: str, texts: list[str], qvecs: np.ndarray, ids: np.ndarray,
+             truth: list[np.ndarray], matching: int) -> dict[str, Any]:
+    f = Jsonb(corpus_mod.FILTERS[name])
+    lat: dict[str, list[float]] = {k: [] for k in ("bare", "vector", "lexical", "hybrid")}
+    full = {k: 0 for k in lat}
+    rec: dict[str, list[float]] = {"bare": [], "vector": [], "hybrid_vs_exact_vector_leg": []}
+    for i, (text, qv) in enumerate(zip(texts, qvecs, strict=True)):
+        exact = [int(ids[r]) for r in truth[i]]
+        got_bare, t_bare = s.bare_ids(qv, corpus_mod.BARE_FILTERS[name])
+        got_vec, t_vec = s.ids(s.vector, (qv, f))
+        got_lex, t_lex = s.ids(s.lexical, (text, f))
+        got_hyb, t_hyb = s.ids(s.hybrid, (text, qv, f, 2000))
+        ref_hyb, _ = s.ids(s.hybrid, (text, qv, f, EXACT))
+        for key, got, ms in (("bare", got_bare, t_bare), ("vector", got_vec, t_vec), ("lexical", got_lex, t_lex),
+                             ("hybrid", got_hyb, t_hyb)):
+            lat[key].append(ms)
+            full[key] += len(got) >= min(K, matching)
+        rec["bare"].append(recall(got_bare, exact))
+        rec["vector"].append(recall(got_vec, exact))
+        rec["hybrid_vs_exact_vector_leg"].append(recall(got_hyb, ref_hyb))
+    return {"filter": corpus_mod.FILTERS[name], "bare_sql": corpus_mod.BARE_FILTERS[name], "matching_chunks": matching,
+            "latency_ms": {k: percentiles(v) for k, v in lat.items()},
+            "full_k_fraction": {k: round(v / len(texts), 4) for k, v in full.items()},
+            "recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()}}
+
+
+def context_pass(url: str, texts: list[str]) -> dict[str, Any]:
+    from rag.compute import compute_context
+    from rag.runtime import Runtime
+
+    settings = load_settings(Path("/nonexistent/ragpg-scale.toml"), database_url=url,
+                             embedding={"model": "hash", "query_cache_size": 0}, retrieval={"query_log": False})
+    rt = Runtime.from_settings(settings, pool_max_size=1)
+    whole: list[float] = []
+    base: list[float] = []
+    try:
+        for i, text in enumerate(texts):
+            result, ms = timed_ms(lambda t=text: compute_context(t, vaults=[VAULT], profile="chat", mode="base",
+                                                                 runtime=rt))
+            if i >= 5:
+                whole.append(ms)
+                base.append(result.timings_ms.get("base_pass_ms", float("nan")))
+    finally:
+        rt.close()
+    return {"profile": "chat", "mode": "base", "whole_call_ms": percentiles(whole), "base_pass_ms": percentiles(base)}
+
+
+# -- one size -----------------------------------------------------------------------------------
+
+def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
+    corpus = ensure_corpus(n, args.seed)
+    texts, qvecs = corpus_mod.queries(args.queries + args.warmup, args.seed)
+    masks = corpus.masks()
+    with server(args.server_setting) as (admin_url, server_pid):
+        url = fresh_database(admin_url)
+        conn = open_connection(url, autocommit=True)
+        out: dict[str, Any] = {"size": corpus.n_chunks, "documents": corpus.n_docs, "machine": machine(conn)}
+        model = register_model(conn, "hash", f"feature-hash-{corpus_mod.DIMS}", corpus_mod.DIMS)
+        vault = add_vault(conn, NewVault(VAULT, corpus.root))
+        settings = load_settings(Path("/nonexistent/ragpg-scale.toml"), database_url=url)
+        started = time.perf_counter()
+
+        def progress(done: int) -> None:
+            if done // 50_000 != (done - settings.ingest.bulk_batch_rows) // 50_000:
+                print(f"  loaded {done}/{corpus.n_chunks} chunks ({done / (time.perf_counter() - started):.0f}/s)",
+                      flush=True)
+
+        print(f"[{label(n)}] loading {corpus.n_chunks} chunks ...", flush=True)
+        with MemorySampler(server_pid) as mem:
+            report = bulk.load_documents(conn, vault, model, prepared(corpus), settings.ingest,
+                                         expected_chunks=corpus.n_chunks, on_batch=progress)
+        out["load"] = {**report.to_dict(), "client_peak_rss_mb": round(client_peak_rss_mb(), 1),
+                       "memory_peaks": mem.peaks()}
+        print(f"  {report.chunks_per_s:.0f} chunks/s including builds; seconds {out['load']['seconds']}", flush=True)
+        out["sizes_bytes"] = relation_sizes(conn, model.embedding_table)
+        out["lexical_backend"] = lexical_backends(conn)
+        ids = np.array([r["id"] for r in conn.execute(
+            "select c.id from chunks c join documents d on d.id = c.document_id where c.vault_id = %s "
+            "order by d.id, c.ordinal", (vault.id,))], dtype=np.int64)
+        assert len(ids) == corpus.n_chunks
+
+        print(f"[{label(n)}] exact top-{K} in numpy ...", flush=True)
+        fq = args.filtered_queries
+        truth = corpus_mod.exact_top_k(corpus, qvecs, K, {"none": None, **{k: masks[k] for k in corpus_mod.FILTERS}})
+        searcher = Searcher(conn, model)
+        with MemorySampler(server_pid) as mem:
+            print(f"[{label(n)}] unfiltered queries ...", flush=True)
+            out["unfiltered"] = unfiltered(searcher, texts, qvecs, ids, truth["none"], args.warmup)
+            out["filtered"] = {}
+            for name in corpus_mod.FILTERS:
+                print(f"[{label(n)}] filtered: {name} ...", flush=True)
+                out["filtered"][name] = filtered(searcher, name, texts[:fq], qvecs[:fq], ids, truth[name][:fq],
+                                                 int(masks[name].sum()))
+            if args.context_queries:
+                print(f"[{label(n)}] compute_context ...", flush=True)
+                out["compute_context"] = context_pass(url, texts[:args.context_queries + 5])
+        out["query_memory_peaks"] = mem.peaks()
+        conn.close()
+    return out
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = []
+    for r in results:
+        u, load = r["unfiltered"], r["load"]
+        lines.append(f"## {label(r['size'])} chunks ({r['documents']} documents)")
+        lines.append(f"load: {load['chunks_per_s']:.0f} chunks/s incl. builds ({load['seconds']['total']:.0f} s: "
+                     + ", ".join(f"{k} {v:.1f}" for k, v in load["seconds"].items() if k != "total")
+                     + f"); client peak RSS {load['client_peak_rss_mb']:.0f} MiB; server PSS peak "
+                     f"{load['memory_peaks'].get('server_pss_mb', float('nan')):.0f} MiB")
+        sz = r["sizes_bytes"]
+        lines.append(f"sizes: HNSW {sz['hnsw_index'] / 2**20:.0f} MiB, BM25 postings "
+                     f"{sz['bm25_postings_total'] / 2**20:.0f} MiB, database {sz['database'] / 2**20:.0f} MiB")
+        bare = u["latency_ms"]["bare"]["p50"]
+        lines.append(f"{'query':<22} {'p50 ms':>8} {'p95 ms':>8} {'bare p50':>9} {'full k':>7} {'recall':>7}")
+        for key in ("vector", "lexical", "hybrid"):
+            lat = u["latency_ms"][key]
+            rec = u["recall_at_10"].get(key)
+            lines.append(f"{key:<22} {lat['p50']:>8.2f} {lat['p95']:>8.2f} {bare:>9.2f} {'':>7} "
+                         f"{'' if rec is None else format(rec, '.3f'):>7}")
+        for name, fr in r["filtered"].items():
+            b = fr["latency_ms"]["bare"]["p50"]
+            for key in ("vector", "lexical", "hybrid"):
+                lat = fr["latency_ms"][key]
+                rec = {"vector": fr["recall_at_10"]["vector"],
+                       "hybrid": fr["recall_at_10"]["hybrid_vs_exact_vector_leg"]}.get(key)
+                lines.append(f"{name + ' ' + key:<22} {lat['p50']:>8.2f} {lat['p95']:>8.2f} {b:>9.2f} "
+                             f"{fr['full_k_fraction'][key]:>7.2f} {'' if rec is None else format(rec, '.3f'):>7}")
+            lines.append(f"{name + ' bare':<22} {b:>8.2f} {fr['latency_ms']['bare']['p95']:>8.2f} {b:>9.2f} "
+                         f"{fr['full_k_fraction']['bare']:>7.2f} {fr['recall_at_10']['bare']:>7.3f}")
+        if "compute_context" in r:
+            cc = r["compute_context"]
+            lines.append(f"compute_context base pass p50 {cc['base_pass_ms']['p50']:.2f} ms, whole call "
+                         f"{cc['whole_call_ms']['p50']:.2f} ms (bare <=> p50 {bare:.2f} ms)")
+        lines.append(f"HNSW recall@10: match_native {u['recall_at_10']['vector']:.3f}, bare (ef 40) "
+                     f"{u['recall_at_10']['bare']:.3f}; lexical backend: {r['lexical_backend']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="100000", help="comma-separated chunk counts")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--queries", type=int, default=200, help="unfiltered queries measured (after the warm-up)")
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--filtered-queries", type=int, default=50, help="queries per filter")
+    p.add_argument("--context-queries", type=int, default=50, help="compute_context calls (0: skip)")
+    p.add_argument("--server-setting", action="append", default=[], metavar="NAME=VALUE",
+                   help="postgresql.conf setting for the throwaway server (ALTER SYSTEM + restart); repeatable")
+    p.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results")
+    args = p.parse_args(argv)
+    results = []
+    for n in (int(x) for x in args.sizes.split(",")):
+        started = time.perf_counter()
+        result = run_size(n, args)
+        result["meta"] = {"command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]),
+                          "seconds": round(time.perf_counter() - started, 1), "load_average": os.getloadavg(),
+                          "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        path = args.out_dir / f"scale-{label(n)}.json"
+        path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+        results.append(result)
+        print(table([result]), flush=True)
+        print(f"wrote {path}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

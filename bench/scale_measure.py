@@ -1,0 +1,144 @@
+"""Measuring helpers for bench/scale.py: latency percentiles, memory of the server and the client,
+relation sizes, and what machine and server settings a run had."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psutil
+import psycopg
+from psycopg import sql
+
+SERVER_SETTINGS = ("shared_buffers", "work_mem", "maintenance_work_mem", "max_wal_size", "effective_cache_size",
+                   "max_parallel_maintenance_workers", "max_parallel_workers_per_gather", "max_worker_processes",
+                   "checkpoint_timeout", "wal_level", "synchronous_commit", "jit")
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    if not ordered:
+        return {"p50": float("nan"), "p95": float("nan"), "n": 0}
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+    return {"p50": round(at(0.5), 3), "p95": round(at(0.95), 3), "mean": round(statistics.fmean(ordered), 3),
+            "n": len(ordered)}
+
+
+def timed_ms(fn: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.perf_counter()
+    out = fn()
+    return out, (time.perf_counter() - started) * 1000
+
+
+def client_peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class MemorySampler:
+    """Samples, every `interval` seconds on a thread, the server's memory (the postmaster and its
+    children: sum of PSS, which counts shared buffers once instead of once per backend, and the
+    largest single RSS) and this process's RSS; keeps the peaks."""
+
+    def __init__(self, server_pid: int | None, interval: float = 2.0) -> None:
+        self.server_pid, self.interval = server_pid, interval
+        self.peak: dict[str, float] = {"server_pss_mb": 0.0, "server_max_backend_rss_mb": 0.0, "client_rss_mb": 0.0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> MemorySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> dict[str, float]:
+        now = {"client_rss_mb": psutil.Process().memory_info().rss / 2**20}
+        if self.server_pid:
+            try:
+                root = psutil.Process(self.server_pid)
+                procs = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                procs = []
+            pss = rss = 0.0
+            for p in procs:
+                try:
+                    info = p.memory_full_info()
+                except psutil.Error:
+                    continue
+                pss += getattr(info, "pss", info.rss)
+                rss = max(rss, info.rss)
+            now["server_pss_mb"], now["server_max_backend_rss_mb"] = pss / 2**20, rss / 2**20
+        for key, value in now.items():
+            self.peak[key] = max(self.peak.get(key, 0.0), value)
+        return now
+
+    def peaks(self) -> dict[str, float]:
+        return {k: round(v, 1) for k, v in self.peak.items()}
+
+
+def relation_sizes(conn: psycopg.Connection, embedding_table: str) -> dict[str, int]:
+    """Bytes of what a bulk load builds: the HNSW index, the BM25 tables and their indexes, the chunks."""
+    def size(expr: str, *names: str) -> int:
+        total = 0
+        for name in names:
+            row = conn.execute(sql.SQL("select coalesce({}(to_regclass(%s)), 0) as n").format(sql.SQL(expr)),
+                               (name,)).fetchone()
+            total += int(row["n"])
+        return total
+
+    return {
+        "hnsw_index": size("pg_relation_size", f"{embedding_table}_hnsw_idx"),
+        "embeddings_table": size("pg_table_size", embedding_table),
+        "bm25_postings_total": size("pg_total_relation_size", "bm25_postings"),
+        "bm25_term_stats_total": size("pg_total_relation_size", "bm25_term_stats"),
+        "chunks_table": size("pg_table_size", "chunks"),
+        "chunks_gin_indexes": size("pg_relation_size", "chunks_tsv_idx", "chunks_metadata_idx"),
+        "chunks_folder_index": size("pg_relation_size", "chunks_folder_idx"),
+        "database": int(conn.execute("select pg_database_size(current_database()) as n").fetchone()["n"]),
+    }
+
+
+def machine(conn: psycopg.Connection) -> dict[str, Any]:
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), "")
+    except OSError:
+        pass
+    settings = {r["name"]: r["setting"] + (r["unit"] or "") for r in conn.execute(
+        "select name, setting, unit from pg_settings where name = any(%s)", (list(SERVER_SETTINGS),))}
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "memory_available_gib_at_start": round(psutil.virtual_memory().available / 2**30, 1),
+        "platform": platform.platform(), "python": platform.python_version(),
+        "server_version": conn.execute("show server_version").fetchone()["server_version"],
+        "pgvector": conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()["extversion"],
+        "server_settings": settings,
+    }
+
+
+def lexical_backends(conn: psycopg.Connection) -> dict[str, str]:
+    """Which lexical backend each vault uses, when the schema says (`vaults.lexical_backend`, added with
+    the pg_textsearch backend); before that, every vault uses SQL BM25 over bm25_postings."""
+    has = conn.execute("select 1 from information_schema.columns where table_name = 'vaults' "
+                       "and column_name = 'lexical_backend'").fetchone()
+    if not has:
+        return {r["name"]: "sql_bm25 (no vaults.lexical_backend column)"
+                for r in conn.execute("select name from vaults order by name")}
+    return {r["name"]: str(r["b"]) for r in conn.execute("select name, lexical_backend::text as b from vaults")}

@@ -1,0 +1,95 @@
+-- Bulk loads (rag/ingest/bulk.py): the secondary indexes of `chunks`, and the primary key of
+-- `bm25_postings` (50-100 rows per chunk), are dropped before a load that dwarfs the chunks table
+-- and built once after it (after the BM25 pass, which then inserts into a bare heap). Each GIN insert
+-- costs far more than its share of a build (measured: 50k chunks COPYed in 13.5 s with the two GIN
+-- indexes, 7.3 s without, and 1.4 s to build both afterwards); 5.8M postings went in in 19 s with
+-- the primary key and in ~6.5 s without it, plus 4.4 s to build it. As for HNSW indexes (10_embedding_models.sql), the definitions are
+-- code, here, the same as the migrations' (0001, 0009; a test compares them), never read back from
+-- a table. Kept during a load: the primary key, unique (document_id, ordinal), chunks_vault_idx
+-- (the BM25 restore reads the vault's chunks by it) and the partial chunks_folder_array_idx (empty
+-- unless folders are arrays).
+
+create or replace function ragpg_create_chunk_indexes() returns integer
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+declare
+    v_missing integer := 0;
+begin
+    if to_regclass('chunks_tsv_idx') is null then
+        create index chunks_tsv_idx on chunks using gin (content_tsv);
+        v_missing := v_missing + 1;
+    end if;
+    if to_regclass('chunks_metadata_idx') is null then
+        create index chunks_metadata_idx on chunks using gin (metadata jsonb_path_ops);
+        v_missing := v_missing + 1;
+    end if;
+    if to_regclass('chunks_folder_idx') is null then
+        create index chunks_folder_idx on chunks ((metadata ->> 'folder') text_pattern_ops);
+        v_missing := v_missing + 1;
+    end if;
+    if to_regclass('bm25_postings_pkey') is null then
+        alter table bm25_postings add constraint bm25_postings_pkey
+            primary key (vault_id, lexeme, chunk_id) include (tf, dl, text_search_config);
+        v_missing := v_missing + 1;
+    end if;
+    return v_missing;
+end
+$$;
+
+-- Drops them; returns each dropped index's qualified name and definition (recorded in
+-- deferred_indexes for inspection; ragpg_create_chunk_indexes rebuilds them).
+create or replace function ragpg_drop_chunk_indexes()
+returns table (index_name text, definition text)
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+declare
+    v_name text;
+    v_index regclass;
+begin
+    foreach v_name in array array['chunks_tsv_idx', 'chunks_metadata_idx', 'chunks_folder_idx',
+                                  'bm25_postings_pkey'] loop
+        v_index := to_regclass(v_name);
+        continue when v_index is null;
+        select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
+        if v_name = 'bm25_postings_pkey' then
+            alter table bm25_postings drop constraint bm25_postings_pkey;
+        else
+            execute format('drop index %s', index_name);
+        end if;
+        return next;
+    end loop;
+end
+$$;
+
+-- Rebuilds what a bulk load dropped from `p_table`: the chunks table's secondary indexes, or a
+-- model's HNSW index (rag/ingest/hnsw.py calls this for every row of deferred_indexes).
+create or replace function ragpg_create_deferred_indexes(p_table text) returns void
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+begin
+    if p_table = 'chunks' then
+        perform ragpg_create_chunk_indexes();
+    else
+        perform ragpg_create_hnsw_index(p_table);
+    end if;
+end
+$$;
+
+-- The other half: drops what ragpg_create_deferred_indexes rebuilds.
+create or replace function ragpg_drop_deferrable_indexes(p_table text)
+returns table (index_name text, definition text)
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+begin
+    if p_table = 'chunks' then
+        return query select * from ragpg_drop_chunk_indexes();
+    else
+        return query select * from ragpg_drop_hnsw_index(p_table);
+    end if;
+end
+$$;

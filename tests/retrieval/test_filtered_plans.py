@@ -1,0 +1,167 @@
+"""Filtered vector search planned by the filter's selectivity (db/sql/40_model_functions.sql):
+exact over few matching rows, HNSW sized to the filter over many, the full k either way, and a
+folder prefix found through chunks_folder_idx (db/sql/30_filters.sql)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from rag.retrieval import retrieve
+from rag.store import models
+from rag.store.database import open_connection
+from tests.retrieval.corpus import add_embeddings, add_vault, random_unit_vectors
+
+DIMS, DOCS, PER_DOC = 64, 100, 60  # 6000 chunks; folders area<a>/topic<t> hold 10% (a) and 1% (a, t)
+SELECTIVE = {"tags": ["rare"]}  # 1%: 60 chunks, under exact_scan_max_rows
+BROAD = {"folder": {"$prefix": "area3/"}}  # 10%: 600 chunks
+BROADER = {"tags": ["half"]}  # 50%
+EXACT_MAX = 500
+EF = 10  # low, so the index path's accuracy comes from raising it by the filter's share (to 100)
+
+
+@dataclass
+class Planned:
+    conn: psycopg.Connection
+    model: models.EmbeddingModelRef
+    vectors: dict[int, np.ndarray]
+
+
+@pytest.fixture(scope="module")
+def planned(pg_server) -> Iterator[Planned]:
+    name = pg_server.create_database("plans")
+    conn = open_connection(pg_server.url(name), autocommit=True)
+    try:
+        model = models.register_model(conn, "hash", "plan-test", DIMS)
+        vault_id = add_vault(conn, "v")
+        conn.execute(
+            "insert into documents (vault_id, source_path, folder, document_version, size_bytes)"
+            " select %s, 'area' || (d %% 10) || '/topic' || (d / 10) || '/doc' || d || '.md',"
+            "        'area' || (d %% 10) || '/topic' || (d / 10), 'v1', 1 from generate_series(0, %s - 1) d",
+            (vault_id, DOCS))
+        conn.execute(
+            "insert into chunks (document_id, vault_id, ordinal, content, metadata)"
+            " select d.id, d.vault_id, g, 'chunk ' || g, jsonb_build_object('vault', 'v', 'folder', d.folder,"
+            "   'tags', case when (d.id * 7 + g) %% 100 = 0 then '[\"rare\"]'::jsonb"
+            "                when (d.id + g) %% 2 = 0 then '[\"half\"]'::jsonb else '[]'::jsonb end)"
+            " from documents d cross join generate_series(0, %s - 1) g", (PER_DOC,))
+        rows = conn.execute("select id from chunks order by id").fetchall()
+        vectors = dict(zip((r["id"] for r in rows), random_unit_vectors(np.random.default_rng(5), len(rows), DIMS),
+                           strict=True))
+        index = sql.Identifier(f"{model.embedding_table}_hnsw_idx")
+        conn.execute(sql.SQL("drop index {}").format(index))
+        add_embeddings(conn, model, vectors.items())
+        conn.execute("select ragpg_create_hnsw_index(%s)", (model.embedding_table,))
+        conn.execute("vacuum analyze")
+        yield Planned(conn, model, vectors)
+    finally:
+        conn.close()
+        pg_server.drop_database(name)
+
+
+_MATCHING: dict[str, list[int]] = {}
+
+
+def matching(p: Planned, keep: dict) -> list[int]:
+    key = json.dumps(keep, sort_keys=True)
+    if key not in _MATCHING:
+        _MATCHING[key] = [r["id"] for r in p.conn.execute(
+            "select id from chunks where ragpg_filter_match(metadata, %s)", (Jsonb(keep),))]
+    return _MATCHING[key]
+
+
+def exact_top(p: Planned, query: np.ndarray, keep: dict, k: int = 10) -> list[int]:
+    sims = {cid: float(p.vectors[cid] @ query / np.linalg.norm(query)) for cid in matching(p, keep)}
+    return sorted(sims, key=lambda c: -sims[c])[:k]
+
+
+def queries(n: int, seed: int) -> list[np.ndarray]:
+    return list(np.random.default_rng(seed).standard_normal((n, DIMS)).astype(np.float32))
+
+
+@pytest.mark.parametrize(("keep", "share"), [(SELECTIVE, 0.01), (BROAD, 0.1), (BROADER, 0.5)],
+                         ids=["selective-1pct", "broad-folder-10pct", "broader-tags-50pct"])
+def test_filtered_top_k_equals_the_exact_filtered_top_k(planned: Planned, keep: dict, share: float) -> None:
+    # the plan the case is about: exact below EXACT_MAX rows, HNSW above
+    assert len(matching(planned, keep)) == pytest.approx(share * DOCS * PER_DOC, rel=0.2)
+    for query in queries(12, seed=int(share * 100)):
+        found = retrieve.match_vector(planned.conn, planned.model, query, match_count=10, similarity_threshold=-1,
+                                      filter=keep, exact_scan_max_rows=EXACT_MAX)
+        assert [r.chunk_id for r in found] == exact_top(planned, query, keep)
+
+
+def _plans(conn: psycopg.Connection) -> list[str]:
+    conn.execute("load 'auto_explain'")
+    for setting in ("log_min_duration = 0", "log_nested_statements = on", "log_level = notice"):
+        conn.execute(f"set auto_explain.{setting}")
+    conn.execute("set client_min_messages = notice")
+    plans: list[str] = []
+    conn.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
+    return plans
+
+
+def test_a_broad_filter_on_the_index_path_still_returns_the_exact_top_k(planned: Planned) -> None:
+    """Seq scans and sorts off keep the plan on HNSW (at the ef_search a 10% filter gets, the planner
+    prefers scanning 6000 rows exactly): the full k comes back, nearly all of the exact top-k."""
+    conn = open_connection(planned.conn.info.dsn, autocommit=False)
+    try:
+        plans = _plans(conn)
+        conn.execute("set enable_seqscan = off")
+        conn.execute("set enable_sort = off")
+        hits = 0
+        for query in queries(12, seed=3):
+            plans.clear()
+            found = retrieve.match_vector(conn, planned.model, query, match_count=10, similarity_threshold=-1,
+                                          filter=BROAD, exact_scan_max_rows=EXACT_MAX, ef_search=EF)
+            assert len(found) == 10
+            assert any(f"{planned.model.embedding_table}_hnsw_idx" in p and "array_agg" in p for p in plans)
+            hits += len({r.chunk_id for r in found} & set(exact_top(planned, query, BROAD)))
+        assert hits >= 0.9 * 120  # a random graph each build; the default-planner test above is exact
+    finally:
+        conn.close()
+
+
+def test_the_folder_prefix_is_found_through_its_index(planned: Planned) -> None:
+    conn = open_connection(planned.conn.info.dsn, autocommit=True)
+    try:
+        plans = _plans(conn)
+        retrieve.match_vector(conn, planned.model, queries(1, seed=9)[0], match_count=10,
+                              filter={"folder": {"$prefix": "area3/topic7"}})
+        counted = [p for p in plans if "select count(*) from (select 1 from chunks c" in p]
+        assert counted and "Index Scan on chunks_folder_idx" in counted[0], counted
+        assert "area3/topic7" in counted[0] and "Seq Scan on chunks" not in counted[0]
+        # Without a folder prefix the condition folds away (no index on folders asked for).
+        plans.clear()
+        retrieve.match_vector(conn, planned.model, queries(1, seed=9)[0], match_count=10, filter={"tags": ["rare"]})
+        counted = [p for p in plans if "select count(*) from (select 1 from chunks c" in p]
+        assert counted and "chunks_folder" not in counted[0], counted
+    finally:
+        conn.close()
+
+
+def test_a_folder_held_as_an_array_still_matches_its_prefix(planned: Planned) -> None:
+    """The jsonpath `starts with` matches an array holding a string with the prefix; the indexed
+    condition keeps such rows (its `array` arm), so the index changes no result."""
+    conn = planned.conn
+    doc = conn.execute("select id, vault_id from documents order by id limit 1").fetchone()
+    row = conn.execute("insert into chunks (document_id, vault_id, ordinal, content, metadata) values "
+                       "(%s, %s, 9999, 'odd', %s) returning id",
+                       (doc["id"], doc["vault_id"], Jsonb({"vault": "v", "folder": ["zz/odd", "area3/odd"]}))).fetchone()
+    try:
+        query = queries(1, seed=11)[0]
+        add_embeddings(conn, planned.model, [(row["id"], query)])  # the best match of its own query
+        for exact_max in (EXACT_MAX, 10_000):
+            found = retrieve.match_vector(conn, planned.model, query, match_count=3, similarity_threshold=-1,
+                                          filter=BROAD, exact_scan_max_rows=exact_max)
+            assert found[0].chunk_id == row["id"]
+        assert not retrieve.match_vector(conn, planned.model, query, match_count=3, similarity_threshold=-1,
+                                         filter={"folder": {"$prefix": "zz/other"}})
+    finally:
+        conn.execute("delete from chunks where id = %s", (row["id"],))
