@@ -25,6 +25,22 @@ end
 $$;
 
 --
+-- Name: ragpg_bm25_defer(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_defer(p_vault_id bigint) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    insert into bm25_deferred (vault_id, after_chunk_id)
+    values (p_vault_id, coalesce(pg_sequence_last_value(pg_get_serial_sequence('chunks', 'id')::regclass), 0))
+    on conflict (vault_id) do nothing;
+    return found;
+end
+$$;
+
+--
 -- Name: ragpg_bm25_drop_orphan_tables(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -126,6 +142,61 @@ end
 $_$;
 
 --
+-- Name: ragpg_bm25_restore(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_restore(p_vault_id bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_after bigint;
+    v_chunks bigint;
+begin
+    delete from bm25_deferred where vault_id = p_vault_id returning after_chunk_id into v_after;
+    if not found then
+        return 0;
+    end if;
+    with n as (
+        select count(*) as chunk_count, coalesce(sum(c.lexeme_count), 0) as total_length
+        from chunks c where c.vault_id = p_vault_id and c.id > v_after
+    ), added as (
+        insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
+        select p_vault_id, n.chunk_count, n.total_length from n where n.chunk_count > 0
+        on conflict (vault_id) do update
+            set chunk_count = s.chunk_count + excluded.chunk_count,
+                total_length = s.total_length + excluded.total_length
+    )
+    select n.chunk_count into v_chunks from n;
+
+    insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
+    select c.vault_id, u.lexeme, count(*)
+    from chunks c cross join lateral unnest(c.content_tsv) as u
+    where c.vault_id = p_vault_id and c.id > v_after
+    group by c.vault_id, u.lexeme
+    order by c.vault_id, u.lexeme collate "C"
+    on conflict (vault_id, lexeme) do update
+        set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
+
+    -- In primary-key order while the key's index exists (its leaf pages then fill left to right);
+    -- a bulk load drops it (25_bulk_load.sql) and the rows go in as they come, no sort needed.
+    if to_regclass('bm25_postings_pkey') is not null then
+        insert into bm25_postings (vault_id, lexeme, chunk_id, tf, dl, text_search_config)
+        select c.vault_id, u.lexeme, c.id, coalesce(cardinality(u.positions), 1), c.lexeme_count, c.text_search_config
+        from chunks c cross join lateral unnest(c.content_tsv) as u
+        where c.vault_id = p_vault_id and c.id > v_after
+        order by c.vault_id, u.lexeme collate "C", c.id;
+    else
+        insert into bm25_postings (vault_id, lexeme, chunk_id, tf, dl, text_search_config)
+        select c.vault_id, u.lexeme, c.id, coalesce(cardinality(u.positions), 1), c.lexeme_count, c.text_search_config
+        from chunks c cross join lateral unnest(c.content_tsv) as u
+        where c.vault_id = p_vault_id and c.id > v_after;
+    end if;
+    return coalesce(v_chunks, 0);
+end
+$$;
+
+--
 -- Name: ragpg_bm25_stats_sync(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -133,21 +204,50 @@ CREATE FUNCTION public.ragpg_bm25_stats_sync() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'public', 'pg_catalog'
     AS $$
+declare
+    -- A bulk load is deferring some vault's bookkeeping (ragpg_bm25_defer): that vault's rows above
+    -- its watermark have no postings and are not counted; ragpg_bm25_restore adds them in one pass.
+    -- Looked up once per statement; without a deferral (the usual case) the per-row test in the
+    -- statements below is never evaluated. (Inline rather than a function: one the planner can
+    -- see into.)
+    v_deferring boolean := exists (select from bm25_deferred);
+    v_old boolean;
+    v_new boolean;
 begin
-    if tg_op in ('DELETE', 'UPDATE') then
+    v_old := tg_op in ('DELETE', 'UPDATE');
+    v_new := tg_op in ('INSERT', 'UPDATE');
+    -- A statement of deferred rows only (every batch of a bulk load) has nothing to do here. (Separate
+    -- ifs: a transition table exists only for the operations that have one.)
+    if v_deferring and v_old then
+        v_old := exists (select from old_rows r where not exists (
+            select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id));
+    end if;
+    if v_deferring and v_new then
+        v_new := exists (select from new_rows r where not exists (
+            select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id));
+    end if;
+
+    if v_old then
         update bm25_vault_stats s
         set chunk_count = s.chunk_count - o.n, total_length = s.total_length - o.len
-        from (select vault_id, count(*) as n, sum(lexeme_count) as len from old_rows group by vault_id) o
+        from (select vault_id, count(*) as n, sum(lexeme_count) as len
+              from (select * from old_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
+              group by vault_id) o
         where s.vault_id = o.vault_id;
 
         -- By primary key: every posting of an old row is (its vault, one of its lexemes, its id).
         delete from bm25_postings p
-        using old_rows o cross join lateral unnest(o.content_tsv) as u
+        using (select * from old_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
+              cross join lateral unnest(o.content_tsv) as u
         where p.vault_id = o.vault_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
 
         with gone as (
             select o.vault_id, u.lexeme, count(*) as n
-            from old_rows o cross join lateral unnest(o.content_tsv) as u
+            from (select * from old_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
+                 cross join lateral unnest(o.content_tsv) as u
             group by o.vault_id, u.lexeme
         )
         update bm25_term_stats t
@@ -162,19 +262,27 @@ begin
         where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.chunk_frequency <= 0;
     end if;
 
-    if tg_op in ('INSERT', 'UPDATE') then
+    if v_new then
         insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
-        select vault_id, count(*), sum(lexeme_count) from new_rows group by vault_id
+        select vault_id, count(*), sum(lexeme_count)
+        from (select * from new_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
+        group by vault_id
         on conflict (vault_id) do update
             set chunk_count = s.chunk_count + excluded.chunk_count,
                 total_length = s.total_length + excluded.total_length;
 
-        -- Ordered so concurrent writers lock term rows in the same order (no deadlocks).
+        -- Ordered so concurrent writers lock term rows in the same order (no deadlocks). Sorts here
+        -- use collate "C" (byte order): the database's default collation may be a libc one (the
+        -- embedded server's C.UTF-8 is), whose strcoll comparisons made sorting a bulk load's
+        -- postings ~40% slower; the order only needs to be consistent and close to the btree's.
         insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
         select n.vault_id, u.lexeme, count(*)
-        from new_rows n cross join lateral unnest(n.content_tsv) as u
+        from (select * from new_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
+             cross join lateral unnest(n.content_tsv) as u
         group by n.vault_id, u.lexeme
-        order by n.vault_id, u.lexeme
+        order by n.vault_id, u.lexeme collate "C"
         on conflict (vault_id, lexeme) do update
             set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
 
@@ -184,8 +292,10 @@ begin
         insert into bm25_postings (vault_id, lexeme, chunk_id, tf, dl, text_search_config)
         select n.vault_id, u.lexeme, n.id, coalesce(cardinality(u.positions), 1), n.lexeme_count,
                n.text_search_config
-        from new_rows n cross join lateral unnest(n.content_tsv) as u
-        order by n.vault_id, u.lexeme, n.id;
+        from (select * from new_rows r where not v_deferring or not exists (
+                  select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
+             cross join lateral unnest(n.content_tsv) as u
+        order by n.vault_id, u.lexeme collate "C", n.id;
     end if;
     return null;
 end
@@ -426,6 +536,55 @@ CREATE FUNCTION public.ragpg_content_tables() RETURNS SETOF regclass
 $$;
 
 --
+-- Name: ragpg_create_chunk_indexes(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_create_chunk_indexes() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_missing integer := 0;
+begin
+    if to_regclass('chunks_tsv_idx') is null then
+        create index chunks_tsv_idx on chunks using gin (content_tsv);
+        v_missing := v_missing + 1;
+    end if;
+    if to_regclass('chunks_metadata_idx') is null then
+        create index chunks_metadata_idx on chunks using gin (metadata jsonb_path_ops);
+        v_missing := v_missing + 1;
+    end if;
+    if to_regclass('chunks_folder_idx') is null then
+        create index chunks_folder_idx on chunks ((metadata ->> 'folder') text_pattern_ops);
+        v_missing := v_missing + 1;
+    end if;
+    if to_regclass('bm25_postings_pkey') is null then
+        alter table bm25_postings add constraint bm25_postings_pkey
+            primary key (vault_id, lexeme, chunk_id) include (tf, dl, text_search_config);
+        v_missing := v_missing + 1;
+    end if;
+    return v_missing;
+end
+$$;
+
+--
+-- Name: ragpg_create_deferred_indexes(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_create_deferred_indexes(p_table text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    if p_table = 'chunks' then
+        perform ragpg_create_chunk_indexes();
+    else
+        perform ragpg_create_hnsw_index(p_table);
+    end if;
+end
+$$;
+
+--
 -- Name: embedding_models; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -560,13 +719,14 @@ declare
                          'heading_path text, content text, metadata jsonb';
 begin
     if coalesce(ragpg_pgvector_version_num(), 0) >= 800 then
-        v_set := v_set || ' set hnsw.iterative_scan = relaxed_order';
+        -- max_scan_tuples: ragpg_vector_scores raises it for broad filters; the clause restores it.
+        v_set := v_set || ' set hnsw.iterative_scan = relaxed_order set hnsw.max_scan_tuples = 20000';
     end if;
 
     perform ragpg_define_function(m.match_function, 'vector, float8, integer, jsonb, integer, integer', format(
         '%I(query_embedding vector, similarity_threshold float8 default 0,
             match_count integer default 10, filter jsonb default %L,
-            exact_scan_max_rows integer default 2000, ef_search integer default 100)
+            exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, similarity float8)
          language sql stable
          set search_path = public, pg_catalog %s
@@ -639,6 +799,51 @@ CREATE FUNCTION public.ragpg_disable_bm25_index(p_vault text) RETURNS boolean
 begin
     delete from bm25_indexes i using vaults v where v.id = i.vault_id and v.name = p_vault;
     return found;
+end
+$$;
+
+--
+-- Name: ragpg_drop_chunk_indexes(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_drop_chunk_indexes() RETURNS TABLE(index_name text, definition text)
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_name text;
+    v_index regclass;
+begin
+    foreach v_name in array array['chunks_tsv_idx', 'chunks_metadata_idx', 'chunks_folder_idx',
+                                  'bm25_postings_pkey'] loop
+        v_index := to_regclass(v_name);
+        continue when v_index is null;
+        select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
+        if v_name = 'bm25_postings_pkey' then
+            alter table bm25_postings drop constraint bm25_postings_pkey;
+        else
+            execute format('drop index %s', index_name);
+        end if;
+        return next;
+    end loop;
+end
+$$;
+
+--
+-- Name: ragpg_drop_deferrable_indexes(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_drop_deferrable_indexes(p_table text) RETURNS TABLE(index_name text, definition text)
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    if p_table = 'chunks' then
+        return query select * from ragpg_drop_chunk_indexes();
+    else
+        return query select * from ragpg_drop_hnsw_index(p_table);
+    end if;
 end
 $$;
 
@@ -761,7 +966,8 @@ CREATE FUNCTION public.ragpg_filter_add_var(p_vars jsonb, p_value jsonb, OUT nam
  SELECT s.n,
      (ragpg_filter_add_var.p_vars || jsonb_build_object(s.n, ragpg_filter_add_var.p_value))
     FROM ( SELECT ('v'::text || ( SELECT count(*) AS count
-                    FROM jsonb_object_keys(ragpg_filter_add_var.p_vars) jsonb_object_keys(jsonb_object_keys))) AS n) s;
+                    FROM jsonb_object_keys(ragpg_filter_add_var.p_vars) k(k)
+                   WHERE (k.k ~ '^v[0-9]+$'::text))) AS n) s;
 END;
 
 --
@@ -883,6 +1089,11 @@ begin
             from ragpg_filter_compile_field(v_val, '$.' || ragpg_jsonpath_key(v_key), v_key, p_depth + 1, vars);
             vars := v_part.vars;
             v_parts := v_parts || v_part.expr;
+            -- A folder prefix at the top level holds for every matching row: ragpg_filter_sql adds
+            -- it as an indexed condition beside the predicate (which stays the rule).
+            if p_top and v_key = 'folder' and jsonb_typeof(v_val -> '$prefix') = 'string' then
+                vars := vars || jsonb_build_object('folder_prefix', v_val -> '$prefix');
+            end if;
         end if;
     end loop;
     if cardinality(v_parts) > 0 then
@@ -985,6 +1196,32 @@ end
 $_$;
 
 --
+-- Name: ragpg_filter_fraction(text, jsonb, jsonpath, jsonb, text[], bigint[], double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_fraction(p_where text, p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], p_vault_ids bigint[], p_at_least double precision) RETURNS double precision
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    v_total float8 := (select greatest(reltuples, 0) from pg_class where oid = 'chunks'::regclass);
+    v_hits bigint;
+    v_seen bigint;
+begin
+    if v_total is null or v_total < 1 then  -- never analyzed
+        v_total := (select count(*) from chunks);
+    end if;
+    execute 'select count(*) filter (where true' || p_where || '), count(*)
+             from chunks c tablesample system ($10) repeatable (0)'
+        into v_hits, v_seen
+        using null::vector, null::integer, null::float8, null::bigint,
+              p_containment, p_predicate, p_vars, p_vaults, p_vault_ids,
+              least(100, 100 * 1000 / greatest(v_total, 1))::float4;
+    return least(1, greatest(v_hits::float8 / greatest(v_seen, 1), 1::float8 / greatest(v_seen, 1), p_at_least));
+end
+$_$;
+
+--
 -- Name: ragpg_filter_has_operators(jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1027,7 +1264,7 @@ $$;
 CREATE FUNCTION public.ragpg_filter_sql(p_alias text, p_column text, p_containment jsonb, p_predicate jsonpath, p_first_param integer) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog'
-    RETURN concat(CASE WHEN ((p_containment IS NOT NULL) AND (p_containment <> '{}'::jsonb)) THEN format(' and %I.%I @> $%s'::text, p_alias, p_column, p_first_param) ELSE NULL::text END, CASE WHEN (p_predicate IS NOT NULL) THEN format(' and jsonb_path_match(%I.%I, $%s, $%s)'::text, p_alias, p_column, (p_first_param + 1), (p_first_param + 2)) ELSE NULL::text END);
+    RETURN concat(CASE WHEN ((p_containment IS NOT NULL) AND (p_containment <> '{}'::jsonb)) THEN format(' and %I.%I @> $%s'::text, p_alias, p_column, p_first_param) ELSE NULL::text END, CASE WHEN (p_predicate IS NOT NULL) THEN (format(' and jsonb_path_match(%I.%I, $%s, $%s)'::text, p_alias, p_column, (p_first_param + 1), (p_first_param + 2)) || format(' and ((%1$I.%2$I ->> ''folder'') ^@ ($%3$s ->> ''folder_prefix'') or ($%3$s ->> ''folder_prefix'') is null or jsonb_typeof(%1$I.%2$I -> ''folder'') = ''array'')'::text, p_alias, p_column, (p_first_param + 2))) ELSE NULL::text END);
 
 --
 -- Name: ragpg_filter_vault_names(jsonb); Type: FUNCTION; Schema: public; Owner: -
@@ -1881,6 +2118,11 @@ declare
     v_rows bigint;
     v_total bigint;
     v_vault_ids bigint[];
+    v_exact text;
+    v_fraction float8;
+    v_ef integer;
+    v_ids bigint[];
+    v_distances float8[];
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
     if exact_scan_max_rows is null or exact_scan_max_rows < 0 then
@@ -1895,9 +2137,10 @@ begin
     perform ragpg_check_vault_names(f.vaults);
     v_filtered := f.containment <> '{}'::jsonb or f.predicate is not null or f.vaults is not null;
     -- Parameters of every query below: $1 query, $2 match_count, $3 threshold, $4 row limit,
-    -- $5 containment, $6 predicate, $7 vars, $8 vault names, $9 their ids. v_where holds only
-    -- fixed text. Vaults are matched by id, as a value the planner can see: behind a subquery it
-    -- guessed a few rows, scanned exactly and took 20 ms where the HNSW index takes 3.
+    -- $5 containment, $6 predicate, $7 vars, $8 vault names, $9 their ids, $10 sample percentage.
+    -- v_where holds only fixed text. Vaults are matched by id, as a value the planner can see:
+    -- behind a subquery it guessed a few rows, scanned exactly and took 20 ms where the HNSW index
+    -- takes 3.
     v_vault_ids := case when f.vaults is not null
                         then array(select vv.id from vaults vv where vv.name = any(f.vaults)) end;
     v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
@@ -1913,6 +2156,8 @@ begin
         if v_rows = v_total then
             v_filtered := false;
             v_where := '';
+        else
+            v_fraction := v_rows::float8 / greatest(v_total, 1);
         end if;
     elsif v_filtered then
         execute 'select count(*) from (select 1 from chunks c where true' || v_where || ' limit $4) s'
@@ -1922,36 +2167,64 @@ begin
     end if;
 
     if v_filtered then
+        -- cosine_distance() rather than <=>: the exact scan must not be turned into an index scan.
+        v_exact := format(
+            'with d as materialized (
+                 select e.chunk_id, cosine_distance(e.embedding, $1) as distance
+                 from chunks c
+                 join %I e on e.chunk_id = c.id
+                 where 1 - cosine_distance(e.embedding, $1) >= $3 %s)
+             select d.chunk_id, 1 - d.distance
+             from d
+             where d.distance <= (select max(x.distance)
+                                  from (select d2.distance from d d2 order by d2.distance limit $2) x)',
+            p_table, v_where);
         if v_rows <= exact_scan_max_rows then
-            -- cosine_distance() rather than <=>: the exact scan must not be turned into an index scan.
-            return query execute format(
-                'with d as materialized (
-                     select e.chunk_id, cosine_distance(e.embedding, $1) as distance
-                     from chunks c
-                     join %I e on e.chunk_id = c.id
-                     where 1 - cosine_distance(e.embedding, $1) >= $3 %s)
-                 select d.chunk_id, 1 - d.distance
-                 from d
-                 where d.distance <= (select max(x.distance)
-                                      from (select d2.distance from d d2 order by d2.distance limit $2) x)',
-                p_table, v_where)
+            return query execute v_exact
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
             return;
         end if;
+        if v_fraction is null then
+            v_fraction := ragpg_filter_fraction(
+                v_where, f.containment, f.predicate, f.vars, f.vaults, v_vault_ids,
+                (exact_scan_max_rows + 1) / greatest((select reltuples from pg_class where oid = 'chunks'::regclass), 1));
+        end if;
+        v_ef := least(1000, greatest(ef_search, match_count, ceil(ef_search / v_fraction)::integer));
+        perform set_config('hnsw.ef_search', v_ef::text, true);
+        perform set_config('hnsw.max_scan_tuples',
+                           least(2147483647::float8, greatest(20000, ceil(10 * v_ef / v_fraction)))::bigint::text, true);
+        -- Unsorted first (relaxed_order returns nearly, not exactly, by distance), sorted by the caller.
+        execute format(
+            'select array_agg(nn.chunk_id), array_agg(nn.distance)
+             from (select e.chunk_id, e.embedding <=> $1 as distance
+                   from %I e join chunks c on c.id = e.chunk_id where true %s
+                   order by e.embedding <=> $1
+                   limit $2) nn', p_table, v_where)
+            into v_ids, v_distances
+            using query_embedding, match_count, similarity_threshold, null::bigint,
+                  f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
+        if coalesce(cardinality(v_ids), 0) < match_count and exact_scan_max_rows > 0 then
+            return query execute v_exact
+                using query_embedding, match_count, similarity_threshold, null::bigint,
+                      f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
+            return;
+        end if;
+        return query select u.id, 1 - u.distance
+                     from unnest(v_ids, v_distances) as u (id, distance)
+                     where 1 - u.distance >= similarity_threshold;
+        return;
     end if;
 
     return query execute format(
         'select nn.chunk_id, 1 - nn.distance
          from (select e.chunk_id, e.embedding <=> $1 as distance
-               from %I e %s
+               from %I e
                order by e.embedding <=> $1
                limit $2) nn
          where 1 - nn.distance >= $3',
-        p_table,
-        case when v_filtered then 'join chunks c on c.id = e.chunk_id where true' || v_where else '' end)
-        using query_embedding, match_count, similarity_threshold, null::bigint,
-              f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
+        p_table)
+        using query_embedding, match_count, similarity_threshold;
 end
 $_$;
 
@@ -2048,6 +2321,16 @@ ALTER TABLE public.api_keys ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+--
+-- Name: bm25_deferred; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.bm25_deferred (
+    vault_id bigint NOT NULL,
+    after_chunk_id bigint NOT NULL,
+    deferred_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
 --
@@ -2386,6 +2669,13 @@ ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
 
 --
+-- Name: bm25_deferred bm25_deferred_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_deferred
+    ADD CONSTRAINT bm25_deferred_pkey PRIMARY KEY (vault_id);
+
+--
 -- Name: bm25_indexes bm25_indexes_index_name_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2533,6 +2823,18 @@ ALTER TABLE ONLY public.vaults
     ADD CONSTRAINT vaults_pkey PRIMARY KEY (id);
 
 --
+-- Name: chunks_folder_array_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX chunks_folder_array_idx ON public.chunks USING btree (id) WHERE (jsonb_typeof((metadata -> 'folder'::text)) = 'array'::text);
+
+--
+-- Name: chunks_folder_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX chunks_folder_idx ON public.chunks USING btree (((metadata ->> 'folder'::text)) text_pattern_ops);
+
+--
 -- Name: chunks_metadata_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -2609,6 +2911,13 @@ CREATE TRIGGER chunks_bm25_update AFTER UPDATE ON public.chunks REFERENCING OLD 
 --
 
 CREATE TRIGGER chunks_tsvector BEFORE INSERT OR UPDATE ON public.chunks FOR EACH ROW EXECUTE FUNCTION public.ragpg_chunks_tsvector();
+
+--
+-- Name: bm25_deferred bm25_deferred_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_deferred
+    ADD CONSTRAINT bm25_deferred_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
 
 --
 -- Name: bm25_indexes bm25_indexes_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
