@@ -76,6 +76,13 @@ class RetrievalSettings(_Group):
     # the SQL console (search_hybrid('question') in psql, ragpg_most_retrieved_notes).
     query_log: bool = True
     query_log_top: int = Field(10, ge=0)
+    # The log is written by a background thread (rag/store/query_log.py), never on the request path:
+    # at most this many records wait (more are dropped, with a warning) ...
+    query_log_queue_size: int = Field(10000, gt=0)
+    # ... each write sends up to this many in one statement ...
+    query_log_batch_size: int = Field(100, gt=0)
+    # ... and closing the runtime (or the process exiting) waits at most this long for the rest.
+    query_log_flush_s: float = Field(5.0, gt=0)
 
 
 class LLMSettings(_Group):

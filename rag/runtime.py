@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rag.access import Scope
     from rag.embed.base import Embedder
     from rag.llm import LLM
+    from rag.store.query_log import QueryLogWriter
 
 POOL_MIN_SIZE = 1
 
@@ -75,6 +76,7 @@ class Runtime:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _url: str | None = field(default=None, repr=False)
     _outage: OutageGuard | None = field(default=None, repr=False)
+    _query_log: QueryLogWriter | None = field(default=None, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **kwargs: Any) -> Runtime:
@@ -205,7 +207,27 @@ class Runtime:
                 self._profiles = load_profiles(self.settings)
             return self._profiles
 
+    @property
+    def query_log(self) -> QueryLogWriter:
+        """The background writer of the SQL console's query log (started on first use)."""
+        with self._lock:
+            if self._query_log is None:
+                from rag.store.query_log import QueryLogWriter
+
+                s = self.settings.retrieval
+                self._query_log = QueryLogWriter(self._open_for_query_log, queue_size=s.query_log_queue_size,
+                                                 batch_size=s.query_log_batch_size, exit_flush_s=s.query_log_flush_s)
+            return self._query_log
+
+    def _open_for_query_log(self) -> Connection:
+        return open_connection(self._database_url(), autocommit=True,
+                               connect_timeout_s=self.settings.db.connect_timeout_s)
+
     def close(self) -> None:
+        with self._lock:
+            writer, self._query_log = self._query_log, None
+        if writer is not None:
+            writer.close(self.settings.retrieval.query_log_flush_s)
         with self._lock:
             if self._pool is not None:
                 self._pool.close()
