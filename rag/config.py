@@ -79,8 +79,10 @@ class RetrievalSettings(_Group):
     # The log is written by a background thread (rag/store/query_log.py), never on the request path:
     # at most this many records wait (more are dropped, with a warning) ...
     query_log_queue_size: int = Field(10000, gt=0)
-    # ... each write sends up to this many in one statement ...
+    # ... each write sends up to this many in one statement, after waiting at most this long for them
+    # (one statement per batch rather than per question; a full batch goes at once) ...
     query_log_batch_size: int = Field(100, gt=0)
+    query_log_linger_ms: float = Field(100.0, ge=0)
     # ... and closing the runtime (or the process exiting) waits at most this long for the rest.
     query_log_flush_s: float = Field(5.0, gt=0)
 

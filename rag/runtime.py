@@ -216,7 +216,8 @@ class Runtime:
 
                 s = self.settings.retrieval
                 self._query_log = QueryLogWriter(self._open_for_query_log, queue_size=s.query_log_queue_size,
-                                                 batch_size=s.query_log_batch_size, exit_flush_s=s.query_log_flush_s)
+                                                 batch_size=s.query_log_batch_size,
+                                                 linger_s=s.query_log_linger_ms / 1000, exit_flush_s=s.query_log_flush_s)
             return self._query_log
 
     def _open_for_query_log(self) -> Connection:

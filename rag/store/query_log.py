@@ -4,7 +4,7 @@ Every retrieval records its question for the SQL console (the question's embeddi
 retrieval for each note among its first candidates: db/sql/90_console_search.sql). Written inline
 that cost a round trip and a small write transaction per question (~1 ms, ~8 % of a
 compute_context on NFCorpus). Here a request only appends to a queue; the writer thread takes
-whatever is queued, up to a batch, and sends it as ONE statement (`ragpg_record_queries`) on its
+what has queued over a short linger (or a full batch, sooner), and sends it as ONE statement (`ragpg_record_queries`) on its
 own connection to the primary, so a burst of N questions costs one round trip, not N. Its own
 connection, not one of the pool's: a request never waits for a connection the writer holds (the
 pool may be as small as one), and the writer never waits behind requests.
@@ -70,9 +70,11 @@ class QueryLogWriter:
     keeps it, and opens a new one for the next batch after a failure.
     """
 
-    def __init__(self, connect: Callable[[], Connection], *, queue_size: int, batch_size: int,
+    def __init__(self, connect: Callable[[], Connection], *, queue_size: int, batch_size: int, linger_s: float,
                  exit_flush_s: float) -> None:
         self._connect = connect
+        self._linger_s = linger_s
+        self._flushing = 0  # callers waiting in flush(): the writer skips its linger
         self._conn: Connection | None = None
         self.exit_flush_s = exit_flush_s
         self._capacity = queue_size
@@ -104,20 +106,26 @@ class QueryLogWriter:
                 self.stats.dropping = 0
             self._queue.append(record)
             self._start_locked()
-            self._cond.notify_all()
+            if len(self._queue) in (1, self._batch_size):  # the writer waits for the first, or lingers for a batch
+                self._cond.notify_all()
             return True
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Wait until every record queued so far is written or dropped. False on timeout."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._cond:
-            while self._queue or self._in_flight:
-                if self._thread is None or not self._thread.is_alive():
-                    return False  # nobody left to write them
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._cond.wait(left)
+            self._flushing += 1
+            self._cond.notify_all()
+            try:
+                while self._queue or self._in_flight:
+                    if self._thread is None or not self._thread.is_alive():
+                        return False  # nobody left to write them
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        return False
+                    self._cond.wait(left)
+            finally:
+                self._flushing -= 1
         return True
 
     def close(self, timeout_s: float) -> bool:
@@ -165,6 +173,13 @@ class QueryLogWriter:
             with self._cond:
                 while not self._queue and not self._closed:
                     self._cond.wait()
+                # Linger so that steady traffic is written a batch at a time, not one statement per question.
+                until = time.monotonic() + self._linger_s
+                while len(self._queue) < self._batch_size and not self._closed and not self._flushing:
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
                 if self._closed:
                     return
                 batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
