@@ -107,6 +107,12 @@ class DbSettings(_Group):
     outage_probe_interval_s: float = Field(1.0, gt=0)
     # A `ragpg db console` login (a role bound by clearance and vaults) stops working after this long.
     console_login_valid_h: float = Field(12.0, gt=0)
+    # With a read replica: an index run (`ragpg index`, POST /v1/index) ends by waiting up to this long
+    # for the replica to replay everything it wrote, so reads right after it see the run; past it, the
+    # run still succeeds, with a warning that searches may not see it yet. 0 = never wait.
+    replica_wait_s: float = Field(30.0, ge=0)
+    # How often that wait asks the replica how far it has replayed.
+    replica_poll_ms: float = Field(50.0, gt=0)
 
 
 class ServerSettings(_Group):
@@ -255,6 +261,10 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         None, validation_alias=AliasChoices("DATABASE_URL", "RAGPG_DATABASE_URL", "database_url")
     )
+    # A read replica (a hot standby of DATABASE_URL, or a libpq multi-host URL with
+    # target_session_attrs=prefer-standby): retrieval reads go here, every write to DATABASE_URL
+    # (docs/scaling.md). Unset: everything on DATABASE_URL.
+    read_database_url: str | None = None
     data_dir: Path = Field(default_factory=default_data_dir)
     log_level: str = "WARNING"
     db: DbSettings = DbSettings()
