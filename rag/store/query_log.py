@@ -28,12 +28,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import psycopg
 
 from rag.store.database import Connection
 
 log = logging.getLogger("ragpg.query_log")
 
-RECORD_BATCH_SQL = "select ragpg_record_queries(%s, %s, %s, %s, %s)"
+RECORD_BATCH_SQL = "select ragpg_record_queries(%s::integer[], %s::text[], %s::vector[], %s::integer[], %s::bigint[])"
+# A database whose functions predate ragpg_record_queries (code upgraded, `ragpg db upgrade` not run
+# yet): one ragpg_record_query per record, pipelined, so the log keeps working until the upgrade.
+RECORD_ONE_SQL = "select ragpg_record_query(%s, %s, %s, %s)"
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class QueryLogWriter:
         self._linger_s = linger_s
         self._flushing = 0  # callers waiting in flush(): the writer skips its linger
         self._conn: Connection | None = None
+        self._one_by_one = False  # the database has no ragpg_record_queries (see RECORD_ONE_SQL)
         self.exit_flush_s = exit_flush_s
         self._capacity = queue_size
         self._batch_size = batch_size
@@ -190,7 +195,7 @@ class QueryLogWriter:
         try:
             if self._conn is None or self._conn.closed:
                 self._conn = self._connect()
-            self._conn.execute(RECORD_BATCH_SQL, batch_params(batch))
+            self._send(self._conn, batch)
         except Exception as exc:  # a failure to record must never surface anywhere but the log
             self._drop_connection()  # whatever failed, the next batch starts on a fresh connection
             self.stats.dropped_failed += len(batch)
@@ -205,6 +210,18 @@ class QueryLogWriter:
         self.stats.written += len(batch)
         self.stats.batches += 1
 
+
+    def _send(self, conn: Connection, batch: list[QueryRecord]) -> None:
+        if not self._one_by_one:
+            try:
+                conn.execute(RECORD_BATCH_SQL, batch_params(batch))
+                return
+            except psycopg.errors.UndefinedFunction:
+                self._one_by_one = True
+                log.warning("query log: this database predates ragpg_record_queries; writing one statement per "
+                            "question until `ragpg db upgrade` is run")
+        with conn.cursor() as cur:
+            cur.executemany(RECORD_ONE_SQL, [(r.model_id, r.query, r.embedding, list(r.chunk_ids)) for r in batch])
 
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None

@@ -165,3 +165,23 @@ def test_records_queued_at_exit_are_written(settings: Settings, aconn: psycopg.C
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert [r["query_text"] for r in aconn.execute("select query_text from query_embeddings")] == [QUERY]
+
+
+def test_a_database_without_the_batch_function_is_written_one_question_at_a_time(
+        settings: Settings, aconn: psycopg.Connection, caplog: pytest.LogCaptureFixture) -> None:
+    # new code on a database whose functions were not re-applied yet (`ragpg db upgrade` not run)
+    aconn.execute("drop function ragpg_record_queries(integer[], text[], vector[], integer[], bigint[])")
+    rt = Runtime(settings)
+    try:
+        with caplog.at_level(logging.WARNING, logger="ragpg.query_log"):
+            rag.search(QUERY, runtime=rt)
+            rag.search("launch plan", runtime=rt)
+            assert rt.query_log.flush(WAIT_S)
+        assert rt.query_log.stats.dropped_failed == 0
+        assert [r.getMessage() for r in caplog.records if "predates" in r.getMessage()] == [
+            "query log: this database predates ragpg_record_queries; writing one statement per question until "
+            "`ragpg db upgrade` is run"]
+    finally:
+        rt.close()
+    assert [r["query_text"] for r in aconn.execute("select query_text from query_embeddings order by 1")] == [
+        "launch plan", QUERY]
