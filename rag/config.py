@@ -126,6 +126,9 @@ class ServerSettings(_Group):
     queue_size: int = Field(64, ge=0)
     retry_after_s: int = Field(1, ge=0)
     max_body_bytes: int = Field(1024 * 1024, gt=0)
+    # An API key's last_used_at moves at most this often: checking a key is then a read, not a write
+    # and a commit on every request (requests sharing a key would queue on its row). 0 = every request.
+    key_touch_interval_s: float = Field(60.0, ge=0)
     # A key to create at start when it does not exist yet (env RAGPG_SERVER__API_KEY; docker-compose
     # passes RAGPG_API_KEY): full access to every vault, so a server on 0.0.0.0 never starts keyless.
     api_key: str | None = None
