@@ -1878,6 +1878,35 @@ CREATE FUNCTION public.ragpg_query_term_stats(query_text text, vault_names text[
 $$;
 
 --
+-- Name: ragpg_record_queries(integer[], text[], public.vector[], integer[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_record_queries(p_model_ids integer[], p_queries text[], p_embeddings public.vector[], p_hit_queries integer[], p_hit_chunks bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    insert into query_embeddings as q (model_id, query_key, query_text, embedding, uses)
+    select distinct on (s.model_id, s.query_key) s.model_id, s.query_key, btrim(s.query_text), s.embedding,
+           count(*) over (partition by s.model_id, s.query_key)
+    from (select u.model_id, ragpg_query_key(u.query_text) as query_key, u.query_text, u.embedding, u.i
+          from unnest(p_model_ids, p_queries, p_embeddings) with ordinality as u(model_id, query_text, embedding, i)
+          where u.model_id is not null and u.embedding is not null and u.query_text ~ '[^[:space:]]') s
+    order by s.model_id, s.query_key, s.i desc  -- a question asked twice keeps its latest embedding
+    on conflict (model_id, query_key) do update
+        set embedding = excluded.embedding, uses = q.uses + excluded.uses, last_used_at = now();
+    insert into document_retrievals as r (document_id, retrievals, last_retrieved_at)
+    select c.document_id, count(distinct h.question), now()
+    from unnest(p_hit_queries, p_hit_chunks) as h(question, chunk_id)
+    join chunks c on c.id = h.chunk_id
+    group by c.document_id
+    order by 1
+    on conflict (document_id) do update
+        set retrievals = r.retrievals + excluded.retrievals, last_retrieved_at = now();
+end
+$$;
+
+--
 -- Name: ragpg_record_query(integer, text, public.vector, bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 

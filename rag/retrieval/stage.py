@@ -20,7 +20,7 @@ import numpy as np
 from rag.errors import DatabaseError, InputError, NotFoundError
 from rag.retrieval import autorag
 from rag.retrieval.profiles import Profile
-from rag.retrieval.query_log import record_query
+from rag.retrieval.query_log import log_retrieval, record_query
 from rag.retrieval.routes import ROUTES
 from rag.retrieval.run import PassContext, RetrievalRun
 from rag.runtime import Runtime
@@ -72,8 +72,8 @@ def retrieve_stage(conn: Any, rt: Runtime, prof: Profile, query: str, filter_: d
     ctx = PassContext(conn, rt, prof, model, filter_, query, query_embedding)
     candidates = _decide(ctx, run, started)
     s = rt.settings.retrieval
-    if s.query_log:  # the SQL console's query-embedding cache and most-retrieved notes
-        record_query(conn, model.id, query, query_embedding, candidates, s.query_log_top)
+    if s.query_log:  # the SQL console's query-embedding cache and most-retrieved notes, written in the background
+        log_retrieval(rt, model.id, query, query_embedding, candidates, s.query_log_top)
     return Retrieval(candidates, run, model, query_embedding)
 
 
