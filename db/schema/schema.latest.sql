@@ -524,7 +524,7 @@ CREATE FUNCTION public.ragpg_content_tables() RETURNS SETOF regclass
     -- to_regclass: a table a later revision adds is simply absent after a downgrade
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
                                             'bm25_vault_stats', 'embedding_models', 'document_retrievals',
-                                            'bm25_indexes']) as t
+                                            'bm25_indexes', 'bm25_deferred']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
@@ -665,7 +665,7 @@ begin
                             filter jsonb default %L, similarity_threshold float8 default 0,
                             rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
                             k1 float8 default 0.9, b float8 default 0.4,
-                            exact_scan_max_rows integer default 2000, ef_search integer default 100)
+                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, %s)
          language sql stable
          set search_path = public, pg_catalog %s
@@ -686,7 +686,7 @@ begin
                             filter jsonb default %L, similarity_threshold float8 default 0,
                             rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
                             k1 float8 default 0.9, b float8 default 0.4,
-                            exact_scan_max_rows integer default 2000, ef_search integer default 100)
+                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, %s, vector_hits integer, lexical_hits integer)
          language sql stable
          set search_path = public, pg_catalog %s
@@ -1378,7 +1378,10 @@ begin
                where (vault_names is null or v.name = any(vault_names))
                  and (i.vault_id is null or i.k1 <> ragpg_lexical_backend.k1 or i.b <> ragpg_lexical_backend.b
                       or i.text_search_config <> v.text_search_config
-                      or to_regclass(quote_ident(i.table_name)) is null)) then
+                      or to_regclass(quote_ident(i.table_name)) is null
+                      -- a bulk load still owes postings (25_bulk_load.sql): the index's candidates
+                      -- could not all be scored yet
+                      or exists (select 1 from bm25_deferred d where d.vault_id = v.id))) then
         return 'sql';
     end if;
     return 'pg_textsearch';
@@ -1395,8 +1398,12 @@ CREATE FUNCTION public.ragpg_lexical_backends() RETURNS TABLE(vault text, backen
     AS $$
     select v.name,
            case when i.vault_id is not null and ragpg_bm25_index_available()
-                     and i.text_search_config = v.text_search_config then 'pg_textsearch' else 'sql' end,
-           case when i.vault_id is null then
+                     and i.text_search_config = v.text_search_config
+                     and not exists (select 1 from bm25_deferred d where d.vault_id = v.id)
+                then 'pg_textsearch' else 'sql' end,
+           case when exists (select 1 from bm25_deferred d where d.vault_id = v.id) then
+                    'a bulk load is still adding BM25 postings'
+                when i.vault_id is null then
                     case when ragpg_bm25_index_available() then 'no bm25 index built for this vault (run `ragpg index`)'
                          else 'pg_textsearch is not loaded on this server' end
                 when not ragpg_bm25_index_available() then 'pg_textsearch is not loaded on this server'
@@ -2083,7 +2090,7 @@ begin
     end if;
     perform ragpg_grant_console_select(r.role_name, p_table)
     from ragpg_console_roles r where exists (select 1 from pg_roles where rolname = r.role_name);
-    if v_name in ('embedding_models', 'bm25_indexes') then
+    if v_name in ('embedding_models', 'bm25_indexes', 'bm25_deferred') then
         return;  -- model names, vault ids and table names only: readable by every reader
     end if;
     v_rule := case

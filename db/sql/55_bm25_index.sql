@@ -52,7 +52,10 @@ begin
                where (vault_names is null or v.name = any(vault_names))
                  and (i.vault_id is null or i.k1 <> ragpg_lexical_backend.k1 or i.b <> ragpg_lexical_backend.b
                       or i.text_search_config <> v.text_search_config
-                      or to_regclass(quote_ident(i.table_name)) is null)) then
+                      or to_regclass(quote_ident(i.table_name)) is null
+                      -- a bulk load still owes postings (25_bulk_load.sql): the index's candidates
+                      -- could not all be scored yet
+                      or exists (select 1 from bm25_deferred d where d.vault_id = v.id))) then
         return 'sql';
     end if;
     return 'pg_textsearch';
@@ -68,8 +71,12 @@ set search_path = public, pg_catalog
 as $$
     select v.name,
            case when i.vault_id is not null and ragpg_bm25_index_available()
-                     and i.text_search_config = v.text_search_config then 'pg_textsearch' else 'sql' end,
-           case when i.vault_id is null then
+                     and i.text_search_config = v.text_search_config
+                     and not exists (select 1 from bm25_deferred d where d.vault_id = v.id)
+                then 'pg_textsearch' else 'sql' end,
+           case when exists (select 1 from bm25_deferred d where d.vault_id = v.id) then
+                    'a bulk load is still adding BM25 postings'
+                when i.vault_id is null then
                     case when ragpg_bm25_index_available() then 'no bm25 index built for this vault (run `ragpg index`)'
                          else 'pg_textsearch is not loaded on this server' end
                 when not ragpg_bm25_index_available() then 'pg_textsearch is not loaded on this server'

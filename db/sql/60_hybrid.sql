@@ -225,7 +225,7 @@ begin
                             filter jsonb default %L, similarity_threshold float8 default 0,
                             rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
                             k1 float8 default 0.9, b float8 default 0.4,
-                            exact_scan_max_rows integer default 2000, ef_search integer default 100)
+                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, %s)
          language sql stable
          set search_path = public, pg_catalog %s
@@ -246,7 +246,7 @@ begin
                             filter jsonb default %L, similarity_threshold float8 default 0,
                             rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
                             k1 float8 default 0.9, b float8 default 0.4,
-                            exact_scan_max_rows integer default 2000, ef_search integer default 100)
+                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, %s, vector_hits integer, lexical_hits integer)
          language sql stable
          set search_path = public, pg_catalog %s

@@ -82,7 +82,7 @@ as $$
     -- to_regclass: a table a later revision adds is simply absent after a downgrade
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
                                             'bm25_vault_stats', 'embedding_models', 'document_retrievals',
-                                            'bm25_indexes']) as t
+                                            'bm25_indexes', 'bm25_deferred']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
@@ -112,7 +112,7 @@ begin
     end if;
     perform ragpg_grant_console_select(r.role_name, p_table)
     from ragpg_console_roles r where exists (select 1 from pg_roles where rolname = r.role_name);
-    if v_name in ('embedding_models', 'bm25_indexes') then
+    if v_name in ('embedding_models', 'bm25_indexes', 'bm25_deferred') then
         return;  -- model names, vault ids and table names only: readable by every reader
     end if;
     v_rule := case

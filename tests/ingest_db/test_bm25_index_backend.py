@@ -87,6 +87,10 @@ def test_search_takes_the_sql_bm25_when_the_index_cannot_answer(settings: Settin
     assert backend(0.9, "{}") == "pg_textsearch"
     assert backend(1.2, "{}") == "sql"  # the index was built with k1 0.9
     assert backend(0.9, '{"tags": "x"}') == "sql"  # a metadata filter: the SQL BM25 filters before its cut
+    aconn.execute("insert into bm25_deferred (vault_id, after_chunk_id) select id, 0 from vaults")
+    assert backend(0.9, "{}") == "sql"  # a bulk load still owes postings
+    assert "bulk load" in lexical_backend.vault_backends(aconn)[0].reason
+    aconn.execute("delete from bm25_deferred")
     # and the answers agree with the SQL BM25 in each case
     filtered = lexical(aconn, "sun tomatoes", 10, '{"folder": {"$prefix": "garden"}}')
     assert [p for p, _, _ in filtered] == ["garden/tomatoes.md", "garden/beans.md"]
