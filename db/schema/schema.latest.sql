@@ -956,6 +956,14 @@ end
 $$;
 
 --
+-- Name: ragpg_exact_scan_max_fraction(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_exact_scan_max_fraction() RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 0.3;
+
+--
 -- Name: ragpg_filter_add_var(jsonb, jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2215,7 +2223,9 @@ begin
              where d.distance <= (select max(x.distance)
                                   from (select d2.distance from d d2 order by d2.distance limit $2) x)',
             p_table, v_where);
-        if v_rows <= exact_scan_max_rows then
+        -- A filter that keeps a large share of the chunks (a vault of two) is cheap and exact enough on
+        -- HNSW (ef_search / share); scanning its rows exactly would read thousands of vectors.
+        if v_rows <= exact_scan_max_rows and (v_fraction is null or v_fraction < ragpg_exact_scan_max_fraction()) then
             return query execute v_exact
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;

@@ -44,6 +44,7 @@ drop function if exists ragpg_bm25_restore(bigint);
 drop function if exists ragpg_bm25_defer(bigint);
 drop function if exists ragpg_create_chunk_indexes();
 drop function if exists ragpg_drop_chunk_indexes();
+drop function if exists ragpg_exact_scan_max_fraction();
 drop index if exists chunks_folder_array_idx;
 drop index if exists chunks_folder_idx;
 drop table if exists bm25_deferred;
