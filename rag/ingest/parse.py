@@ -135,9 +135,11 @@ def parse_document(text: str, source_path: str) -> ParsedDocument:
         warnings.append(f"broken frontmatter in {source_path}: {problem} (treated as {confidentiality})")
     else:
         confidentiality, conf_problem = _confidentiality(fm)
-        if _CONFIDENTIALITY_KEY not in fm and _MENTIONS_CONFIDENTIALITY.search("\n".join(lines[:body_line])):
+        mentions = len(_MENTIONS_CONFIDENTIALITY.findall("\n".join(lines[:body_line])))
+        if mentions > (1 if _CONFIDENTIALITY_KEY in fm else 0):
             # The text asks for a level the parse did not yield as a top-level key (e.g. inside a
-            # quoted or nested key): trust neither reading, store it at the most restricted level.
+            # quoted or nested key), with or without a top-level one beside it: trust neither
+            # reading, store it at the most restricted level.
             confidentiality = UNKNOWN_CONFIDENTIALITY
             conf_problem = "a confidentiality line that is not a top-level key"
         if conf_problem:

@@ -50,9 +50,15 @@ NESTED_IN_A_KEY = ("---\ntitle:\n  ? ''\n  : null\n  ? '\n  confidentiality: int
                    "body text\n", CONFIDENTIALITY_LEVELS.index("internal"))
 
 
+# Found by this test later: a top-level public level, and a stricter one inside a quoted key.
+BESIDE_A_TOP_LEVEL_ONE = ("---\nconfidentiality: public\ntitle:\n  ? '\n  confidentiality: internal\n\n      '\n"
+                          "  : null\n---\nbody text\n", CONFIDENTIALITY_LEVELS.index("internal"))
+
+
 @settings(max_examples=400, deadline=None)
 @given(frontmatter())
 @example(NESTED_IN_A_KEY)
+@example(BESIDE_A_TOP_LEVEL_ONE)
 def test_stored_level_is_never_lower_than_asked(case: tuple[str, int]) -> None:
     text, asked = case
     doc = parse_document(text, "n.md")
