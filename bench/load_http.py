@@ -2,7 +2,8 @@
 
     python bench/load_http.py [--clients 200] [--seconds 20] [--endpoint context|search|ask|chunk|healthz]
                               [--notes 300] [--concurrency 8] [--queue-size 64] [--workers 1]
-                              [--embedding hash] [--honor-retry-after] [--timeout 30]
+                              [--embedding hash] [--honor-retry-after] [--timeout 30] [--warmup 2]
+                              [--compare-inprocess] [--rounds 3] [--out FILE.json]
 
 Starts a throwaway embedded PostgreSQL in a temporary directory (or uses DATABASE_URL when set,
 creating and dropping a scratch database there), indexes a synthetic notes vault, creates an API
@@ -19,6 +20,15 @@ Prints a warning (and the first error line of the server log) on any 5xx or tran
 
 429s are the admission queue doing its job (bounded queue, immediate refusal with Retry-After);
 by default clients retry at once, `--honor-retry-after` makes them wait as a polite client would.
+
+`--compare-inprocess` (endpoint context): does HTTP keep up with the library? Each of `--rounds`
+rounds measures the served /v1/context rate (2xx/s) and, in this process against the same database,
+the rate of a loop of `rag.compute_context` run by `--concurrency` threads through one Runtime (the
+server's concurrency and pool size) with the same questions, budget and scope (the API key's), each
+over `--seconds` after `--warmup` seconds that are not counted; the two alternate which goes first.
+Prints both rates, their ratio (target: HTTP ≥ 80 % of in-process) and the medians over the rounds;
+`--out` writes every figure as JSON. Use a client count that keeps the server busy without 429s
+(e.g. `--clients 16`: twice the concurrency, inside the queue).
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ import os
 import random
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,6 +64,7 @@ WORDS = (
     "garden tomato recipe travel budget meeting release review design roadmap invoice contract "
     "the a of to and in is for with on that by this as are be it from or at which we can use when"
 ).split()
+TARGET_RATIO = 0.8  # issue #18: HTTP serves at least 80 % of the library's in-process rate
 QUERIES = ["how do I tune hybrid retrieval ranking", "tomato garden watering schedule", "release review notes",
            "budget for the travel meeting", "vector index embedding model", "what did the design review decide"]
 
@@ -216,7 +228,8 @@ async def load(base: str, key: str, args: argparse.Namespace, chunk_path: str) -
     results: list[Result] = []
     host, _, port = base.removeprefix("http://").partition(":")
     started = time.monotonic()
-    deadline = started + args.seconds
+    window_start = started + args.warmup  # requests finished before this are warm-up, not counted
+    deadline = window_start + args.seconds
 
     async def worker(i: int) -> None:
         rng = random.Random(i)
@@ -234,7 +247,8 @@ async def load(base: str, key: str, args: argparse.Namespace, chunk_path: str) -
                 except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
                     status = type(exc).__name__
                     await conn.close()
-                results.append((status, time.perf_counter() - t0, time.monotonic() <= deadline))
+                done = time.monotonic()
+                results.append((status, time.perf_counter() - t0, window_start <= done <= deadline))
                 if status == 429 and args.honor_retry_after:
                     await asyncio.sleep(min(float(headers.get("retry-after", "1")),
                                             max(0.0, deadline - time.monotonic())))
@@ -256,7 +270,8 @@ def report(results: list[Result], elapsed: float, args: argparse.Namespace) -> N
     statuses = Counter(s for s, _, _ in results)
     window = [(s, t) for s, t, inside in results if inside]
     ok_window = [t for s, t in window if isinstance(s, int) and 200 <= s < 300]
-    print(f"\n{args.clients} clients for {args.seconds:.0f}s (run ended after {elapsed:.1f}s), endpoint "
+    print(f"\n{args.clients} clients for {args.seconds:.0f}s after {args.warmup:.0f}s of warm-up (run ended after "
+          f"{elapsed:.1f}s), endpoint "
           f"{args.endpoint}, server concurrency {args.concurrency} + queue {args.queue_size} x {args.workers} "
           f"worker(s), {'honoring' if args.honor_retry_after else 'ignoring'} Retry-After")
     print(f"requests: {len(results)} ({len(window)} completed in the window)  throughput: "
@@ -273,6 +288,88 @@ def report(results: list[Result], elapsed: float, args: argparse.Namespace) -> N
         print("WARNING: server errors or transport failures seen", file=sys.stderr)
 
 
+def served_rate(results: list[Result], seconds: float) -> float:
+    return sum(1 for st, _, inside in results if inside and isinstance(st, int) and 200 <= st < 300) / seconds
+
+
+def inprocess(url: str, tmp: Path, key: str, args: argparse.Namespace) -> dict:
+    """The library's own rate: `--concurrency` threads calling rag.compute_context through one Runtime,
+    as the server's request threads do, with the same questions, budget and scope as the clients."""
+    import threading
+
+    from rag.compute import compute_context
+    from rag.config import load_settings
+    from rag.runtime import Runtime
+    from rag.store import keys as key_store
+    from ragpg_server.app import pool_size_for
+
+    settings = load_settings(tmp / "none.toml", database_url=url, data_dir=tmp / "data",
+                             embedding={"model": args.embedding})
+    with psycopg.connect(url) as conn:
+        found = key_store.find_key(conn, key)
+    assert found is not None
+    scope = found.scope
+    rt = Runtime.from_settings(settings, pool_max_size=pool_size_for(args.concurrency))
+    done: list[tuple[float, float]] = []  # (finished at, seconds)
+    errors: Counter[str] = Counter()
+    started = time.monotonic()
+    window_start = started + args.warmup
+    deadline = window_start + args.seconds
+
+    def worker(i: int) -> None:
+        rng = random.Random(i)
+        while time.monotonic() < deadline:
+            _, _, body = request_for("context", rng, "")
+            assert body is not None
+            t0 = time.perf_counter()
+            try:
+                compute_context(body["query"], budget_tokens=body["budget_tokens"], runtime=rt, scope=scope)
+            except Exception as exc:  # counted, never silently
+                errors[type(exc).__name__] += 1
+                continue
+            done.append((time.monotonic(), time.perf_counter() - t0))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.concurrency)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        rt.close()
+    inside = [sec for at, sec in done if window_start <= at <= deadline]
+    return {"rate": len(inside) / args.seconds, "p50_ms": pct(inside, 50) * 1000, "p95_ms": pct(inside, 95) * 1000,
+            "completed": len(done), "errors": dict(errors)}
+
+
+def compare(base: str, url: str, tmp: Path, key: str, chunk_path: str, args: argparse.Namespace) -> dict:
+    rounds = []
+    for i in range(args.rounds):
+        order = ("http", "inprocess") if i % 2 == 0 else ("inprocess", "http")
+        row: dict = {"order": list(order)}
+        for what in order:
+            if what == "http":
+                results, _ = asyncio.run(load(base, key, args, chunk_path))
+                ok = [t for st, t, inside in results if inside and isinstance(st, int) and 200 <= st < 300]
+                row["http"] = {"rate": served_rate(results, args.seconds), "p50_ms": pct(ok, 50) * 1000,
+                               "p95_ms": pct(ok, 95) * 1000,
+                               "statuses": {str(k): v for k, v in Counter(st for st, _, _ in results).items()}}
+            else:
+                row["inprocess"] = inprocess(url, tmp, key, args)
+        row["ratio"] = row["http"]["rate"] / row["inprocess"]["rate"] if row["inprocess"]["rate"] else float("nan")
+        print(f"round {i + 1}: HTTP {row['http']['rate']:.1f} req/s (p50 {row['http']['p50_ms']:.1f} ms), in-process "
+              f"{row['inprocess']['rate']:.1f} calls/s (p50 {row['inprocess']['p50_ms']:.1f} ms), ratio "
+              f"{row['ratio']:.2f}  statuses {row['http']['statuses']}", flush=True)
+        rounds.append(row)
+    med = {"http_rate": statistics.median(r["http"]["rate"] for r in rounds),
+           "inprocess_rate": statistics.median(r["inprocess"]["rate"] for r in rounds),
+           "ratio": statistics.median(r["ratio"] for r in rounds)}
+    print(f"median of {len(rounds)} rounds: HTTP {med['http_rate']:.1f} req/s, in-process "
+          f"{med['inprocess_rate']:.1f} calls/s, ratio {med['ratio']:.2f} (target ≥ {TARGET_RATIO:.2f}: "
+          f"{'met' if med['ratio'] >= TARGET_RATIO else 'NOT met'})")
+    return {"median": med, "target_ratio": TARGET_RATIO, "rounds": rounds}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=200)
@@ -286,7 +383,14 @@ def main() -> None:
     parser.add_argument("--honor-retry-after", action="store_true")
     parser.add_argument("--timeout", type=float, default=30.0,
                         help="per-request timeout in seconds; bounds the run to --seconds + --timeout")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds before the counted window")
+    parser.add_argument("--compare-inprocess", action="store_true",
+                        help="also measure compute_context in process at the same concurrency (endpoint context)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the comparison (medians reported)")
+    parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = parser.parse_args()
+    if args.compare_inprocess and args.endpoint != "context":
+        parser.error("--compare-inprocess compares /v1/context with compute_context: use --endpoint context")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
     tmp = Path(tempfile.mkdtemp(prefix="ragpg-bench-"))
@@ -305,8 +409,20 @@ def main() -> None:
                 proc.kill()
 
         stack.callback(stop)
-        results, elapsed = asyncio.run(load(f"http://127.0.0.1:{port}", key, args, chunk_path))
-        report(results, elapsed, args)
+        payload: dict = {"command": " ".join(["python", "bench/load_http.py", *sys.argv[1:]]),
+                         "args": vars(args) | {"out": str(args.out) if args.out else None},
+                         "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cpus": os.cpu_count()}
+        if args.compare_inprocess:
+            payload |= compare(f"http://127.0.0.1:{port}", url, tmp, key, chunk_path, args)
+        else:
+            results, elapsed = asyncio.run(load(f"http://127.0.0.1:{port}", key, args, chunk_path))
+            report(results, elapsed, args)
+            payload["served_per_s"] = served_rate(results, args.seconds)
+        payload["load_average_after"] = os.getloadavg()
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+            print(f"wrote {args.out}")
         problems = [line for line in (tmp / "server.log").read_text(errors="replace").splitlines()
                     if "ERROR" in line or "Traceback" in line]
         if problems:

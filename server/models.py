@@ -264,4 +264,5 @@ class HealthResponse(_Response):
     schema_revision: str | None = None
     schema_head: str | None = None
     schema_current: bool = False
+    read_replica: bool | None = Field(None, description="Whether the read replica answers; absent without one.")
     message: str | None = None

@@ -3,11 +3,11 @@
 Every retrieval records its question for the SQL console (the question's embedding, and one
 retrieval for each note among its first candidates: db/sql/90_console_search.sql). Written inline
 that cost a round trip and a small write transaction per question (~1 ms, ~8 % of a
-compute_context on NFCorpus). Here a request only appends to a queue; the writer thread takes
-what has queued over a short linger (or a full batch, sooner), and sends it as ONE statement (`ragpg_record_queries`) on its
-own connection to the primary, so a burst of N questions costs one round trip, not N. Its own
-connection, not one of the pool's: a request never waits for a connection the writer holds (the
-pool may be as small as one), and the writer never waits behind requests.
+compute_context on NFCorpus). Here a request only appends to a queue; the writer thread takes what
+has queued over a short linger (or a full batch, sooner) and sends it as ONE statement
+(`ragpg_record_queries`) on its own connection to the primary, so N questions cost one round trip,
+not N. Its own connection, not one of the pool's: a request never waits for a connection the writer
+holds (the pool may be as small as one), and the writer never waits behind requests.
 
 What may be lost, and when: a record that finds the queue full is dropped (counted, with a
 warning when dropping starts and one with the total when it stops); a batch whose write fails is

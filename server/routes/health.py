@@ -1,4 +1,5 @@
-"""GET /healthz: database reachable and schema current (no auth; its own one-slot admission)."""
+"""GET /healthz: database reachable and schema current, and the read replica reachable when one is
+configured (no auth; its own one-slot admission)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,15 @@ async def healthz(request: Request) -> Any:
                 "schema_head": head, "schema_current": current}
         if not current:
             body["message"] = f"schema at revision {revision}, expected {head}: run `ragpg db upgrade`"
+        if st.runtime.has_read_replica:  # retrieval reads are served there: unreachable means not serving
+            try:
+                with st.runtime.connection(read=True) as conn:
+                    migrate.current_revision(conn)
+                body["read_replica"] = True
+            except (DatabaseError, psycopg.Error) as exc:
+                body.update(status="unavailable", read_replica=False,
+                            message=str(exc).strip().splitlines()[0] if str(exc).strip() else "read replica unavailable")
+                return 503, body
         return (200 if current else 503), body
 
     # One health check at a time holds a pooled connection (the pool's headroom over `concurrency`),

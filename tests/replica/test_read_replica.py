@@ -170,6 +170,8 @@ def test_http_reads_on_the_replica_and_index_runs_end_when_it_caught_up(pair: Re
     try:
         assert rt.wait_for_read_replica() is not None
         with TestClient(create_app(rt), client=("127.0.0.1", 50123)) as client:
+            health = client.get("/healthz")
+            assert health.status_code == 200 and health.json()["read_replica"] is True
             pair.pause_replay()
             write_files(vault, {"lanterns.md": LANTERNS})
             assert not index_vaults(settings).failed
@@ -205,6 +207,11 @@ def test_an_unreachable_read_replica_is_one_clear_error_and_writes_still_work(
             rag.compute_context("tomatoes", runtime=rt)
         with rt.connection() as conn:  # the primary is unaffected
             assert conn.execute("select count(*) as n from documents").fetchone()["n"] == 2
+        with TestClient(create_app(rt), client=("127.0.0.1", 50123)) as client:
+            health = client.get("/healthz")
+            assert health.status_code == 503
+            assert health.json()["read_replica"] is False and health.json()["database"] is True
+            assert health.json()["message"].startswith("database unavailable: cannot connect to the read replica")
     finally:
         rt.close()
     with pytest.raises(DatabaseError, match="cannot connect to the read replica"):
