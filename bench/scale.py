@@ -232,6 +232,27 @@ def filtered(s: Searcher, name: str, texts: list[str], qvecs: np.ndarray, ids: n
             "recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()}}
 
 
+def passage_recall(s: Searcher, qvecs: np.ndarray, ids: np.ndarray, truth: dict[str, list[np.ndarray]]
+                   ) -> dict[str, Any]:
+    """Recall@10 of the vector leg for passage queries (a corpus sentence: real-embedding-like
+    neighbourhoods, where BEIR questions under the hash embedder have near-ties), per filter."""
+    out: dict[str, Any] = {}
+    for name, rows in truth.items():
+        f = Jsonb(corpus_mod.FILTERS.get(name, {}))
+        rec: dict[str, list[float]] = {"bare": [], "vector": []}
+        lat: list[float] = []
+        for i, qv in enumerate(qvecs):
+            exact = [int(ids[r]) for r in rows[i]]
+            got_bare, _ = s.bare_ids(qv, corpus_mod.BARE_FILTERS.get(name))
+            got_vec, ms = s.ids(s.vector, (qv, f))
+            lat.append(ms)
+            rec["bare"].append(recall(got_bare, exact))
+            rec["vector"].append(recall(got_vec, exact))
+        out[name] = {"recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()},
+                     "vector_latency_ms": percentiles(lat)}
+    return out
+
+
 def context_pass(url: str, texts: list[str]) -> dict[str, Any]:
     from rag.compute import compute_context
     from rag.runtime import Runtime
@@ -299,6 +320,11 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
                 print(f"[{label(n)}] filtered: {name} ...", flush=True)
                 out["filtered"][name] = filtered(searcher, name, texts[:fq], qvecs[:fq], ids, truth[name][:fq],
                                                  int(masks[name].sum()))
+            print(f"[{label(n)}] passage queries ...", flush=True)
+            ptexts, pvecs = corpus_mod.passage_queries(fq, args.seed)
+            ptruth = corpus_mod.exact_top_k(corpus, pvecs, K,
+                                            {"none": None, **{k: masks[k] for k in corpus_mod.FILTERS}})
+            out["passage_queries"] = passage_recall(searcher, pvecs, ids, ptruth)
             if args.context_queries:
                 print(f"[{label(n)}] compute_context ...", flush=True)
                 out["compute_context"] = context_pass(url, texts[:args.context_queries + 5])
@@ -342,6 +368,10 @@ def table(results: list[dict[str, Any]]) -> str:
                          f"{cc['whole_call_ms']['p50']:.2f} ms (bare <=> p50 {bare:.2f} ms)")
         lines.append(f"HNSW recall@10: match_native {u['recall_at_10']['vector']:.3f}, bare (ef 40) "
                      f"{u['recall_at_10']['bare']:.3f}; lexical backend: {r['lexical_backend']}")
+        if "passage_queries" in r:
+            lines.append("passage queries, vector recall@10 (match_native / bare): " + ", ".join(
+                f"{k} {v['recall_at_10']['vector']:.3f}/{v['recall_at_10']['bare']:.3f}"
+                for k, v in r["passage_queries"].items()))
     return "\n".join(lines)
 
 
@@ -359,10 +389,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
-        started = time.perf_counter()
+        started, load_before = time.perf_counter(), os.getloadavg()
         result = run_size(n, args)
         result["meta"] = {"command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]),
-                          "seconds": round(time.perf_counter() - started, 1), "load_average": os.getloadavg(),
+                          "seconds": round(time.perf_counter() - started, 1),
+                          "load_average_start": load_before, "load_average_end": os.getloadavg(),
                           "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
         args.out_dir.mkdir(parents=True, exist_ok=True)
         path = args.out_dir / f"scale-{label(n)}.json"
