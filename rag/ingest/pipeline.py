@@ -353,11 +353,11 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
 def _beir_sources(vault: Vault, settings: Settings) -> tuple[list[Source], list[SkipRecord]]:
     corpus = beir.read_corpus(vault.root, max_document_bytes=settings.ingest.max_document_bytes)
     skipped = [SkipRecord(p.where, p.reason, p.detail) for p in corpus.problems]
-    return [_entry_source(e, vault, settings) for e in corpus.entries], skipped
+    return [_entry_source(corpus, ref, vault, settings) for ref in corpus.entries], skipped
 
 
-def _entry_source(entry: beir.BeirEntry, vault: Vault, settings: Settings) -> Source:
+def _entry_source(corpus: beir.BeirCorpus, ref: beir.BeirEntryRef, vault: Vault, settings: Settings) -> Source:
     def prepare(data: bytes, version: str) -> tuple[store.PreparedDocument, list[str]]:
-        return beir.prepare_entry(entry, vault.name, version, settings.chunking)
+        return beir.prepare_entry(corpus.entry(ref, data), vault.name, version, settings.chunking)
 
-    return Source(entry.doc_id, lambda: entry.raw, prepare)
+    return Source(ref.doc_id, lambda: corpus.read(ref), prepare)
