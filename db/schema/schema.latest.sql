@@ -452,6 +452,10 @@ begin
         create index chunks_folder_idx on chunks ((metadata ->> 'folder') text_pattern_ops);
         v_missing := v_missing + 1;
     end if;
+    if to_regclass('chunks_date_idx') is null then
+        create index chunks_date_idx on chunks (((metadata ->> 'date') collate "C"));
+        v_missing := v_missing + 1;
+    end if;
     if to_regclass('bm25_postings_pkey') is null then
         alter table bm25_postings add constraint bm25_postings_pkey
             primary key (vault_id, lexeme, chunk_id) include (tf, dl, text_search_config);
@@ -694,7 +698,7 @@ declare
     v_name text;
     v_index regclass;
 begin
-    foreach v_name in array array['chunks_tsv_idx', 'chunks_metadata_idx', 'chunks_folder_idx',
+    foreach v_name in array array['chunks_tsv_idx', 'chunks_metadata_idx', 'chunks_folder_idx', 'chunks_date_idx',
                                   'bm25_postings_pkey'] loop
         v_index := to_regclass(v_name);
         continue when v_index is null;
@@ -915,10 +919,20 @@ begin
             from ragpg_filter_compile_field(v_val, '$.' || ragpg_jsonpath_key(v_key), v_key, p_depth + 1, vars);
             vars := v_part.vars;
             v_parts := v_parts || v_part.expr;
-            -- A folder prefix at the top level holds for every matching row: ragpg_filter_sql adds
-            -- it as an indexed condition beside the predicate (which stays the rule).
+            -- A folder prefix or a date bound at the top level holds for every matching row:
+            -- ragpg_filter_sql adds it as an indexed condition beside the predicate (which stays
+            -- the rule). String bounds only: jsonpath compares strings by code point, as collate "C".
             if p_top and v_key = 'folder' and jsonb_typeof(v_val -> '$prefix') = 'string' then
                 vars := vars || jsonb_build_object('folder_prefix', v_val -> '$prefix');
+            end if;
+            if p_top and v_key = 'date' and jsonb_typeof(v_val) = 'object' then
+                vars := vars || jsonb_strip_nulls(jsonb_build_object(
+                    'date_from', (select e.value from jsonb_each(v_val) e
+                                  where e.key in ('$gte', '$gt', '$eq') and jsonb_typeof(e.value) = 'string'
+                                  order by e.value desc limit 1),
+                    'date_to', (select e.value from jsonb_each(v_val) e
+                                where e.key in ('$lte', '$lt', '$eq') and jsonb_typeof(e.value) = 'string'
+                                order by e.value limit 1)));
             end if;
         end if;
     end loop;
@@ -1090,7 +1104,7 @@ $$;
 CREATE FUNCTION public.ragpg_filter_sql(p_alias text, p_column text, p_containment jsonb, p_predicate jsonpath, p_first_param integer) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog'
-    RETURN concat(CASE WHEN ((p_containment IS NOT NULL) AND (p_containment <> '{}'::jsonb)) THEN format(' and %I.%I @> $%s'::text, p_alias, p_column, p_first_param) ELSE NULL::text END, CASE WHEN (p_predicate IS NOT NULL) THEN (format(' and jsonb_path_match(%I.%I, $%s, $%s)'::text, p_alias, p_column, (p_first_param + 1), (p_first_param + 2)) || format(' and ((%1$I.%2$I ->> ''folder'') ^@ ($%3$s ->> ''folder_prefix'') or ($%3$s ->> ''folder_prefix'') is null or jsonb_typeof(%1$I.%2$I -> ''folder'') = ''array'')'::text, p_alias, p_column, (p_first_param + 2))) ELSE NULL::text END);
+    RETURN concat(CASE WHEN ((p_containment IS NOT NULL) AND (p_containment <> '{}'::jsonb)) THEN format(' and %I.%I @> $%s'::text, p_alias, p_column, p_first_param) ELSE NULL::text END, CASE WHEN (p_predicate IS NOT NULL) THEN (format(' and jsonb_path_match(%I.%I, $%s, $%s)'::text, p_alias, p_column, (p_first_param + 1), (p_first_param + 2)) || format(' and ((%1$I.%2$I ->> ''folder'') ^@ ($%3$s ->> ''folder_prefix'') or ($%3$s ->> ''folder_prefix'') is null or jsonb_typeof(%1$I.%2$I -> ''folder'') = ''array'') and ((%1$I.%2$I ->> ''date'') collate "C" >= ($%3$s ->> ''date_from'') or ($%3$s ->> ''date_from'') is null or jsonb_typeof(%1$I.%2$I -> ''date'') = ''array'') and ((%1$I.%2$I ->> ''date'') collate "C" <= ($%3$s ->> ''date_to'') or ($%3$s ->> ''date_to'') is null or jsonb_typeof(%1$I.%2$I -> ''date'') = ''array'')'::text, p_alias, p_column, (p_first_param + 2))) ELSE NULL::text END);
 
 --
 -- Name: ragpg_filter_vault_names(jsonb); Type: FUNCTION; Schema: public; Owner: -
@@ -2514,6 +2528,18 @@ ALTER TABLE ONLY public.vaults
 
 ALTER TABLE ONLY public.vaults
     ADD CONSTRAINT vaults_pkey PRIMARY KEY (id);
+
+--
+-- Name: chunks_date_array_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX chunks_date_array_idx ON public.chunks USING btree (id) WHERE (jsonb_typeof((metadata -> 'date'::text)) = 'array'::text);
+
+--
+-- Name: chunks_date_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX chunks_date_idx ON public.chunks USING btree (((metadata ->> 'date'::text)) COLLATE "C");
 
 --
 -- Name: chunks_folder_array_idx; Type: INDEX; Schema: public; Owner: -
