@@ -62,7 +62,7 @@ from scale_measure import (  # noqa: E402
     timed_ms,
 )
 
-from rag.config import load_settings  # noqa: E402
+from rag.config import RetrievalSettings, load_settings  # noqa: E402
 from rag.ingest import bulk, store  # noqa: E402
 from rag.store import migrate  # noqa: E402
 from rag.store.database import open_connection  # noqa: E402
@@ -217,7 +217,7 @@ def filtered(s: Searcher, name: str, texts: list[str], qvecs: np.ndarray, ids: n
         got_bare, t_bare = s.bare_ids(qv, corpus_mod.BARE_FILTERS[name])
         got_vec, t_vec = s.ids(s.vector, (qv, f))
         got_lex, t_lex = s.ids(s.lexical, (text, f))
-        got_hyb, t_hyb = s.ids(s.hybrid, (text, qv, f, 2000))
+        got_hyb, t_hyb = s.ids(s.hybrid, (text, qv, f, RetrievalSettings().exact_scan_max_rows))
         ref_hyb, _ = s.ids(s.hybrid, (text, qv, f, EXACT))
         for key, got, ms in (("bare", got_bare, t_bare), ("vector", got_vec, t_vec), ("lexical", got_lex, t_lex),
                              ("hybrid", got_hyb, t_hyb)):
@@ -303,9 +303,11 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
         print(f"  {report.chunks_per_s:.0f} chunks/s including builds; seconds {out['load']['seconds']}", flush=True)
         out["sizes_bytes"] = relation_sizes(conn, model.embedding_table)
         out["lexical_backend"] = lexical_backends(conn)
+        # Chunk ids in corpus order (source paths end in doc<number>.md), whatever order they were written in.
         ids = np.array([r["id"] for r in conn.execute(
             "select c.id from chunks c join documents d on d.id = c.document_id where c.vault_id = %s "
-            "order by d.id, c.ordinal", (vault.id,))], dtype=np.int64)
+            "order by substring(d.source_path from 'doc([0-9]+)[.]md$')::integer, c.ordinal", (vault.id,))],
+            dtype=np.int64)
         assert len(ids) == corpus.n_chunks
 
         print(f"[{label(n)}] exact top-{K} in numpy ...", flush=True)
