@@ -64,7 +64,7 @@ from scale_measure import (  # noqa: E402
 
 from rag.config import RetrievalSettings, load_settings  # noqa: E402
 from rag.ingest import bulk, store  # noqa: E402
-from rag.store import migrate  # noqa: E402
+from rag.store import lexical_backend, migrate  # noqa: E402
 from rag.store.database import open_connection  # noqa: E402
 from rag.store.models import EmbeddingModelRef, register_model  # noqa: E402
 from rag.store.vaults import NewVault, add_vault  # noqa: E402
@@ -301,6 +301,14 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
         out["load"] = {**report.to_dict(), "client_peak_rss_mb": round(client_peak_rss_mb(), 1),
                        "memory_peaks": mem.peaks()}
         print(f"  {report.chunks_per_s:.0f} chunks/s including builds; seconds {out['load']['seconds']}", flush=True)
+        # The lexical index (pg_textsearch) is built after the load, as `ragpg index` builds it at the
+        # end of a run; `--lexical-backend sql` measures the SQL BM25 alone.
+        r = settings.retrieval
+        started_bm25 = time.perf_counter()
+        backend = lexical_backend.choose_for_vault(conn, VAULT, args.lexical_backend, r.bm25_k1, r.bm25_b)
+        out["load"]["bm25_index_build_s"] = round(time.perf_counter() - started_bm25, 2) if backend != "sql" else None
+        print(f"  lexical backend {backend}; bm25 index build {out['load']['bm25_index_build_s']} s", flush=True)
+        conn.execute("vacuum analyze")
         out["sizes_bytes"] = relation_sizes(conn, model.embedding_table)
         out["lexical_backend"] = lexical_backends(conn)
         # Chunk ids in corpus order (source paths end in doc<number>.md), whatever order they were written in.
@@ -381,12 +389,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="100000", help="comma-separated chunk counts")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--lexical-backend", choices=["auto", "sql", "pg_textsearch"], default="auto",
+                   help="auto: pg_textsearch's bm25 index when the server has it (ragpg[bm25]), else the SQL BM25")
     p.add_argument("--queries", type=int, default=200, help="unfiltered queries measured (after the warm-up)")
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--filtered-queries", type=int, default=50, help="queries per filter")
     p.add_argument("--context-queries", type=int, default=50, help="compute_context calls (0: skip)")
     p.add_argument("--server-setting", action="append", default=[], metavar="NAME=VALUE",
-                   help="postgresql.conf setting for the throwaway server (ALTER SYSTEM + restart); repeatable")
+                   help="postgresql.conf setting for the throwaway server (ALTER SYSTEM + restart; the embedded "
+                        "server's own command-line memory settings win over it); repeatable")
     p.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results")
     args = p.parse_args(argv)
     results = []

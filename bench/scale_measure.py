@@ -107,6 +107,8 @@ def relation_sizes(conn: psycopg.Connection, embedding_table: str) -> dict[str, 
         "embeddings_table": size("pg_table_size", embedding_table),
         "bm25_postings_total": size("pg_total_relation_size", "bm25_postings"),
         "bm25_term_stats_total": size("pg_total_relation_size", "bm25_term_stats"),
+        "bm25_index_tables_total": sum(
+            size("pg_total_relation_size", r["table_name"]) for r in conn.execute("select table_name from bm25_indexes")),
         "chunks_table": size("pg_table_size", "chunks"),
         "chunks_gin_indexes": size("pg_relation_size", "chunks_tsv_idx", "chunks_metadata_idx"),
         "chunks_folder_index": size("pg_relation_size", "chunks_folder_idx"),
@@ -121,8 +123,8 @@ def machine(conn: psycopg.Connection) -> dict[str, Any]:
             cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), "")
     except OSError:
         pass
-    settings = {r["name"]: r["setting"] + (r["unit"] or "") for r in conn.execute(
-        "select name, setting, unit from pg_settings where name = any(%s)", (list(SERVER_SETTINGS),))}
+    settings = {r["name"]: r["value"] for r in conn.execute(
+        "select name, current_setting(name) as value from pg_settings where name = any(%s)", (list(SERVER_SETTINGS),))}
     return {
         "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "memory_available_gib_at_start": round(psutil.virtual_memory().available / 2**30, 1),
@@ -134,11 +136,5 @@ def machine(conn: psycopg.Connection) -> dict[str, Any]:
 
 
 def lexical_backends(conn: psycopg.Connection) -> dict[str, str]:
-    """Which lexical backend each vault uses, when the schema says (`vaults.lexical_backend`, added with
-    the pg_textsearch backend); before that, every vault uses SQL BM25 over bm25_postings."""
-    has = conn.execute("select 1 from information_schema.columns where table_name = 'vaults' "
-                       "and column_name = 'lexical_backend'").fetchone()
-    if not has:
-        return {r["name"]: "sql_bm25 (no vaults.lexical_backend column)"
-                for r in conn.execute("select name from vaults order by name")}
-    return {r["name"]: str(r["b"]) for r in conn.execute("select name, lexical_backend::text as b from vaults")}
+    """Which lexical backend each vault uses (rag.store.lexical_backend: sql or pg_textsearch)."""
+    return {r["vault"]: str(r["backend"]) for r in conn.execute("select vault, backend from ragpg_lexical_backends()")}

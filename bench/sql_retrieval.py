@@ -3,7 +3,9 @@
 Loads the corpus straight into a vault (one document and one chunk per corpus entry, content =
 title + "\\n\\n" + text), embeds it, runs every test query through the vector, BM25 and hybrid
 functions, and prints nDCG@10 (ir-measures) next to the published baselines, plus the latency
-p50/p95 of each match function beside a bare ``ORDER BY embedding <=> $1 LIMIT 10`` in the same run.
+p50/p95 of each match function beside a bare ``ORDER BY embedding <=> $1 LIMIT 10`` in the same run,
+once per lexical backend: the SQL BM25, then pg_textsearch's bm25 index when the server has it
+(``ragpg[bm25]``), with the hybrid/bare ratio. ``--out FILE`` writes the figures as JSON.
 
     python bench/sql_retrieval.py                      # local all-MiniLM-L6-v2, embedded server
     python bench/sql_retrieval.py --embedder hash      # fast; BM25 figures are the same
@@ -213,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="index only the parts of hyphenated words, as Lucene does (a copy of the config)")
     parser.add_argument("--no-stopwords", action="store_true",
                         help="stem English words but keep stopwords (a copy of the config)")
+    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args(argv)
 
     from rag.embed.registry import get_embedder
@@ -256,64 +259,99 @@ def run(url, args, corpus, queries, qrels, test_ids, embedder, settings, k1, b) 
         print(f"  stored embeddings + built HNSW in {ms / 1000:.1f}s")
         query_vectors = embedder.embed_documents([queries[qid] for qid in test_ids])
 
-        table = sql.Identifier(model.embedding_table)
-        bare = sql.SQL("select chunk_id from {} order by embedding <=> %s::vector limit 10").format(table)
-        exact = sql.SQL("select chunk_id from {} order by cosine_distance(embedding, %s::vector) limit 10").format(
-            table)
-        native = sql.SQL("select chunk_id, source_path from {}(%s::vector, -1, 10)").format(
-            sql.Identifier(model.match_function))
-        lexical = sql.SQL("select chunk_id, source_path from match_lexical_chunks(%s, 10, '{}', %s, %s)")
-        hybrid = sql.SQL("select chunk_id, source_path from {}(%s, %s::vector, 10, '{{}}', -1, k1 => %s, b => %s)"
-                         ).format(sql.Identifier(model.hybrid_function))
-
-        runs: dict[str, dict[str, list[str]]] = {"vector": {}, "bm25": {}, "hybrid": {}}
-        latency: dict[str, list[float]] = {name: [] for name in (
-            "bare <=> (ef_search 40)", "bare <=> (ef_search 100)", "match_native_chunks", "match_lexical_chunks",
-            "match_hybrid_chunks", "retrieve.match_vector (Python)", "retrieve.match_hybrid (Python)")}
-        hnsw_recall: list[float] = []
-
-        def fetch(query: sql.Composable, params: tuple[Any, ...]) -> list[Any]:
-            return conn.execute(query, params).fetchall()
-
-        for _warm in range(2 if len(test_ids) > 20 else 1):
-            for qid, qv in zip(test_ids, query_vectors, strict=True):
-                vtext = "[" + ",".join(repr(float(x)) for x in qv.tolist()) + "]"
-                text = queries[qid]
-                record = _warm == 1 or len(test_ids) <= 20
-                conn.execute("set hnsw.ef_search = 40")
-                _, t_bare40 = timed(fetch, bare, (vtext,))
-                conn.execute("set hnsw.ef_search = 100")
-                approx, t_bare100 = timed(fetch, bare, (vtext,))
-                conn.execute("reset hnsw.ef_search")
-                rows_v, t_v = timed(fetch, native, (vtext,))
-                rows_l, t_l = timed(fetch, lexical, (text, k1, b))
-                rows_h, t_h = timed(fetch, hybrid, (text, vtext, k1, b))
-                _, t_pv = timed(retrieve.match_vector, conn, model, qv, match_count=10, similarity_threshold=-1,
-                                settings=settings)
-                _, t_ph = timed(retrieve.match_hybrid, conn, model, text, qv, match_count=10,
-                                similarity_threshold=-1, settings=settings, k1=k1, b=b)
-                if not record:
-                    continue
-                truth = {r["chunk_id"] for r in conn.execute(exact, (vtext,)).fetchall()}
-                hnsw_recall.append(len(truth & {r["chunk_id"] for r in approx}) / max(1, len(truth)))
-                runs["vector"][qid] = [r["source_path"] for r in rows_v]
-                runs["bm25"][qid] = [r["source_path"] for r in rows_l]
-                runs["hybrid"][qid] = [r["source_path"] for r in rows_h]
-                for name, value in zip(latency, (t_bare40, t_bare100, t_v, t_l, t_h, t_pv, t_ph), strict=True):
-                    latency[name].append(value)
-
-    print()
-    print(f"nDCG@10 on {args.dataset} test ({len(test_ids)} queries)")
-    for name, run_ in runs.items():
-        print(f"  {name:<8} {ndcg_at_10(qrels, run_):.4f}")
-    for name, value in PUBLISHED.get(args.dataset, {}).items():
-        print(f"  published {name}: {value:.3f}")
-    print(f"  HNSW recall@10 vs exact scan (ef_search 100): {statistics.mean(hnsw_recall):.4f}")
-    print()
-    print("latency per query, ms (same connection, same run)      p50      p95")
-    for name, values in latency.items():
-        print(f"  {name:<48} {percentile(values, 50):7.2f}  {percentile(values, 95):7.2f}")
+        backends = ["sql"]
+        if conn.execute("select ragpg_enable_bm25_index(%s, %s, %s) as b", (args.dataset, k1, b)).fetchone()["b"] \
+                == "pg_textsearch":
+            backends.append("pg_textsearch")
+        results: dict[str, Any] = {"dataset": args.dataset, "queries": len(test_ids), "k1": k1, "b": b, "backends": {}}
+        for backend in backends:
+            if backend == "sql":
+                conn.execute("select ragpg_disable_bm25_index(%s)", (args.dataset,))
+            else:
+                conn.execute("select ragpg_enable_bm25_index(%s, %s, %s)", (args.dataset, k1, b))
+            conn.execute("vacuum analyze")
+            results["backends"][backend] = measure(conn, model, test_ids, queries, query_vectors, qrels, settings, k1, b)
+            report(args.dataset, backend, results["backends"][backend])
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"wrote {args.out}")
     return 0
+
+
+LATENCY_NAMES = ("bare <=> (ef_search 40)", "bare <=> (ef_search 100)", "match_native_chunks", "match_lexical_chunks",
+                 "match_hybrid_chunks", "retrieve.match_vector (Python)", "retrieve.match_hybrid (Python)")
+
+
+def measure(conn, model, test_ids, queries, query_vectors, qrels, settings, k1, b) -> dict[str, Any]:
+    """nDCG@10 of the vector, BM25 and hybrid functions and every query's latency, after a warm-up pass."""
+    table = sql.Identifier(model.embedding_table)
+    bare = sql.SQL("select chunk_id from {} order by embedding <=> %s::vector limit 10").format(table)
+    exact = sql.SQL("select chunk_id from {} order by cosine_distance(embedding, %s::vector) limit 10").format(table)
+    native = sql.SQL("select chunk_id, source_path from {}(%s::vector, -1, 10)").format(
+        sql.Identifier(model.match_function))
+    lexical = sql.SQL("select chunk_id, source_path from match_lexical_chunks(%s, 10, '{}', %s, %s)")
+    hybrid = sql.SQL("select chunk_id, source_path from {}(%s, %s::vector, 10, '{{}}', -1, k1 => %s, b => %s)"
+                     ).format(sql.Identifier(model.hybrid_function))
+
+    runs: dict[str, dict[str, list[str]]] = {"vector": {}, "bm25": {}, "hybrid": {}}
+    latency: dict[str, list[float]] = {name: [] for name in LATENCY_NAMES}
+    hnsw_recall: list[float] = []
+
+    def fetch(query: sql.Composable, params: tuple[Any, ...]) -> list[Any]:
+        return conn.execute(query, params).fetchall()
+
+    for _warm in range(2 if len(test_ids) > 20 else 1):
+        for qid, qv in zip(test_ids, query_vectors, strict=True):
+            vtext = "[" + ",".join(repr(float(x)) for x in qv.tolist()) + "]"
+            text = queries[qid]
+            record = _warm == 1 or len(test_ids) <= 20
+            conn.execute("set hnsw.ef_search = 40")
+            _, t_bare40 = timed(fetch, bare, (vtext,))
+            conn.execute("set hnsw.ef_search = 100")
+            approx, t_bare100 = timed(fetch, bare, (vtext,))
+            conn.execute("reset hnsw.ef_search")
+            rows_v, t_v = timed(fetch, native, (vtext,))
+            rows_l, t_l = timed(fetch, lexical, (text, k1, b))
+            rows_h, t_h = timed(fetch, hybrid, (text, vtext, k1, b))
+            _, t_pv = timed(retrieve.match_vector, conn, model, qv, match_count=10, similarity_threshold=-1,
+                            settings=settings)
+            _, t_ph = timed(retrieve.match_hybrid, conn, model, text, qv, match_count=10,
+                            similarity_threshold=-1, settings=settings, k1=k1, b=b)
+            if not record:
+                continue
+            truth = {r["chunk_id"] for r in conn.execute(exact, (vtext,)).fetchall()}
+            hnsw_recall.append(len(truth & {r["chunk_id"] for r in approx}) / max(1, len(truth)))
+            runs["vector"][qid] = [r["source_path"] for r in rows_v]
+            runs["bm25"][qid] = [r["source_path"] for r in rows_l]
+            runs["hybrid"][qid] = [r["source_path"] for r in rows_h]
+            for name, value in zip(latency, (t_bare40, t_bare100, t_v, t_l, t_h, t_pv, t_ph), strict=True):
+                latency[name].append(value)
+    p50 = {name: percentile(values, 50) for name, values in latency.items()}
+    return {
+        "ndcg_at_10": {name: ndcg_at_10(qrels, run_) for name, run_ in runs.items()},
+        "hnsw_recall_at_10": statistics.mean(hnsw_recall),
+        "latency_ms_p50": p50,
+        "latency_ms_p95": {name: percentile(values, 95) for name, values in latency.items()},
+        "hybrid_over_bare_ef40": p50["match_hybrid_chunks"] / p50["bare <=> (ef_search 40)"],
+        "hybrid_over_bare_ef100": p50["match_hybrid_chunks"] / p50["bare <=> (ef_search 100)"],
+    }
+
+
+def report(dataset: str, backend: str, m: dict[str, Any]) -> None:
+    print()
+    print(f"lexical backend: {backend}")
+    print(f"nDCG@10 on {dataset} test")
+    for name, value in m["ndcg_at_10"].items():
+        print(f"  {name:<8} {value:.4f}")
+    for name, value in PUBLISHED.get(dataset, {}).items():
+        print(f"  published {name}: {value:.3f}")
+    print(f"  HNSW recall@10 vs exact scan (ef_search 100): {m['hnsw_recall_at_10']:.4f}")
+    print("latency per query, ms (same connection, same run)      p50      p95")
+    for name in LATENCY_NAMES:
+        print(f"  {name:<48} {m['latency_ms_p50'][name]:7.2f}  {m['latency_ms_p95'][name]:7.2f}")
+    print(f"  hybrid / bare probe: {m['hybrid_over_bare_ef40']:.2f}x (ef_search 40), "
+          f"{m['hybrid_over_bare_ef100']:.2f}x (ef_search 100)")
 
 
 if __name__ == "__main__":

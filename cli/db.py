@@ -6,6 +6,7 @@ import sys
 
 import typer
 
+from rag.store import lexical_backend
 from rag.store.database import mask_url, open_connection
 from rag.store.locate import embedded_server, resolve_database_url
 from ragpg_cli.app import print_json, state
@@ -77,10 +78,12 @@ def status(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", he
         ).fetchone()
         assert row is not None  # a select without from returns one row
         revision = migrate.current_revision(conn)
-    head = migrate.head_revision()
+        head = migrate.head_revision()
+        backends = lexical_backend.vault_backends(conn) if revision == head else []
     result.update({"running": True, "url": mask_url(url), "server_version": row["server_version"],
                    "pgvector": row["pgvector"], "revision": revision, "head": head,
-                   "schema_current": revision == head})
+                   "schema_current": revision == head,
+                   "lexical_backends": [b.to_dict() for b in backends]})
     _emit_status(result, json_out)
 
 
@@ -95,6 +98,9 @@ def _emit_status(result: dict[str, object], json_out: bool) -> None:
     typer.echo(f"Database: {result['url']}")
     typer.echo(f"PostgreSQL {result['server_version']}, pgvector {result['pgvector'] or 'not installed'}")
     typer.echo(f"Schema: {schema}")
+    backends = result.get("lexical_backends")
+    for b in backends if isinstance(backends, list) else []:
+        typer.echo(f"Lexical backend of {b['vault']}: {b['backend']} ({b['reason']})")
 
 
 @app.command()

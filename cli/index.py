@@ -85,8 +85,27 @@ def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bo
                 record_cli_run(conn, report, started)
         except RagError as exc:
             info(f"warning: index run not recorded: {exc}")
+    _wait_for_read_replica(settings)
     _emit(report, json_out)
     _exit_on_failure(report)
+
+
+def _wait_for_read_replica(settings: Settings) -> None:
+    """Read your index run (docs/scaling.md): with a read replica, return only once it has replayed
+    this run, or warn after db.replica_wait_s. The run succeeded either way."""
+    if not settings.read_database_url:
+        return
+    from rag.errors import RagError
+    from rag.store.locate import resolve_database_url
+    from rag.store.replica import lag_warning, wait_after_writes
+
+    try:
+        waited = wait_after_writes(settings, resolve_database_url(settings))
+    except RagError as exc:
+        info(f"warning: {exc}")
+        return
+    if waited is not None and not waited.caught_up:
+        info(f"warning: {lag_warning(waited)}")
 
 
 def _emit(report: IndexReport, json_out: bool) -> None:
@@ -103,7 +122,7 @@ def _emit(report: IndexReport, json_out: bool) -> None:
                         if v.files_failed_closed else "") + "; " +
                        f"{v.chunks_written} chunks written" +
                        (f", {v.chunks_reembedded} re-embedded" if v.chunks_reembedded else "") +
-                       f" in {v.seconds:.2f} s ({report.embedding_model})")
+                       f" in {v.seconds:.2f} s ({report.embedding_model}; lexical backend {v.lexical_backend})")
     if not report.vaults:
         typer.echo("No vaults to index. Add one with: ragpg vault add NAME PATH")
     else:

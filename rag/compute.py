@@ -101,7 +101,7 @@ def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters:
     request_id = request_id or uuid.uuid4().hex
     started = time.perf_counter()
     with rt.tracer.root(request_id=request_id, query=query, profile=profile, mode=mode) as root:
-        with rt.connection(autocommit=True, scope=scope) as conn:  # reads only, as the caller
+        with rt.connection(autocommit=True, scope=scope, read=True) as conn:  # reads only, as the caller
             names = resolve_vault_names(conn, scope.check_vaults(vaults))
             filter_ = scope.restrict_filter(filters, names)
             found = retrieve_stage(conn, rt, prof, query, filter_, mode=mode)

@@ -75,6 +75,9 @@ class EmbeddingSettings(_Group):
 class RetrievalSettings(_Group):
     bm25_k1: float = Field(0.9, gt=0)
     bm25_b: float = Field(0.4, ge=0, le=1)
+    # Where the lexical leg runs, chosen per vault at index time (rag.store.lexical_backend): auto = a
+    # pg_textsearch bm25 index when the server has it loaded, else the SQL BM25; sql; pg_textsearch.
+    lexical_backend: Literal["auto", "sql", "pg_textsearch"] = "auto"
     rrf_k: int = Field(60, gt=0)
     # A filtered vector search scans the matching rows exactly when there are at most this many
     # (~4 µs a row at 384 dims); broader filters use HNSW with iterative scans, ef_search raised
@@ -90,6 +93,15 @@ class RetrievalSettings(_Group):
     # the SQL console (search_hybrid('question') in psql, ragpg_most_retrieved_notes).
     query_log: bool = True
     query_log_top: int = Field(10, ge=0)
+    # The log is written by a background thread (rag/store/query_log.py), never on the request path:
+    # at most this many records wait (more are dropped, with a warning) ...
+    query_log_queue_size: int = Field(10000, gt=0)
+    # ... each write sends up to this many in one statement, after waiting at most this long for them
+    # (one statement per batch rather than per question; a full batch goes at once) ...
+    query_log_batch_size: int = Field(100, gt=0)
+    query_log_linger_ms: float = Field(100.0, ge=0)
+    # ... and closing the runtime (or the process exiting) waits at most this long for the rest.
+    query_log_flush_s: float = Field(5.0, gt=0)
 
 
 class LLMSettings(_Group):
@@ -112,6 +124,12 @@ class DbSettings(_Group):
     outage_probe_interval_s: float = Field(1.0, gt=0)
     # A `ragpg db console` login (a role bound by clearance and vaults) stops working after this long.
     console_login_valid_h: float = Field(12.0, gt=0)
+    # With a read replica: an index run (`ragpg index`, POST /v1/index) ends by waiting up to this long
+    # for the replica to replay everything it wrote, so reads right after it see the run; past it, the
+    # run still succeeds, with a warning that searches may not see it yet. 0 = never wait.
+    replica_wait_s: float = Field(30.0, ge=0)
+    # How often that wait asks the replica how far it has replayed.
+    replica_poll_ms: float = Field(50.0, gt=0)
 
 
 class ServerSettings(_Group):
@@ -125,6 +143,9 @@ class ServerSettings(_Group):
     queue_size: int = Field(64, ge=0)
     retry_after_s: int = Field(1, ge=0)
     max_body_bytes: int = Field(1024 * 1024, gt=0)
+    # An API key's last_used_at moves at most this often: checking a key is then a read, not a write
+    # and a commit on every request (requests sharing a key would queue on its row). 0 = every request.
+    key_touch_interval_s: float = Field(60.0, ge=0)
     # A key to create at start when it does not exist yet (env RAGPG_SERVER__API_KEY; docker-compose
     # passes RAGPG_API_KEY): full access to every vault, so a server on 0.0.0.0 never starts keyless.
     api_key: str | None = None
@@ -260,6 +281,10 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         None, validation_alias=AliasChoices("DATABASE_URL", "RAGPG_DATABASE_URL", "database_url")
     )
+    # A read replica (a hot standby of DATABASE_URL, or a libpq multi-host URL with
+    # target_session_attrs=prefer-standby): retrieval reads go here, every write to DATABASE_URL
+    # (docs/scaling.md). Unset: everything on DATABASE_URL.
+    read_database_url: str | None = None
     data_dir: Path = Field(default_factory=default_data_dir)
     log_level: str = "WARNING"
     db: DbSettings = DbSettings()

@@ -64,7 +64,7 @@ def _masked(name: str, value: Any) -> Any:
     leaf = name.rsplit(".", 1)[-1]
     if value is not None and SECRET_NAME.search(leaf):
         return MASK
-    if leaf == "database_url" and isinstance(value, str):
+    if leaf in ("database_url", "read_database_url") and isinstance(value, str):
         return mask_url(value)
     return value
 

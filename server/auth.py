@@ -65,13 +65,13 @@ def keyless_allowed(conn: Connection, mode: str) -> bool:
 
 
 def resolve_principal(conn: Connection, key: str | None, client_host: str | None,
-                      mode: str = "auto") -> Principal:
+                      mode: str = "auto", touch_interval_s: float = 0.0) -> Principal:
     if key is None and keyless_allowed(conn, mode):
         if not is_loopback(client_host):
             raise Unauthorized("no API keys are configured: unauthenticated access is allowed from loopback only")
         return Principal(scope=Scope.unrestricted(), key_name=None)
     try:
-        api_key = key_store.authenticate(conn, key)
+        api_key = key_store.authenticate(conn, key, touch_interval_s=touch_interval_s)
     except AuthError as exc:
         raise Unauthorized(str(exc)) from None
     return Principal(scope=api_key.scope, key_name=api_key.name)

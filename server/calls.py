@@ -67,8 +67,10 @@ async def call(request: Request, op: Callable[[Call], T], *, vaults: Sequence[st
     rt = st.runtime
 
     def work() -> T:
-        with rt.connection() as conn:
-            principal = resolve_principal(conn, key, client, st.settings.server.auth)
+        server = st.settings.server
+        # On the primary, never a read replica: a key revoked a moment ago must already be refused.
+        with rt.connection(autocommit=True) as conn:
+            principal = resolve_principal(conn, key, client, server.auth, server.key_touch_interval_s)
         authorize_vaults(principal.scope, vaults)
         c = Call(scope=principal.scope, request_id=rid, runtime=rt, principal=principal.key_name)
         if trace is None:

@@ -41,6 +41,107 @@ end
 $$;
 
 --
+-- Name: ragpg_bm25_drop_orphan_tables(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_drop_orphan_tables() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    t text;
+    n integer := 0;
+begin
+    for t in select c.relname from pg_class c
+             where c.relkind = 'r' and c.relnamespace = 'public'::regnamespace
+               and c.relname ~ '^ragpg_bm25_[0-9]+$'
+               and c.relname not in (select table_name from bm25_indexes) loop
+        execute format('drop table %I', t);
+        n := n + 1;
+    end loop;
+    return n;
+end
+$_$;
+
+--
+-- Name: ragpg_bm25_index_available(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_index_available() RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    RETURN ((current_setting('pg_textsearch.library_version'::text, true) IS NOT NULL) AND (EXISTS (SELECT 1 FROM pg_extension WHERE (pg_extension.extname = 'pg_textsearch'::name))));
+
+--
+-- Name: ragpg_bm25_index_drop_table(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_index_drop_table() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    if current_setting('pg_textsearch.library_version', true) is not null then
+        execute format('drop table if exists %I', old.table_name);
+    end if;
+    return old;
+end
+$$;
+
+--
+-- Name: ragpg_bm25_index_extra_candidates(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_index_extra_candidates() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 20;
+
+--
+-- Name: ragpg_bm25_index_sync(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_index_sync() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    i record;
+begin
+    if not exists (select 1 from bm25_indexes) then
+        return null;
+    end if;
+    if current_setting('pg_textsearch.library_version', true) is null then
+        -- Started without pg_textsearch: a bm25 index cannot take rows now, and one left behind would
+        -- be stale. The touched vaults lose theirs (searches already use the SQL BM25 without the
+        -- library); their next index run on a server that has it builds a fresh one.
+        if tg_op in ('DELETE', 'UPDATE') then
+            delete from bm25_indexes x where x.vault_id in (select o.vault_id from old_rows o);
+        end if;
+        if tg_op in ('INSERT', 'UPDATE') then
+            delete from bm25_indexes x where x.vault_id in (select n.vault_id from new_rows n);
+        end if;
+        return null;
+    end if;
+    if tg_op in ('DELETE', 'UPDATE') then
+        for i in select x.vault_id, x.table_name from bm25_indexes x
+                 where x.vault_id in (select distinct o.vault_id from old_rows o) loop
+            execute format('delete from %I t using old_rows o where t.chunk_id = o.id and o.vault_id = $1',
+                           i.table_name) using i.vault_id;
+        end loop;
+    end if;
+    if tg_op in ('INSERT', 'UPDATE') then
+        for i in select x.vault_id, x.table_name from bm25_indexes x
+                 where x.vault_id in (select distinct n.vault_id from new_rows n) loop
+            execute format('insert into %I (chunk_id, search_text)
+                            select n.id, n.heading_path || '' '' || n.content from new_rows n
+                            where n.vault_id = $1 order by n.id', i.table_name) using i.vault_id;
+        end loop;
+    end if;
+    return null;
+end
+$_$;
+
+--
 -- Name: ragpg_bm25_restore(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -422,11 +523,16 @@ CREATE FUNCTION public.ragpg_content_tables() RETURNS SETOF regclass
     AS $$
     -- to_regclass: a table a later revision adds is simply absent after a downgrade
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
-                                            'bm25_vault_stats', 'embedding_models', 'document_retrievals']) as t
+                                            'bm25_vault_stats', 'embedding_models', 'document_retrievals',
+                                            'bm25_indexes']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
     where to_regclass(quote_ident(embedding_table)) is not null
+    union all
+    -- each vault's bm25 index table (55_bm25_index.sql): chunk text, keyed on the chunk
+    select to_regclass(quote_ident(table_name)) from bm25_indexes
+    where to_regclass(quote_ident(table_name)) is not null
 $$;
 
 --
@@ -687,6 +793,20 @@ end
 $$;
 
 --
+-- Name: ragpg_disable_bm25_index(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_disable_bm25_index(p_vault text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    delete from bm25_indexes i using vaults v where v.id = i.vault_id and v.name = p_vault;
+    return found;
+end
+$$;
+
+--
 -- Name: ragpg_drop_chunk_indexes(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -755,6 +875,60 @@ begin
     return next;
 end
 $$;
+
+--
+-- Name: ragpg_enable_bm25_index(text, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_enable_bm25_index(p_vault text, p_k1 double precision, p_b double precision) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    v record;
+    i record;
+    v_table text;
+    v_index text;
+begin
+    perform ragpg_check_bm25_params(p_k1, p_b);
+    select * into v from vaults where name = p_vault;
+    if not found then
+        raise exception using errcode = '22023', message = format('unknown vault %s', p_vault);
+    end if;
+    if current_setting('pg_textsearch.library_version', true) is null then
+        return 'sql';
+    end if;
+    perform ragpg_bm25_drop_orphan_tables();
+    if not exists (select 1 from pg_extension where extname = 'pg_textsearch') then
+        begin
+            create extension pg_textsearch;
+        exception when insufficient_privilege or undefined_file or feature_not_supported then
+            return 'sql';
+        end;
+    end if;
+    select * into i from bm25_indexes where vault_id = v.id;
+    if found and i.k1 = p_k1 and i.b = p_b and i.text_search_config = v.text_search_config
+            and to_regclass(quote_ident(i.table_name)) is not null then
+        return 'pg_textsearch';
+    end if;
+    if found then
+        delete from bm25_indexes where vault_id = v.id;  -- its trigger drops the table
+    end if;
+    v_table := 'ragpg_bm25_' || v.id;
+    v_index := v_table || '_idx';
+    execute format('drop table if exists %I', v_table);
+    execute format('create table %I (chunk_id bigint primary key, search_text text not null)', v_table);
+    execute format('insert into %I (chunk_id, search_text) select id, heading_path || '' '' || content
+                    from chunks where vault_id = $1 order by id', v_table) using v.id;
+    -- (k1 and b as numerals: reloptions are text; round-trips exactly through float8's shortest form)
+    execute format('create index %I on %I using bm25 (search_text) with (text_config = %L, k1 = %s, b = %s)',
+                   v_index, v_table, v.text_search_config::text, p_k1, p_b);
+    insert into bm25_indexes (vault_id, table_name, index_name, text_search_config, k1, b)
+    values (v.id, v_table, v_index, v.text_search_config, p_k1, p_b);
+    perform ragpg_secure_content_table(to_regclass(quote_ident(v_table)));  -- 80_security.sql
+    return 'pg_textsearch';
+end
+$_$;
 
 --
 -- Name: ragpg_ensure_console_role(text, text[]); Type: FUNCTION; Schema: public; Owner: -
@@ -1194,6 +1368,60 @@ CREATE FUNCTION public.ragpg_level_rank(p_level text) RETURNS integer
     RETURN array_position(ARRAY['public'::text, 'internal'::text, 'confidential'::text, 'restricted'::text], p_level);
 
 --
+-- Name: ragpg_lexical_backend(text[], jsonb, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_lexical_backend(vault_names text[], filter jsonb, k1 double precision, b double precision) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    f record;
+begin
+    if not ragpg_bm25_index_available() then
+        return 'sql';
+    end if;
+    select * into f from ragpg_compile_filter(coalesce(filter, '{}'));
+    if f.containment <> '{}'::jsonb or f.predicate is not null then
+        return 'sql';
+    end if;
+    vault_names := coalesce(f.vaults, vault_names);
+    if exists (select 1 from vaults v
+               join bm25_vault_stats s on s.vault_id = v.id and s.chunk_count > 0
+               left join bm25_indexes i on i.vault_id = v.id
+               where (vault_names is null or v.name = any(vault_names))
+                 and (i.vault_id is null or i.k1 <> ragpg_lexical_backend.k1 or i.b <> ragpg_lexical_backend.b
+                      or i.text_search_config <> v.text_search_config
+                      or to_regclass(quote_ident(i.table_name)) is null)) then
+        return 'sql';
+    end if;
+    return 'pg_textsearch';
+end
+$$;
+
+--
+-- Name: ragpg_lexical_backends(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_lexical_backends() RETURNS TABLE(vault text, backend text, reason text, k1 double precision, b double precision)
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+    select v.name,
+           case when i.vault_id is not null and ragpg_bm25_index_available()
+                     and i.text_search_config = v.text_search_config then 'pg_textsearch' else 'sql' end,
+           case when i.vault_id is null then
+                    case when ragpg_bm25_index_available() then 'no bm25 index built for this vault (run `ragpg index`)'
+                         else 'pg_textsearch is not loaded on this server' end
+                when not ragpg_bm25_index_available() then 'pg_textsearch is not loaded on this server'
+                when i.text_search_config <> v.text_search_config then 'the index uses another text search configuration'
+                else 'bm25 index ' || i.index_name end,
+           i.k1, i.b
+    from vaults v left join bm25_indexes i on i.vault_id = v.id
+    order by v.name
+$$;
+
+--
 -- Name: ragpg_lexical_scores(text, integer, jsonb, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1234,6 +1462,13 @@ begin
         return;
     end if;
     v_filter := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 4);
+    if v_filter = '' and ragpg_lexical_backend(f.vaults, null, k1, b) = 'pg_textsearch' then
+        -- Every vault searched has a bm25 index (55_bm25_index.sql): it picks the candidates, the
+        -- postings score them (the same scores as below, for far fewer chunks).
+        return query select * from ragpg_lexical_scores_indexed(query_text, candidate_count, t.vault_ids, t.cfgs,
+                                                                t.lexemes, t.weights, t.avgdls, k1, b);
+        return;
+    end if;
     if v_filter = '' then
         -- The common case (no metadata filter; vaults are already in the term list): static SQL,
         -- so the plan is cached instead of being made again on every call. The terms arrive as
@@ -1278,6 +1513,42 @@ begin
          where sc.score >= (select min(x.score) from (select s2.score from scored s2 order by s2.score desc limit $3) x)'
         using k1, b, candidate_count, f.containment, f.predicate, f.vars,
               t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls;
+end
+$_$;
+
+--
+-- Name: ragpg_lexical_scores_indexed(text, integer, bigint[], regconfig[], text[], double precision[], double precision[], double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_lexical_scores_indexed(query_text text, candidate_count integer, vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
+    LANGUAGE plpgsql STABLE ROWS 60
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+#variable_conflict use_column
+declare
+    i record;
+    r record;
+    v_ids bigint[] := '{}';
+begin
+    for i in select x.table_name, x.index_name from bm25_indexes x
+             where x.vault_id in (select distinct u from unnest(vault_ids) u) order by x.vault_id loop
+        -- A top-level query, read row by row: pg_textsearch's planner hook serves the ORDER BY score
+        -- from the index scan only there; inside a subquery (array(select ...)) every row's score is
+        -- computed again from its text (about 0.25 ms a row).
+        for r in execute format('select t.chunk_id from %I t order by t.search_text <@> to_bm25query($1, %L) limit $2',
+                                i.table_name, i.index_name)
+                 using query_text, candidate_count + ragpg_bm25_index_extra_candidates() loop
+            v_ids := v_ids || r.chunk_id;
+        end loop;
+    end loop;
+    return query
+    select p.chunk_id, sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
+    from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
+    join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.chunk_id = any(v_ids)
+                        and p.text_search_config = tm.cfg
+    group by p.chunk_id
+    order by 2 desc, 1
+    limit candidate_count;
 end
 $_$;
 
@@ -1621,6 +1892,35 @@ CREATE FUNCTION public.ragpg_query_term_stats(query_text text, vault_names text[
 $$;
 
 --
+-- Name: ragpg_record_queries(integer[], text[], public.vector[], integer[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_record_queries(p_model_ids integer[], p_queries text[], p_embeddings public.vector[], p_hit_queries integer[], p_hit_chunks bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    insert into query_embeddings as q (model_id, query_key, query_text, embedding, uses)
+    select distinct on (s.model_id, s.query_key) s.model_id, s.query_key, btrim(s.query_text), s.embedding,
+           count(*) over (partition by s.model_id, s.query_key)
+    from (select u.model_id, ragpg_query_key(u.query_text) as query_key, u.query_text, u.embedding, u.i
+          from unnest(p_model_ids, p_queries, p_embeddings) with ordinality as u(model_id, query_text, embedding, i)
+          where u.model_id is not null and u.embedding is not null and u.query_text ~ '[^[:space:]]') s
+    order by s.model_id, s.query_key, s.i desc  -- a question asked twice keeps its latest embedding
+    on conflict (model_id, query_key) do update
+        set embedding = excluded.embedding, uses = q.uses + excluded.uses, last_used_at = now();
+    insert into document_retrievals as r (document_id, retrievals, last_retrieved_at)
+    select c.document_id, count(distinct h.question), now()
+    from unnest(p_hit_queries, p_hit_chunks) as h(question, chunk_id)
+    join chunks c on c.id = h.chunk_id
+    group by c.document_id
+    order by 1
+    on conflict (document_id) do update
+        set retrievals = r.retrievals + excluded.retrievals, last_retrieved_at = now();
+end
+$$;
+
+--
 -- Name: ragpg_record_query(integer, text, public.vector, bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1797,8 +2097,8 @@ begin
     end if;
     perform ragpg_grant_console_select(r.role_name, p_table)
     from ragpg_console_roles r where exists (select 1 from pg_roles where rolname = r.role_name);
-    if v_name = 'embedding_models' then
-        return;  -- model names and table names only: readable by every reader
+    if v_name in ('embedding_models', 'bm25_indexes') then
+        return;  -- model names, vault ids and table names only: readable by every reader
     end if;
     v_rule := case
         when v_name = 'vaults' then format('id = any(%s)', v_vaults)
@@ -1818,9 +2118,10 @@ begin
     execute format('drop policy if exists ragpg_scope on %s', p_table);
     execute format('create policy ragpg_scope on %s for select using (%s)', p_table, v_rule);
     execute format('drop policy if exists ragpg_reader_rows on %s', p_table);
-    if v_has_reader and v_rule = v_by_chunk then
+    if v_has_reader and v_rule = v_by_chunk and v_name not like 'ragpg\_bm25\_%' then
         -- The server's reader joins every posting and embedding to its chunk, whose policy decides; a
-        -- per-row subquery here would only slow its lexical leg.
+        -- per-row subquery here would only slow its lexical leg. (Not for a vault's bm25 index table:
+        -- it holds the chunk's text itself, so the chunk's own rule applies to every reader.)
         execute format('create policy ragpg_reader_rows on %s for select to ragpg_reader using (%s)', p_table,
                        case when v_name = 'bm25_postings' then format('vault_id = any(%s)', v_vaults) else 'true' end);
     end if;
@@ -2073,6 +2374,20 @@ CREATE TABLE public.bm25_deferred (
     vault_id bigint NOT NULL,
     after_chunk_id bigint NOT NULL,
     deferred_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: bm25_indexes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.bm25_indexes (
+    vault_id bigint NOT NULL,
+    table_name text NOT NULL,
+    index_name text NOT NULL,
+    text_search_config regconfig NOT NULL,
+    k1 double precision NOT NULL,
+    b double precision NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
 --
@@ -2404,6 +2719,27 @@ ALTER TABLE ONLY public.bm25_deferred
     ADD CONSTRAINT bm25_deferred_pkey PRIMARY KEY (vault_id);
 
 --
+-- Name: bm25_indexes bm25_indexes_index_name_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_indexes
+    ADD CONSTRAINT bm25_indexes_index_name_key UNIQUE (index_name);
+
+--
+-- Name: bm25_indexes bm25_indexes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_indexes
+    ADD CONSTRAINT bm25_indexes_pkey PRIMARY KEY (vault_id);
+
+--
+-- Name: bm25_indexes bm25_indexes_table_name_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_indexes
+    ADD CONSTRAINT bm25_indexes_table_name_key UNIQUE (table_name);
+
+--
 -- Name: bm25_postings bm25_postings_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2584,10 +2920,34 @@ CREATE INDEX document_retrievals_count_idx ON public.document_retrievals USING b
 CREATE INDEX documents_vault_folder_idx ON public.documents USING btree (vault_id, folder);
 
 --
+-- Name: bm25_indexes bm25_indexes_drop_table; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER bm25_indexes_drop_table AFTER DELETE ON public.bm25_indexes FOR EACH ROW EXECUTE FUNCTION public.ragpg_bm25_index_drop_table();
+
+--
 -- Name: chunks chunks_bm25_delete; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER chunks_bm25_delete AFTER DELETE ON public.chunks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ragpg_bm25_stats_sync();
+
+--
+-- Name: chunks chunks_bm25_index_delete; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER chunks_bm25_index_delete AFTER DELETE ON public.chunks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ragpg_bm25_index_sync();
+
+--
+-- Name: chunks chunks_bm25_index_insert; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER chunks_bm25_index_insert AFTER INSERT ON public.chunks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ragpg_bm25_index_sync();
+
+--
+-- Name: chunks chunks_bm25_index_update; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER chunks_bm25_index_update AFTER UPDATE ON public.chunks REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.ragpg_bm25_index_sync();
 
 --
 -- Name: chunks chunks_bm25_insert; Type: TRIGGER; Schema: public; Owner: -
@@ -2613,6 +2973,13 @@ CREATE TRIGGER chunks_tsvector BEFORE INSERT OR UPDATE ON public.chunks FOR EACH
 
 ALTER TABLE ONLY public.bm25_deferred
     ADD CONSTRAINT bm25_deferred_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
+
+--
+-- Name: bm25_indexes bm25_indexes_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_indexes
+    ADD CONSTRAINT bm25_indexes_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
 
 --
 -- Name: bm25_term_stats bm25_term_stats_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

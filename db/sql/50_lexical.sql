@@ -90,6 +90,13 @@ begin
         return;
     end if;
     v_filter := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 4);
+    if v_filter = '' and ragpg_lexical_backend(f.vaults, null, k1, b) = 'pg_textsearch' then
+        -- Every vault searched has a bm25 index (55_bm25_index.sql): it picks the candidates, the
+        -- postings score them (the same scores as below, for far fewer chunks).
+        return query select * from ragpg_lexical_scores_indexed(query_text, candidate_count, t.vault_ids, t.cfgs,
+                                                                t.lexemes, t.weights, t.avgdls, k1, b);
+        return;
+    end if;
     if v_filter = '' then
         -- The common case (no metadata filter; vaults are already in the term list): static SQL,
         -- so the plan is cached instead of being made again on every call. The terms arrive as

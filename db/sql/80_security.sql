@@ -73,18 +73,24 @@ begin
 end
 $$;
 
--- Every table a reader needs: the content tables and one embedding table per registered model.
+-- Every table a reader needs: the content tables, one embedding table per registered model and one
+-- bm25 index table per vault that has one.
 create or replace function ragpg_content_tables() returns setof regclass
 language sql stable
 set search_path = public, pg_catalog
 as $$
     -- to_regclass: a table a later revision adds is simply absent after a downgrade
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
-                                            'bm25_vault_stats', 'embedding_models', 'document_retrievals']) as t
+                                            'bm25_vault_stats', 'embedding_models', 'document_retrievals',
+                                            'bm25_indexes']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
     where to_regclass(quote_ident(embedding_table)) is not null
+    union all
+    -- each vault's bm25 index table (55_bm25_index.sql): chunk text, keyed on the chunk
+    select to_regclass(quote_ident(table_name)) from bm25_indexes
+    where to_regclass(quote_ident(table_name)) is not null
 $$;
 
 -- RLS and policies on one table, by what its rows are keyed on. Idempotent (re-applied after upgrades
@@ -106,8 +112,8 @@ begin
     end if;
     perform ragpg_grant_console_select(r.role_name, p_table)
     from ragpg_console_roles r where exists (select 1 from pg_roles where rolname = r.role_name);
-    if v_name = 'embedding_models' then
-        return;  -- model names and table names only: readable by every reader
+    if v_name in ('embedding_models', 'bm25_indexes') then
+        return;  -- model names, vault ids and table names only: readable by every reader
     end if;
     v_rule := case
         when v_name = 'vaults' then format('id = any(%s)', v_vaults)
@@ -127,9 +133,10 @@ begin
     execute format('drop policy if exists ragpg_scope on %s', p_table);
     execute format('create policy ragpg_scope on %s for select using (%s)', p_table, v_rule);
     execute format('drop policy if exists ragpg_reader_rows on %s', p_table);
-    if v_has_reader and v_rule = v_by_chunk then
+    if v_has_reader and v_rule = v_by_chunk and v_name not like 'ragpg\_bm25\_%' then
         -- The server's reader joins every posting and embedding to its chunk, whose policy decides; a
-        -- per-row subquery here would only slow its lexical leg.
+        -- per-row subquery here would only slow its lexical leg. (Not for a vault's bm25 index table:
+        -- it holds the chunk's text itself, so the chunk's own rule applies to every reader.)
         execute format('create policy ragpg_reader_rows on %s for select to ragpg_reader using (%s)', p_table,
                        case when v_name = 'bm25_postings' then format('vault_id = any(%s)', v_vaults) else 'true' end);
     end if;

@@ -33,7 +33,7 @@ as $$
     order by q.last_used_at desc, q.model_id
 $$;
 
--- Called once per question by rag (retrieve stage) and by `ragpg embed`: caches the question's
+-- Called by `ragpg embed` (retrieval records through ragpg_record_queries, below): caches the question's
 -- embedding for its model (when given) and counts one retrieval for each note among p_chunk_ids.
 -- SECURITY DEFINER so the server's scoped reader may record without reading the cache; execution is
 -- granted to the owner and ragpg_reader only (below).
@@ -66,6 +66,42 @@ begin
     end if;
 end
 $$;
+
+-- Many questions in one call: the query log's background writer (rag/store/query_log.py) sends what
+-- it has queued as one statement, with the same effect as one ragpg_record_query per question:
+-- question i is (p_model_ids[i], p_queries[i], p_embeddings[i]); hit j counts one retrieval of the
+-- note holding chunk p_hit_chunks[j] for question p_hit_queries[j] (a 1-based index into the
+-- questions). Repeats within the batch are added up first, since one insert ... on conflict may
+-- not touch a row twice, and rows are written in key order, so two server processes writing
+-- batches at once take their row locks in the same order (no deadlock).
+create or replace function ragpg_record_queries(p_model_ids integer[], p_queries text[], p_embeddings vector[],
+                                                p_hit_queries integer[], p_hit_chunks bigint[])
+returns void
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+begin
+    insert into query_embeddings as q (model_id, query_key, query_text, embedding, uses)
+    select distinct on (s.model_id, s.query_key) s.model_id, s.query_key, btrim(s.query_text), s.embedding,
+           count(*) over (partition by s.model_id, s.query_key)
+    from (select u.model_id, ragpg_query_key(u.query_text) as query_key, u.query_text, u.embedding, u.i
+          from unnest(p_model_ids, p_queries, p_embeddings) with ordinality as u(model_id, query_text, embedding, i)
+          where u.model_id is not null and u.embedding is not null and u.query_text ~ '[^[:space:]]') s
+    order by s.model_id, s.query_key, s.i desc  -- a question asked twice keeps its latest embedding
+    on conflict (model_id, query_key) do update
+        set embedding = excluded.embedding, uses = q.uses + excluded.uses, last_used_at = now();
+    insert into document_retrievals as r (document_id, retrievals, last_retrieved_at)
+    select c.document_id, count(distinct h.question), now()
+    from unnest(p_hit_queries, p_hit_chunks) as h(question, chunk_id)
+    join chunks c on c.id = h.chunk_id
+    group by c.document_id
+    order by 1
+    on conflict (document_id) do update
+        set retrievals = r.retrievals + excluded.retrievals, last_retrieved_at = now();
+end
+$$;
+-- Only the owner: the writer records on its own unscoped connection, never as a scoped reader.
+revoke all on function ragpg_record_queries(integer[], text[], vector[], integer[], bigint[]) from public;
 
 -- BM25 over the question text alone; `legs` says which searches ran ('lexical').
 create or replace function search_lexical(question text, match_count integer default 10, filter jsonb default '{}')

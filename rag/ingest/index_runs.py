@@ -262,6 +262,7 @@ class IndexRunner:
                 error = "; ".join(f"vault '{v.get('vault')}': {v['error']}" for v in failed)
                 self._fail(run_id, error[:MAX_ERROR_CHARS], progress)
             else:
+                self._settle_replica(progress)
                 self._write(run_id, status="succeeded", progress=progress, finished_at=_NOW)
         except Exception as exc:  # the run records any failure; the thread never dies silently
             log.warning("index run %s failed: %s", run_id, exc, exc_info=not isinstance(exc, RagError))
@@ -270,6 +271,23 @@ class IndexRunner:
         finally:
             with self._lock:
                 self._pending.discard(run_id)
+
+    def _settle_replica(self, progress: dict[str, Any]) -> None:
+        """Read your index run: with a read replica, the run is reported succeeded only once the replica
+        has replayed it (or db.replica_wait_s passed: then with a warning), so a client that polls for
+        success and then searches finds what was indexed (docs/scaling.md)."""
+        from rag.store.replica import lag_warning
+
+        try:
+            waited = self.runtime.wait_for_read_replica()
+        except RagError as exc:  # the run itself succeeded on the primary
+            log.warning("index run: %s", exc)
+            progress["replica"] = {"caught_up": False, "error": str(exc)}
+            return
+        if waited is not None:
+            progress["replica"] = waited.to_dict()
+            if not waited.caught_up:
+                log.warning("index run: %s", lag_warning(waited))
 
     def _fail(self, run_id: uuid.UUID, message: str, progress: dict[str, Any] | None = None) -> None:
         values: dict[str, Any] = {"status": "failed", "error": message, "finished_at": _NOW}

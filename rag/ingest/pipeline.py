@@ -35,6 +35,7 @@ from rag.ingest.parse import DATE_KEYS, UNKNOWN_CONFIDENTIALITY, parse_document
 from rag.ingest.report import IndexReport, SkipRecord, VaultReport, peak_rss_mb
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
+from rag.store import lexical_backend
 from rag.store.database import Connection
 from rag.store.locate import connect
 from rag.store.models import EmbeddingModelRef, get_model, register_model
@@ -169,6 +170,11 @@ class _VaultRun:
         store.restrict_documents(self.conn, self.vault.id, self.unparsed_edits, UNKNOWN_CONFIDENTIALITY)
         self.report.files_removed = store.delete_documents(self.conn, self.vault.id, self.deletable(stored, keep))
         self.backfill_embeddings()
+        # After the writes: a first run builds the vault's bm25 index once, from every chunk, instead
+        # of growing it a batch at a time; later runs find it kept in step by the chunk triggers.
+        r = self.settings.retrieval
+        self.report.lexical_backend = lexical_backend.choose_for_vault(
+            self.conn, self.vault.name, r.lexical_backend, r.bm25_k1, r.bm25_b)
         mark_indexed(self.conn, self.vault.id)
 
     def deletable(self, stored: dict[str, str], keep: set[str]) -> list[str]:

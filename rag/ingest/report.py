@@ -44,10 +44,11 @@ class VaultReport:
     seconds: float = 0.0
     error: str | None = None
     error_code: int = 0
+    lexical_backend: str | None = None  # rag.store.lexical_backend: sql or pg_textsearch, once the run finished
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "vault": self.vault, "files_seen": self.files_seen, "files_indexed": self.files_indexed,
+            "vault": self.vault, "lexical_backend": self.lexical_backend, "files_seen": self.files_seen, "files_indexed": self.files_indexed,
             "files_unchanged": self.files_unchanged, "files_skipped": len(self.skipped),
             "files_removed": self.files_removed, "files_failed_closed": self.files_failed_closed,
             "chunks_written": self.chunks_written,

@@ -70,7 +70,7 @@ def _names(values: Sequence[str] | str | None, what: str) -> list[str]:
 def retrieve_notes(rt: Runtime, ns: NotesSettings, question: str, sc: NotesScope) -> tuple[Retrieval, list[RankedChunk]]:
     """The shared retrieve and rank stages over a notes scope (what `ask` and `search` both rank)."""
     prof = sc.profile
-    with rt.connection(autocommit=True, scope=sc.caller) as conn:
+    with rt.connection(autocommit=True, scope=sc.caller, read=True) as conn:
         found = retrieve_stage(conn, rt, prof, question, sc.filter, mode=prof.mode, model=sc.model,
                                query_embedding=sc.query_embedding)
     return found, rank_candidates(found.candidates, prof, prior=sc.prior)
@@ -119,7 +119,7 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
         return answering.abstained("no_results")
     answering_started = time.perf_counter()
     sentences = answering.rank_answer_sentences(rt, ns, question, kept, sc.query_embedding)
-    with rt.connection(autocommit=True, scope=scope) as conn:
+    with rt.connection(autocommit=True, scope=scope, read=True) as conn:
         stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels())
     signals = collect_signals(ranked, stats, max((x.similarity for x in sentences), default=0.0),
                               top_passages=ns.abstain_top_passages)

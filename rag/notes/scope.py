@@ -126,7 +126,7 @@ def prepare_scope(rt: Runtime, ns: NotesSettings, question: str, vault_list: lis
                   match_count: int | None = None) -> NotesScope:
     """Resolve vaults and folders, build the filter and (when it weighs anything) the folder prior."""
     prof = notes_profile(rt, ns, match_count)
-    with rt.connection(autocommit=True, scope=scope) as conn:
+    with rt.connection(autocommit=True, scope=scope, read=True) as conn:
         names = resolve_vaults(conn, vault_list, scope)
         if base and "vault" in base:  # a vault named in the filter narrows the vaults searched
             wanted = filter_vault_names(base)
@@ -153,7 +153,7 @@ def prepare_scope(rt: Runtime, ns: NotesSettings, question: str, vault_list: lis
 def _select(rt: Runtime, ns: NotesSettings, question: str, folder_list: list[str], available: list[Folder],
             names: list[str], model: models.EmbeddingModelRef, embedding: Any, scope: Scope) -> FolderSelection:
     def centroids() -> list[tuple[str, str, float]]:
-        with rt.connection(autocommit=True, scope=scope) as conn:
+        with rt.connection(autocommit=True, scope=scope, read=True) as conn:
             rows = retrieve.match_folders(conn, model, embedding, vaults=names,
                                           match_count=min(max(len(available), 1), retrieve.SQL_MAX_MATCH_COUNT),
                                           settings=rt.settings.retrieval)

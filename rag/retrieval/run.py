@@ -44,6 +44,7 @@ class RetrievalRun:
     facets: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     margin: float | None = None  # best correction's set score minus base's, when a correction was judged
+    lexical_backend: str | None = None  # sql or pg_textsearch (rag.store.lexical_backend); None: no lexical leg
 
     @property
     def auto_triggered(self) -> bool:
@@ -61,7 +62,8 @@ class RetrievalRun:
             "share_above_threshold": weak.share_above_threshold if weak else None,
             "winner": self.winner, "reason": self.reason, "margin": self.margin, "passes": self.passes, "notes": self.notes,
             "llm_failures": self.llm_failures, "multi_query_ran": self.multi_query_ran, "facets": self.facets,
-            "insufficient": insufficient, "decision_signature": decision_signature(self.path()),
+            "insufficient": insufficient, "lexical_backend": self.lexical_backend,
+            "decision_signature": decision_signature(self.path()),
         }
 
 

@@ -20,11 +20,11 @@ import numpy as np
 from rag.errors import DatabaseError, InputError, NotFoundError
 from rag.retrieval import autorag
 from rag.retrieval.profiles import Profile
-from rag.retrieval.query_log import record_query
+from rag.retrieval.query_log import log_retrieval, record_query
 from rag.retrieval.routes import ROUTES
 from rag.retrieval.run import PassContext, RetrievalRun
 from rag.runtime import Runtime
-from rag.store import models
+from rag.store import lexical_backend, models
 from rag.types import Candidate
 
 
@@ -66,11 +66,14 @@ def retrieve_stage(conn: Any, rt: Runtime, prof: Profile, query: str, filter_: d
     elif query_embedding is None:
         query_embedding = rt.embedder.embed_query(query)
     run.timings_ms["embed_ms"] = ms_since(started)
+    if prof.retrieval != "vector":
+        s = rt.settings.retrieval
+        run.lexical_backend = lexical_backend.backend_for_search(conn, None, filter_, s.bm25_k1, s.bm25_b)
     ctx = PassContext(conn, rt, prof, model, filter_, query, query_embedding)
     candidates = _decide(ctx, run, started)
     s = rt.settings.retrieval
-    if s.query_log:  # the SQL console's query-embedding cache and most-retrieved notes
-        record_query(conn, model.id, query, query_embedding, candidates, s.query_log_top)
+    if s.query_log:  # the SQL console's query-embedding cache and most-retrieved notes, written in the background
+        log_retrieval(rt, model.id, query, query_embedding, candidates, s.query_log_top)
     return Retrieval(candidates, run, model, query_embedding)
 
 

@@ -1,8 +1,9 @@
 """The database: how to connect (`database`), where it is (`locate`: DATABASE_URL or the
 embedded server, `embedded`), the schema lifecycle (`migrate`: alembic revisions in rag.db, the
 SQL files re-applied after each upgrade), the outage guard of the pool (`outage`), one SQL call's
-transaction and error mapping (`calls`), and the small registries kept in tables: embedding
-models (`models`), vaults (`vaults`), API keys (`keys`).
+transaction and error mapping (`calls`), the small registries kept in tables: embedding
+models (`models`), vaults (`vaults`), API keys (`keys`), the query log's background writer
+(`query_log`), and the read replica's replay wait (`replica`).
 
 May import: the shared basics (`rag.config`, `rag.errors`, `rag.access`). Never a stage above it.
 """

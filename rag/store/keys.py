@@ -114,16 +114,24 @@ def find_key(conn: Connection, plaintext: str) -> ApiKey | None:
                            (hash_key(plaintext),)).fetchone()
 
 
-def authenticate(conn: Connection, plaintext: str | None) -> ApiKey:
-    """The active key matching `plaintext`, or AuthError (missing, unknown or revoked)."""
+def authenticate(conn: Connection, plaintext: str | None, *, touch_interval_s: float = 0.0) -> ApiKey:
+    """The active key matching `plaintext`, or AuthError (missing, unknown or revoked).
+
+    `last_used_at` moves when it is older than `touch_interval_s`: a key used by every request is
+    then read, not written, on all but one request per interval (no commit, no row lock that
+    concurrent requests with the same key queue on)."""
     if not plaintext:
         raise AuthError("missing API key (send it as 'Authorization: Bearer <key>')")
-    with conn.cursor(row_factory=class_row(ApiKey)) as cur:
-        row = cur.execute(
-            sql.SQL("update api_keys set last_used_at = now() where key_hash = %s and revoked_at is null"
-                    " returning {}").format(_COLUMNS), (hash_key(plaintext),)).fetchone()
+    row = conn.execute(
+        sql.SQL("select {}, last_used_at is null or last_used_at <= now() - make_interval(secs => %s) as stale "
+                "from api_keys where key_hash = %s and revoked_at is null").format(_COLUMNS),
+        (touch_interval_s, hash_key(plaintext))).fetchone()
+    if row is None:
+        if not conn.autocommit:
+            conn.rollback()
+        raise AuthError("invalid or revoked API key")
+    if row.pop("stale"):
+        conn.execute("update api_keys set last_used_at = now() where id = %s", (row["id"],))
     if not conn.autocommit:
         conn.commit()
-    if row is None:
-        raise AuthError("invalid or revoked API key")
-    return row
+    return ApiKey(**row)

@@ -40,7 +40,7 @@ async def get_chunk(vault: Annotated[str, Path(pattern=VAULT_NAME_PATTERN)],
     chunks.validate_source_path(source_path)  # traversal etc. → 400 before any database work
 
     def op(c: Call) -> dict[str, Any]:
-        with c.runtime.connection(scope=c.scope) as conn:
+        with c.runtime.connection(scope=c.scope, read=True) as conn:
             record = chunks.get_chunk(conn, vault, source_path, ordinal, scope=c.scope)
         return {**asdict(record), "ref": record.ref}
 

@@ -20,7 +20,7 @@ async def list_folders(vault: Annotated[str, Path(pattern=VAULT_NAME_PATTERN)], 
     """Folders holding indexed passages at or below the key's clearance; a vault outside the key is 403."""
 
     def op(c: Call) -> dict[str, Any]:
-        with c.runtime.connection(scope=c.scope) as conn:
+        with c.runtime.connection(scope=c.scope, read=True) as conn:
             return vault_outline(conn, vault, c.scope).to_dict()
 
     return await call(request, op, vaults=[vault], trace="folders")

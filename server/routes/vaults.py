@@ -20,7 +20,7 @@ async def list_vaults(request: Request) -> dict[str, Any]:
     """Only vaults inside the key's scope are listed."""
 
     def op(c: Call) -> dict[str, Any]:
-        with c.runtime.connection(scope=c.scope) as conn:
+        with c.runtime.connection(scope=c.scope, read=True) as conn:
             summaries = vault_store.list_vaults(conn, readable_levels=levels_up_to(c.scope.clearance))
         return {"vaults": [{"name": s.name, "documents": s.documents, "chunks": s.chunks,
                             "last_indexed_at": s.last_indexed_at}

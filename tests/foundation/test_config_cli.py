@@ -44,6 +44,7 @@ def test_show_names_each_source_and_masks_secrets(clean_env: Path, monkeypatch, 
                          '[profiles.mine]\nbase = "notes"\nw_freshness = 0.2\n')
     monkeypatch.setenv("RAGPG_EMBEDDING__MODEL", "hash")
     monkeypatch.setenv("DATABASE_URL", "postgresql://ragpg:hunter2@db.example:5432/ragpg")
+    monkeypatch.setenv("RAGPG_READ_DATABASE_URL", "postgresql://ragpg:hunter3@replica.example:5432/ragpg")
     monkeypatch.setenv("RAGPG_SERVER", '{"port": 9000}')
     code, out, err = run(capsys, "--config", str(clean_env), "config", "show", "--json")
     assert code == 0, err
@@ -57,8 +58,10 @@ def test_show_names_each_source_and_masks_secrets(clean_env: Path, monkeypatch, 
     assert rows["chunking.soft_bytes"]["source"] == "default"
     assert rows["llm.api_key"]["value"] == MASK and rows["llm.api_key"]["source"] == "config file"
     assert rows["database_url"]["value"] == f"postgresql://ragpg:{MASK}@db.example:5432/ragpg"
+    assert rows["read_database_url"] == {"name": "read_database_url", "source": "env RAGPG_READ_DATABASE_URL",
+                                         "value": f"postgresql://ragpg:{MASK}@replica.example:5432/ragpg"}
     assert rows["profiles.mine"]["value"] == {"base": "notes", "w_freshness": 0.2}
-    assert "hunter2" not in out and "sk-from-file-123" not in out
+    assert "hunter2" not in out and "hunter3" not in out and "sk-from-file-123" not in out
     code, human, _ = run(capsys, "--config", str(clean_env), "config", "show", "--changed")
     assert code == 0 and "hunter2" not in human and "sk-from-file" not in human
     assert "embedding.model" in human and "[env RAGPG_EMBEDDING__MODEL]" in human

