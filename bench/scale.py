@@ -1,6 +1,6 @@
 """Scale: bulk load, index builds and search latency/recall on synthetic corpora of 100k to 1M chunks.
 
-    python bench/scale.py --sizes 100000            # ~10 min on 2 cores
+    python bench/scale.py --sizes 100000            # ~3 min on 2 cores (1M: ~25 min, 15 GB under /tmp)
     nice -n 10 python bench/scale.py --sizes 1000000
     python bench/scale.py --sizes 10000 --queries 50 --filtered-queries 20 --context-queries 10   # quick
 
