@@ -1,6 +1,6 @@
 """Scale: bulk load, index builds and search latency/recall on synthetic corpora of 100k to 1M chunks.
 
-    python bench/scale.py --sizes 100000            # ~10 min on 2 cores
+    python bench/scale.py --sizes 100000            # ~3 min on 2 cores (1M: ~25 min, 15 GB under /tmp)
     nice -n 10 python bench/scale.py --sizes 1000000
     python bench/scale.py --sizes 10000 --queries 50 --filtered-queries 20 --context-queries 10   # quick
 
@@ -62,7 +62,7 @@ from scale_measure import (  # noqa: E402
     timed_ms,
 )
 
-from rag.config import load_settings  # noqa: E402
+from rag.config import RetrievalSettings, load_settings  # noqa: E402
 from rag.ingest import bulk, store  # noqa: E402
 from rag.store import lexical_backend, migrate  # noqa: E402
 from rag.store.database import open_connection  # noqa: E402
@@ -217,7 +217,7 @@ def filtered(s: Searcher, name: str, texts: list[str], qvecs: np.ndarray, ids: n
         got_bare, t_bare = s.bare_ids(qv, corpus_mod.BARE_FILTERS[name])
         got_vec, t_vec = s.ids(s.vector, (qv, f))
         got_lex, t_lex = s.ids(s.lexical, (text, f))
-        got_hyb, t_hyb = s.ids(s.hybrid, (text, qv, f, 2000))
+        got_hyb, t_hyb = s.ids(s.hybrid, (text, qv, f, RetrievalSettings().exact_scan_max_rows))
         ref_hyb, _ = s.ids(s.hybrid, (text, qv, f, EXACT))
         for key, got, ms in (("bare", got_bare, t_bare), ("vector", got_vec, t_vec), ("lexical", got_lex, t_lex),
                              ("hybrid", got_hyb, t_hyb)):
@@ -230,6 +230,27 @@ def filtered(s: Searcher, name: str, texts: list[str], qvecs: np.ndarray, ids: n
             "latency_ms": {k: percentiles(v) for k, v in lat.items()},
             "full_k_fraction": {k: round(v / len(texts), 4) for k, v in full.items()},
             "recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()}}
+
+
+def passage_recall(s: Searcher, qvecs: np.ndarray, ids: np.ndarray, truth: dict[str, list[np.ndarray]]
+                   ) -> dict[str, Any]:
+    """Recall@10 of the vector leg for passage queries (a corpus sentence: real-embedding-like
+    neighbourhoods, where BEIR questions under the hash embedder have near-ties), per filter."""
+    out: dict[str, Any] = {}
+    for name, rows in truth.items():
+        f = Jsonb(corpus_mod.FILTERS.get(name, {}))
+        rec: dict[str, list[float]] = {"bare": [], "vector": []}
+        lat: list[float] = []
+        for i, qv in enumerate(qvecs):
+            exact = [int(ids[r]) for r in rows[i]]
+            got_bare, _ = s.bare_ids(qv, corpus_mod.BARE_FILTERS.get(name))
+            got_vec, ms = s.ids(s.vector, (qv, f))
+            lat.append(ms)
+            rec["bare"].append(recall(got_bare, exact))
+            rec["vector"].append(recall(got_vec, exact))
+        out[name] = {"recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()},
+                     "vector_latency_ms": percentiles(lat)}
+    return out
 
 
 def context_pass(url: str, texts: list[str]) -> dict[str, Any]:
@@ -290,9 +311,11 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
         conn.execute("vacuum analyze")
         out["sizes_bytes"] = relation_sizes(conn, model.embedding_table)
         out["lexical_backend"] = lexical_backends(conn)
+        # Chunk ids in corpus order (source paths end in doc<number>.md), whatever order they were written in.
         ids = np.array([r["id"] for r in conn.execute(
             "select c.id from chunks c join documents d on d.id = c.document_id where c.vault_id = %s "
-            "order by d.id, c.ordinal", (vault.id,))], dtype=np.int64)
+            "order by substring(d.source_path from 'doc([0-9]+)[.]md$')::integer, c.ordinal", (vault.id,))],
+            dtype=np.int64)
         assert len(ids) == corpus.n_chunks
 
         print(f"[{label(n)}] exact top-{K} in numpy ...", flush=True)
@@ -307,6 +330,11 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
                 print(f"[{label(n)}] filtered: {name} ...", flush=True)
                 out["filtered"][name] = filtered(searcher, name, texts[:fq], qvecs[:fq], ids, truth[name][:fq],
                                                  int(masks[name].sum()))
+            print(f"[{label(n)}] passage queries ...", flush=True)
+            ptexts, pvecs = corpus_mod.passage_queries(fq, args.seed)
+            ptruth = corpus_mod.exact_top_k(corpus, pvecs, K,
+                                            {"none": None, **{k: masks[k] for k in corpus_mod.FILTERS}})
+            out["passage_queries"] = passage_recall(searcher, pvecs, ids, ptruth)
             if args.context_queries:
                 print(f"[{label(n)}] compute_context ...", flush=True)
                 out["compute_context"] = context_pass(url, texts[:args.context_queries + 5])
@@ -350,6 +378,10 @@ def table(results: list[dict[str, Any]]) -> str:
                          f"{cc['whole_call_ms']['p50']:.2f} ms (bare <=> p50 {bare:.2f} ms)")
         lines.append(f"HNSW recall@10: match_native {u['recall_at_10']['vector']:.3f}, bare (ef 40) "
                      f"{u['recall_at_10']['bare']:.3f}; lexical backend: {r['lexical_backend']}")
+        if "passage_queries" in r:
+            lines.append("passage queries, vector recall@10 (match_native / bare): " + ", ".join(
+                f"{k} {v['recall_at_10']['vector']:.3f}/{v['recall_at_10']['bare']:.3f}"
+                for k, v in r["passage_queries"].items()))
     return "\n".join(lines)
 
 
@@ -364,15 +396,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--filtered-queries", type=int, default=50, help="queries per filter")
     p.add_argument("--context-queries", type=int, default=50, help="compute_context calls (0: skip)")
     p.add_argument("--server-setting", action="append", default=[], metavar="NAME=VALUE",
-                   help="postgresql.conf setting for the throwaway server (ALTER SYSTEM + restart); repeatable")
+                   help="postgresql.conf setting for the throwaway server (ALTER SYSTEM + restart; the embedded "
+                        "server's own command-line memory settings win over it); repeatable")
     p.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results")
     args = p.parse_args(argv)
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
-        started = time.perf_counter()
+        started, load_before = time.perf_counter(), os.getloadavg()
         result = run_size(n, args)
         result["meta"] = {"command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]),
-                          "seconds": round(time.perf_counter() - started, 1), "load_average": os.getloadavg(),
+                          "seconds": round(time.perf_counter() - started, 1),
+                          "load_average_start": load_before, "load_average_end": os.getloadavg(),
                           "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
         args.out_dir.mkdir(parents=True, exist_ok=True)
         path = args.out_dir / f"scale-{label(n)}.json"

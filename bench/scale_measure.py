@@ -123,8 +123,8 @@ def machine(conn: psycopg.Connection) -> dict[str, Any]:
             cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), "")
     except OSError:
         pass
-    settings = {r["name"]: r["setting"] + (r["unit"] or "") for r in conn.execute(
-        "select name, setting, unit from pg_settings where name = any(%s)", (list(SERVER_SETTINGS),))}
+    settings = {r["name"]: r["value"] for r in conn.execute(
+        "select name, current_setting(name) as value from pg_settings where name = any(%s)", (list(SERVER_SETTINGS),))}
     return {
         "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "memory_available_gib_at_start": round(psutil.virtual_memory().available / 2**30, 1),

@@ -6,8 +6,8 @@
 -- the primary key and in ~6.5 s without it, plus 4.4 s to build it. As for HNSW indexes (10_embedding_models.sql), the definitions are
 -- code, here, the same as the migrations' (0001, 0009; a test compares them), never read back from
 -- a table. Kept during a load: the primary key, unique (document_id, ordinal), chunks_vault_idx
--- (the BM25 restore reads the vault's chunks by it) and the partial chunks_folder_array_idx (empty
--- unless folders are arrays).
+-- (the BM25 restore reads the vault's chunks by it) and the partial chunks_folder_array_idx and
+-- chunks_date_array_idx (empty unless folders or dates are arrays).
 
 create or replace function ragpg_create_chunk_indexes() returns integer
 language plpgsql volatile
@@ -26,6 +26,10 @@ begin
     end if;
     if to_regclass('chunks_folder_idx') is null then
         create index chunks_folder_idx on chunks ((metadata ->> 'folder') text_pattern_ops);
+        v_missing := v_missing + 1;
+    end if;
+    if to_regclass('chunks_date_idx') is null then
+        create index chunks_date_idx on chunks (((metadata ->> 'date') collate "C"));
         v_missing := v_missing + 1;
     end if;
     if to_regclass('bm25_postings_pkey') is null then
@@ -48,7 +52,7 @@ declare
     v_name text;
     v_index regclass;
 begin
-    foreach v_name in array array['chunks_tsv_idx', 'chunks_metadata_idx', 'chunks_folder_idx',
+    foreach v_name in array array['chunks_tsv_idx', 'chunks_metadata_idx', 'chunks_folder_idx', 'chunks_date_idx',
                                   'bm25_postings_pkey'] loop
         v_index := to_regclass(v_name);
         continue when v_index is null;

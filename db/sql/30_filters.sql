@@ -320,10 +320,20 @@ begin
             from ragpg_filter_compile_field(v_val, '$.' || ragpg_jsonpath_key(v_key), v_key, p_depth + 1, vars);
             vars := v_part.vars;
             v_parts := v_parts || v_part.expr;
-            -- A folder prefix at the top level holds for every matching row: ragpg_filter_sql adds
-            -- it as an indexed condition beside the predicate (which stays the rule).
+            -- A folder prefix or a date bound at the top level holds for every matching row:
+            -- ragpg_filter_sql adds it as an indexed condition beside the predicate (which stays
+            -- the rule). String bounds only: jsonpath compares strings by code point, as collate "C".
             if p_top and v_key = 'folder' and jsonb_typeof(v_val -> '$prefix') = 'string' then
                 vars := vars || jsonb_build_object('folder_prefix', v_val -> '$prefix');
+            end if;
+            if p_top and v_key = 'date' and jsonb_typeof(v_val) = 'object' then
+                vars := vars || jsonb_strip_nulls(jsonb_build_object(
+                    'date_from', (select e.value from jsonb_each(v_val) e
+                                  where e.key in ('$gte', '$gt', '$eq') and jsonb_typeof(e.value) = 'string'
+                                  order by e.value desc limit 1),
+                    'date_to', (select e.value from jsonb_each(v_val) e
+                                where e.key in ('$lte', '$lt', '$eq') and jsonb_typeof(e.value) = 'string'
+                                order by e.value limit 1)));
             end if;
         end if;
     end loop;
@@ -377,8 +387,10 @@ $$;
 -- turns into a btree range: jsonb_path_match alone reads every row's metadata. The jsonpath also
 -- matches a folder that is an array with an element having the prefix, hence the `array` arm
 -- (chunks_folder_array_idx, normally empty). Both arms are implied by the predicate, which still
--- applies: same rows, found through the index. EXECUTE ... USING plans with the parameter values,
--- so without a folder prefix `(... is null)` folds to true and the condition disappears.
+-- applies: same rows, found through the index. Top-level string bounds on `date` (date_from,
+-- date_to) work the same way through chunks_date_idx (collate "C") and chunks_date_array_idx.
+-- EXECUTE ... USING plans with the parameter values, so a bound that is absent folds
+-- `(... is null)` to true and its condition disappears.
 create or replace function ragpg_filter_sql(p_alias text, p_column text, p_containment jsonb, p_predicate jsonpath,
                                  p_first_param integer)
 returns text
@@ -391,7 +403,13 @@ return concat(
          then format(' and jsonb_path_match(%I.%I, $%s, $%s)', p_alias, p_column, p_first_param + 1, p_first_param + 2)
               || format(' and ((%1$I.%2$I ->> ''folder'') ^@ ($%3$s ->> ''folder_prefix'')'
                         ' or ($%3$s ->> ''folder_prefix'') is null'
-                        ' or jsonb_typeof(%1$I.%2$I -> ''folder'') = ''array'')',
+                        ' or jsonb_typeof(%1$I.%2$I -> ''folder'') = ''array'')'
+                        ' and ((%1$I.%2$I ->> ''date'') collate "C" >= ($%3$s ->> ''date_from'')'
+                        ' or ($%3$s ->> ''date_from'') is null'
+                        ' or jsonb_typeof(%1$I.%2$I -> ''date'') = ''array'')'
+                        ' and ((%1$I.%2$I ->> ''date'') collate "C" <= ($%3$s ->> ''date_to'')'
+                        ' or ($%3$s ->> ''date_to'') is null'
+                        ' or jsonb_typeof(%1$I.%2$I -> ''date'') = ''array'')',
                         p_alias, p_column, p_first_param + 2)
     end);
 

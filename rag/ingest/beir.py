@@ -45,17 +45,44 @@ class CorpusProblem:
 
 
 @dataclass(frozen=True)
+class BeirEntryRef:
+    """Where a loadable entry's line is in corpus.jsonl. The corpus is checked once up front and each
+    entry read again when its turn comes, so an index run never holds the whole corpus (a 200k-entry
+    corpus kept in memory took the client to 1.06 GB)."""
+
+    doc_id: str
+    offset: int
+    length: int
+    line_no: int
+
+
+@dataclass(frozen=True)
 class BeirCorpus:
-    entries: list[BeirEntry]
+    path: Path
+    entries: list[BeirEntryRef]
     problems: list[CorpusProblem]
+
+    def read(self, ref: BeirEntryRef) -> bytes:
+        """The entry's line (without its newline)."""
+        with self.path.open("rb") as fh:
+            fh.seek(ref.offset)
+            return fh.read(ref.length).rstrip(b"\r\n")
+
+    def entry(self, ref: BeirEntryRef, raw: bytes) -> BeirEntry:
+        """The entry parsed from `raw` (what `read` returned); ValueError when the file changed since."""
+        entry = _parse_entry(raw, ref.line_no, [])
+        if entry is None or entry.doc_id != ref.doc_id:
+            raise ValueError(f"{CORPUS_FILE} changed during the run (line {ref.line_no} no longer holds this entry)")
+        return entry
 
 
 def read_corpus(root: Path, *, max_document_bytes: int) -> BeirCorpus:
     """Every loadable entry of `root/corpus.jsonl` (first of duplicate ids wins) and the rest, named."""
     path = root / CORPUS_FILE
-    entries: dict[str, BeirEntry] = {}
+    entries: dict[str, BeirEntryRef] = {}
     problems: list[CorpusProblem] = []
-    for line_no, raw in _lines(path):
+    for line_no, offset, line in _lines(path):
+        raw = line.rstrip(b"\r\n")
         if not raw.strip():
             continue
         if len(raw) > max_document_bytes:
@@ -68,15 +95,18 @@ def read_corpus(root: Path, *, max_document_bytes: int) -> BeirCorpus:
         if entry.doc_id in entries:
             problems.append(CorpusProblem(entry.doc_id, "duplicate_id", f"line {line_no} repeats an earlier _id"))
             continue
-        entries[entry.doc_id] = entry
-    return BeirCorpus(list(entries.values()), problems)
+        entries[entry.doc_id] = BeirEntryRef(entry.doc_id, offset, len(line), line_no)
+    return BeirCorpus(path, list(entries.values()), problems)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, line with its newline)."""
     try:
         with path.open("rb") as fh:
+            offset = 0
             for line_no, line in enumerate(fh, start=1):
-                yield line_no, line.rstrip(b"\r\n")
+                yield line_no, offset, line
+                offset += len(line)
     except FileNotFoundError:
         raise NotFoundError(f"BEIR corpus not found: {path}") from None
     except OSError as exc:

@@ -145,7 +145,7 @@ def load_documents(conn: Connection, vault: Vault, model: EmbeddingModelRef,
         raise ValueError("load_documents needs an autocommit connection")
     report = LoadReport()
     started = time.perf_counter()
-    before = _row_estimate(conn, model.embedding_table)
+    before = row_estimate(conn, model.embedding_table)
     with store.vault_lock(conn, vault.id):
         Deferral.finish_leftovers(conn, vault.id)
         deferral = Deferral(conn, vault.id, model, settings)
@@ -174,7 +174,8 @@ def load_documents(conn: Connection, vault: Vault, model: EmbeddingModelRef,
     return report
 
 
-def _row_estimate(conn: Connection, table: str) -> int:
+def row_estimate(conn: Connection, table: str) -> int:
+    """Rows of `table` as the planner last counted them (0 before any VACUUM or ANALYZE)."""
     row = conn.execute("select greatest(reltuples, 0)::bigint as n from pg_class where oid = to_regclass(%s)",
                        (table,)).fetchone()
     return int(row["n"]) if row else 0

@@ -28,7 +28,7 @@ import psycopg
 from rag.config import Settings
 from rag.embed import Embedder, get_embedder
 from rag.errors import EmbeddingError, RagError
-from rag.ingest import beir, hnsw, presence, store
+from rag.ingest import beir, bulk, presence, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
 from rag.ingest.hnsw import BulkLoadPolicy
 from rag.ingest.parse import DATE_KEYS, UNKNOWN_CONFIDENTIALITY, parse_document
@@ -141,7 +141,7 @@ class _VaultRun:
         ingest = settings.ingest
         self.bulk = BulkLoadPolicy(ingest.bulk_load_min_vectors, ingest.bulk_load_min_fraction)
         self.new_documents = 0  # documents not stored yet: each will add at least one vector, most do
-        self.deferral_decided = self.index_deferred = False
+        self.deferral: bulk.Deferral | None = None  # decided by the first write
 
     def execute(self) -> None:
         if self.vault.kind != "beir":  # deletions later need the very root the walk listed
@@ -154,7 +154,7 @@ class _VaultRun:
         self.progress.begin_vault(self.vault.name, len(sources))
         stored = store.stored_versions(self.conn, self.vault.id)
         keep = {s.path for s in skipped if s.reason in KEEP_ON_SKIP}
-        hnsw.restore_deferred(self.conn)  # indexes a killed run left dropped
+        bulk.Deferral.finish_leftovers(self.conn, self.vault.id)  # what a killed run or load left deferred
         self.new_documents = sum(1 for s in sources if s.path not in stored)
         try:
             # While the writer thread owns the connection, this thread reads, parses and embeds.
@@ -164,8 +164,9 @@ class _VaultRun:
                         keep.add(source.path)
                 self.flush()
         finally:
-            if self.index_deferred:
-                hnsw.restore_deferred(self.conn, self.model.embedding_table)
+            if self.deferral is not None:
+                vectors = bulk.row_estimate(self.conn, self.model.embedding_table) + self.report.chunks_written
+                self.deferral.finish(vectors, {})
         store.restrict_documents(self.conn, self.vault.id, self.unparsed_edits, UNKNOWN_CONFIDENTIALITY)
         self.report.files_removed = store.delete_documents(self.conn, self.vault.id, self.deletable(stored, keep))
         self.backfill_embeddings()
@@ -234,15 +235,17 @@ class _VaultRun:
     def write(self, docs: list[store.PreparedDocument]) -> None:
         """Runs on the writer thread: one transaction for the batch.
 
-        The first write decides for the whole run whether the model's HNSW index is built once at
-        the end (`hnsw.defer_indexes`), counting the documents still to come: a first load of
-        many one-chunk documents is a bulk load even though each batch is small."""
-        if not self.deferral_decided:
-            self.deferral_decided = True
+        The first write decides for the whole run what is built once at the end instead of batch by
+        batch (`bulk.Deferral`: the model's HNSW index, the chunks' secondary indexes, the vault's
+        BM25 bookkeeping), counting the documents still to come: a first load of many one-chunk
+        documents is a bulk load even though each batch is small. Until the end of such a run its
+        new chunks are found by vector search only."""
+        if self.deferral is None:
             expected = max(sum(len(d.chunks) for d in docs), self.new_documents)
-            self.index_deferred = hnsw.defer_indexes(self.conn, self.model.embedding_table, self.bulk, expected)
+            self.deferral = bulk.Deferral(self.conn, self.vault.id, self.model, self.settings.ingest)
+            self.deferral.start(expected)
         written = store.write_documents(self.conn, self.vault.id, self.vault.text_search_config, docs, self.model,
-                                        None if self.index_deferred else self.bulk)
+                                        None if self.deferral.hnsw else self.bulk)
         self.report.files_indexed += len(docs)
         self.report.chunks_written += written
         self.progress.files_done(len(docs))
@@ -356,11 +359,11 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
 def _beir_sources(vault: Vault, settings: Settings) -> tuple[list[Source], list[SkipRecord]]:
     corpus = beir.read_corpus(vault.root, max_document_bytes=settings.ingest.max_document_bytes)
     skipped = [SkipRecord(p.where, p.reason, p.detail) for p in corpus.problems]
-    return [_entry_source(e, vault, settings) for e in corpus.entries], skipped
+    return [_entry_source(corpus, ref, vault, settings) for ref in corpus.entries], skipped
 
 
-def _entry_source(entry: beir.BeirEntry, vault: Vault, settings: Settings) -> Source:
+def _entry_source(corpus: beir.BeirCorpus, ref: beir.BeirEntryRef, vault: Vault, settings: Settings) -> Source:
     def prepare(data: bytes, version: str) -> tuple[store.PreparedDocument, list[str]]:
-        return beir.prepare_entry(entry, vault.name, version, settings.chunking)
+        return beir.prepare_entry(corpus.entry(ref, data), vault.name, version, settings.chunking)
 
-    return Source(entry.doc_id, lambda: entry.raw, prepare)
+    return Source(ref.doc_id, lambda: corpus.read(ref), prepare)

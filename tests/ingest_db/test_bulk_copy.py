@@ -17,6 +17,7 @@ from rag.ingest import build_memory, bulk, store
 from rag.ingest.store import PreparedChunk, PreparedDocument
 from rag.store.models import EmbeddingModelRef, register_model
 from rag.store.vaults import NewVault, Vault, add_vault, get_vault
+from tests.ingest_db.helpers import add, index, with_settings, write_files
 
 WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda river mountain cloud stone "
          "running runner runs ran quickly slowly bright dark tree forest ocean wave signal noise").split()
@@ -192,3 +193,32 @@ def test_vectors_must_match_chunks(aconn, setup) -> None:
     with pytest.raises(ValueError, match="need as many vectors"):
         bulk.copy_batch(aconn, bulky, model, [doc])
     assert aconn.execute("select count(*) as n from documents").fetchone()["n"] == 0
+
+
+def test_a_first_index_run_defers_bm25_and_ends_like_one_that_does_not(aconn, settings, tmp_path,
+                                                                        monkeypatch) -> None:
+    notes = {f"n{i:03d}.md": f"# Note {i}\n\nabout topic {i % 7} running {i}\n\n## Part\n\nmore words {i * 3}\n"
+             for i in range(150)}
+    for name in ("deferred", "direct"):
+        add(aconn, name, write_files(tmp_path / name, notes))
+    deferring = with_settings(settings, ingest={"bulk_load_min_vectors": 10, "upsert_batch_documents": 16})
+    direct = with_settings(settings, ingest={"bulk_load_min_vectors": 10**9, "upsert_batch_documents": 16})
+    seen: list[bool] = []
+    original = bulk.Deferral.start
+
+    def spy(self: bulk.Deferral, expected: int | None) -> None:
+        original(self, expected)
+        seen.append(self.bm25)
+
+    monkeypatch.setattr(bulk.Deferral, "start", spy)
+    assert index(deferring, "deferred").vaults[0].chunks_written == 300
+    assert index(direct, "direct").vaults[0].chunks_written == 300
+    assert seen == [True, False]
+    assert bm25_state(aconn, "deferred")["postings"] and bm25_state(aconn, "deferred") == bm25_state(aconn, "direct")
+    assert aconn.execute("select count(*) as n from bm25_deferred").fetchone()["n"] == 0
+    # An incremental run of the same edits on both: nothing deferred (the vault dwarfs the change), same state.
+    for name in ("deferred", "direct"):
+        write_files(tmp_path / name, {"n001.md": "# Note 1\n\nrewritten entirely\n", "new.md": "# New\n\nfresh words\n"})
+        (tmp_path / name / "n002.md").unlink()
+        assert index(deferring, name).vaults[0].files_indexed == 2
+    assert bm25_state(aconn, "deferred") == bm25_state(aconn, "direct")

@@ -49,9 +49,10 @@ def planned(pg_server) -> Iterator[Planned]:
         conn.execute(
             "insert into chunks (document_id, vault_id, ordinal, content, metadata)"
             " select d.id, d.vault_id, g, 'chunk ' || g, jsonb_build_object('vault', 'v', 'folder', d.folder,"
+            "   'date', to_char(date '2020-01-01' + (d.id * %s + g)::integer, 'YYYY-MM-DD'),"
             "   'tags', case when (d.id * 7 + g) %% 100 = 0 then '[\"rare\"]'::jsonb"
             "                when (d.id + g) %% 2 = 0 then '[\"half\"]'::jsonb else '[]'::jsonb end)"
-            " from documents d cross join generate_series(0, %s - 1) g", (PER_DOC,))
+            " from documents d cross join generate_series(0, %s - 1) g", (PER_DOC, PER_DOC))
         rows = conn.execute("select id from chunks order by id").fetchall()
         vectors = dict(zip((r["id"] for r in rows), random_unit_vectors(np.random.default_rng(5), len(rows), DIMS),
                            strict=True))
@@ -128,6 +129,31 @@ def test_a_broad_filter_on_the_index_path_still_returns_the_exact_top_k(planned:
         conn.close()
 
 
+@pytest.mark.parametrize(("exact_max", "path"), [(30, "exact"), (2, "index")])
+def test_a_filter_narrower_than_the_deepest_index_search_is_scanned_exactly(planned: Planned, exact_max: int,
+                                                                           path: str) -> None:
+    """60 matching rows (1%; the block sample estimates 0.78%, ~47 rows) need ef_search 100/0.0078,
+    ~13 times pgvector's cap of 1000: the exact bound grows ~13-fold, so 30 admits them (exact) and 2
+    does not (~26 rows: HNSW). Seq scans and sorts off: the path is the function's choice, not the
+    planner's."""
+    conn = open_connection(planned.conn.info.dsn, autocommit=False)
+    try:
+        plans = _plans(conn)
+        conn.execute("set enable_seqscan = off")
+        conn.execute("set enable_sort = off")
+        query = queries(1, seed=17)[0]
+        found = retrieve.match_vector(conn, planned.model, query, match_count=10, similarity_threshold=-1,
+                                      filter=SELECTIVE, exact_scan_max_rows=exact_max)
+        exact_ran = any("cosine_distance(e.embedding" in p for p in plans)
+        index_ran = any(f"{planned.model.embedding_table}_hnsw_idx" in p and "array_agg" in p for p in plans)
+        assert (exact_ran, index_ran) == ((True, False) if path == "exact" else (False, True))
+        if path == "exact":
+            assert [r.chunk_id for r in found] == exact_top(planned, query, SELECTIVE)
+        assert len(found) == 10
+    finally:
+        conn.close()
+
+
 def test_the_folder_prefix_is_found_through_its_index(planned: Planned) -> None:
     conn = open_connection(planned.conn.info.dsn, autocommit=True)
     try:
@@ -142,6 +168,24 @@ def test_the_folder_prefix_is_found_through_its_index(planned: Planned) -> None:
         retrieve.match_vector(conn, planned.model, queries(1, seed=9)[0], match_count=10, filter={"tags": ["rare"]})
         counted = [p for p in plans if "select count(*) from (select 1 from chunks c" in p]
         assert counted and "chunks_folder" not in counted[0], counted
+    finally:
+        conn.close()
+
+
+def test_a_date_range_is_found_through_its_index_with_the_same_rows(planned: Planned) -> None:
+    conn = open_connection(planned.conn.info.dsn, autocommit=True)
+    recent = {"date": {"$gte": "2036-01-01"}}  # the last ~1.4% of 6000 consecutive days
+    window = {"date": {"$gt": "2025-01-01", "$lte": "2025-03-01"}, "tags": ["half"]}
+    try:
+        plans = _plans(conn)
+        for keep in (recent, window):
+            plans.clear()
+            query = queries(1, seed=13)[0]
+            found = retrieve.match_vector(conn, planned.model, query, match_count=10, similarity_threshold=-1,
+                                          filter=keep)
+            counted = [p for p in plans if "select count(*) from (select 1 from chunks c" in p]
+            assert counted and "Index Scan on chunks_date_idx" in counted[0], counted
+            assert [r.chunk_id for r in found] == exact_top(planned, query, keep)
     finally:
         conn.close()
 
