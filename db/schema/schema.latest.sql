@@ -64,6 +64,48 @@ end
 $_$;
 
 --
+-- Name: ragpg_bm25_filtered_depth(jsonb, jsonpath, jsonb, text[], integer, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_filtered_depth(p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], candidate_count integer, k1 double precision, b double precision) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+declare
+    v_share float8;
+    v_depth float8;
+begin
+    if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch' then
+        return null;
+    end if;
+    -- the metadata part only: each vault's index is read on its own
+    v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5),
+                                     p_containment, p_predicate, p_vars, null, null, 0);
+    v_depth := ceil(candidate_count * ragpg_bm25_filtered_depth_factor() / v_share) + ragpg_bm25_index_extra_candidates();
+    if v_depth > ragpg_bm25_filtered_max_depth() then
+        return null;
+    end if;
+    return v_depth::integer;
+end
+$$;
+
+--
+-- Name: ragpg_bm25_filtered_depth_factor(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_filtered_depth_factor() RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 1.5;
+
+--
+-- Name: ragpg_bm25_filtered_max_depth(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_filtered_max_depth() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 10000;
+
+--
 -- Name: ragpg_bm25_index_available(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1376,10 +1418,10 @@ CREATE FUNCTION public.ragpg_level_rank(p_level text) RETURNS integer
     RETURN array_position(ARRAY['public'::text, 'internal'::text, 'confidential'::text, 'restricted'::text], p_level);
 
 --
--- Name: ragpg_lexical_backend(text[], jsonb, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_lexical_backend(text[], jsonb, double precision, double precision, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_lexical_backend(vault_names text[], filter jsonb, k1 double precision, b double precision) RETURNS text
+CREATE FUNCTION public.ragpg_lexical_backend(vault_names text[], filter jsonb, k1 double precision, b double precision, candidate_count integer DEFAULT 60) RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path TO 'public', 'pg_catalog'
     AS $$
@@ -1390,10 +1432,14 @@ begin
         return 'sql';
     end if;
     select * into f from ragpg_compile_filter(coalesce(filter, '{}'));
-    if f.containment <> '{}'::jsonb or f.predicate is not null then
-        return 'sql';
-    end if;
     vault_names := coalesce(f.vaults, vault_names);
+    if f.containment <> '{}'::jsonb or f.predicate is not null then
+        -- the index read deeper when the filter keeps enough chunks (56_bm25_filtered.sql; should it
+        -- not prove a search's answer, that search still takes the SQL BM25)
+        return case when ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, vault_names,
+                                                   candidate_count, k1, b) is not null
+                    then 'pg_textsearch' else 'sql' end;
+    end if;
     if exists (select 1 from vaults v
                join bm25_vault_stats s on s.vault_id = v.id and s.chunk_count > 0
                left join bm25_indexes i on i.vault_id = v.id
@@ -1448,7 +1494,9 @@ CREATE FUNCTION public.ragpg_lexical_scores(query_text text, candidate_count int
 declare
     f record;
     t record;
+    r record;
     v_filter text;
+    v_depth integer;
 begin
     perform ragpg_check_match_count(candidate_count, 'match_count');
     perform ragpg_check_bm25_params(k1, b);
@@ -1509,7 +1557,19 @@ begin
                                  order by s2.score desc limit candidate_count) x);
         return;
     end if;
-    -- With a metadata filter: parameters $1 k1, $2 b, $3 candidate_count, $4 containment,
+    -- With a metadata filter, every vault's bm25 index read deep enough for the filter's share of
+    -- chunks, when it can prove the answer (56_bm25_filtered.sql); else the SQL BM25 below.
+    v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b);
+    if v_depth is not null then
+        select * into r from ragpg_lexical_scores_indexed_filtered(
+            query_text, candidate_count, v_depth, t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, k1, b,
+            f.containment, f.predicate, f.vars);
+        if r.complete then
+            return query select u.id, u.score from unnest(r.chunk_ids, r.scores) as u (id, score);
+            return;
+        end if;
+    end if;
+    -- The SQL BM25 with a metadata filter: parameters $1 k1, $2 b, $3 candidate_count, $4 containment,
     -- $5 predicate, $6 vars, $7..$11 the term arrays; v_filter holds only fixed text. The filter
     -- needs the chunk row, so it is checked once per scored chunk, before the cut.
     return query execute
@@ -1564,6 +1624,85 @@ begin
     group by p.chunk_id
     order by 2 desc, 1
     limit candidate_count;
+end
+$_$;
+
+--
+-- Name: ragpg_lexical_scores_indexed_filtered(text, integer, integer, bigint[], regconfig[], text[], double precision[], double precision[], double precision, double precision, jsonb, jsonpath, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_lexical_scores_indexed_filtered(query_text text, candidate_count integer, depth integer, vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision, p_containment jsonb, p_predicate jsonpath, p_vars jsonb, OUT complete boolean, OUT chunk_ids bigint[], OUT scores double precision[]) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+declare
+    i record;
+    v_kept bigint[];
+    v_seen bigint;
+    v_bound_id bigint;
+    v_kept_all bigint[] := '{}';
+    v_bound_ids bigint[] := '{}';
+    v_cut float8;
+    v_bound float8;
+    v_filter text := ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 4);
+begin
+    complete := false;
+    chunk_ids := '{}';
+    scores := '{}';
+    for i in select x.table_name, x.index_name from bm25_indexes x
+             where x.vault_id in (select distinct u from unnest(vault_ids) u) order by x.vault_id loop
+        -- The index scan stays in the main plan (a subquery, not a CTE or array(select ...)), where
+        -- pg_textsearch serves the order from the index; the filter reads each candidate's chunk
+        -- row (row-level security applies there too).
+        execute format(
+            'select array_agg(s.chunk_id order by s.pos) filter (where s.kept), count(*),
+                    (array_agg(s.chunk_id order by s.pos) filter (where s.pos = $3))[1]
+             from (select ix.chunk_id, ix.pos,
+                          exists (select from chunks c where c.id = ix.chunk_id %s) as kept
+                   from (select t.chunk_id, row_number() over () as pos
+                         from (select t.chunk_id from %I t
+                               order by t.search_text <@> to_bm25query($1, %L) limit $2) t) ix) s',
+            v_filter, i.table_name, i.index_name)
+            into v_kept, v_seen, v_bound_id
+            using query_text, depth, greatest(depth - ragpg_bm25_index_extra_candidates(), 1),
+                  p_containment, p_predicate, p_vars;
+        v_kept_all := v_kept_all || coalesce(v_kept, '{}');
+        if v_seen >= depth then  -- cut: chunks below it are unseen
+            v_bound_ids := v_bound_ids || v_bound_id;
+        end if;
+    end loop;
+
+    with scored as (
+        select p.chunk_id as id,
+               sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl))) as score
+        from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
+        join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme
+                            and p.text_search_config = tm.cfg
+                            and p.chunk_id = any(v_kept_all || v_bound_ids)
+        group by p.chunk_id
+    )
+    select coalesce(array_agg(s.id order by s.score desc, s.id) filter (where s.id = any(v_kept_all)), '{}'),
+           coalesce(array_agg(s.score order by s.score desc, s.id) filter (where s.id = any(v_kept_all)), '{}'),
+           max(s.score) filter (where s.id = any(v_bound_ids))
+    into chunk_ids, scores, v_bound
+    from scored s;
+
+    if cardinality(v_bound_ids) = 0 then  -- every index was read to its end: all matches were seen
+        complete := true;
+    elsif cardinality(scores) >= candidate_count then
+        v_cut := scores[candidate_count];
+        complete := v_cut > coalesce(v_bound, '-infinity'::float8);
+    end if;
+    if not complete then
+        chunk_ids := '{}';
+        scores := '{}';
+        return;
+    end if;
+    if cardinality(scores) > candidate_count then  -- keep ties at the cut, as the SQL BM25 does
+        select array_agg(u.id order by u.ord), array_agg(u.s order by u.ord) into chunk_ids, scores
+        from unnest(chunk_ids, scores) with ordinality as u(id, s, ord)
+        where u.s >= scores[candidate_count];
+    end if;
 end
 $_$;
 

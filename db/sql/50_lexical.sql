@@ -61,7 +61,9 @@ as $$
 declare
     f record;
     t record;
+    r record;
     v_filter text;
+    v_depth integer;
 begin
     perform ragpg_check_match_count(candidate_count, 'match_count');
     perform ragpg_check_bm25_params(k1, b);
@@ -122,7 +124,19 @@ begin
                                  order by s2.score desc limit candidate_count) x);
         return;
     end if;
-    -- With a metadata filter: parameters $1 k1, $2 b, $3 candidate_count, $4 containment,
+    -- With a metadata filter, every vault's bm25 index read deep enough for the filter's share of
+    -- chunks, when it can prove the answer (56_bm25_filtered.sql); else the SQL BM25 below.
+    v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b);
+    if v_depth is not null then
+        select * into r from ragpg_lexical_scores_indexed_filtered(
+            query_text, candidate_count, v_depth, t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, k1, b,
+            f.containment, f.predicate, f.vars);
+        if r.complete then
+            return query select u.id, u.score from unnest(r.chunk_ids, r.scores) as u (id, score);
+            return;
+        end if;
+    end if;
+    -- The SQL BM25 with a metadata filter: parameters $1 k1, $2 b, $3 candidate_count, $4 containment,
     -- $5 predicate, $6 vars, $7..$11 the term arrays; v_filter holds only fixed text. The filter
     -- needs the chunk row, so it is checked once per scored chunk, before the cut.
     return query execute

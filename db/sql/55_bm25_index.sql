@@ -28,9 +28,12 @@ set search_path = public, pg_catalog
 return current_setting('pg_textsearch.library_version', true) is not null
        and exists (select 1 from pg_extension where extname = 'pg_textsearch');
 
--- Which lexical backend a search over these vaults (null = all) with this filter and k1/b uses:
--- 'pg_textsearch' or 'sql'. The same rule ragpg_lexical_scores follows.
-create or replace function ragpg_lexical_backend(vault_names text[], filter jsonb, k1 float8, b float8)
+-- Which lexical backend a search over these vaults (null = all) with this filter, k1/b and
+-- candidate count uses: 'pg_textsearch' or 'sql'. The same rule ragpg_lexical_scores follows (with a
+-- metadata filter, the index is tried first and a search it cannot prove still ends on the SQL BM25).
+drop function if exists ragpg_lexical_backend(text[], jsonb, float8, float8);
+create or replace function ragpg_lexical_backend(vault_names text[], filter jsonb, k1 float8, b float8,
+                                                 candidate_count integer default 60)
 returns text
 language plpgsql stable
 set search_path = public, pg_catalog
@@ -42,10 +45,14 @@ begin
         return 'sql';
     end if;
     select * into f from ragpg_compile_filter(coalesce(filter, '{}'));
-    if f.containment <> '{}'::jsonb or f.predicate is not null then
-        return 'sql';
-    end if;
     vault_names := coalesce(f.vaults, vault_names);
+    if f.containment <> '{}'::jsonb or f.predicate is not null then
+        -- the index read deeper when the filter keeps enough chunks (56_bm25_filtered.sql; should it
+        -- not prove a search's answer, that search still takes the SQL BM25)
+        return case when ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, vault_names,
+                                                   candidate_count, k1, b) is not null
+                    then 'pg_textsearch' else 'sql' end;
+    end if;
     if exists (select 1 from vaults v
                join bm25_vault_stats s on s.vault_id = v.id and s.chunk_count > 0
                left join bm25_indexes i on i.vault_id = v.id

@@ -8,7 +8,8 @@ pg_textsearch `bm25` index (db/sql/55_bm25_index.sql), chosen per vault at index
 * `pg_textsearch`: the index, and an index run fails with a one-line error when the server cannot.
 
 Each search then takes the index only when every vault it covers has one built with the same k1 and b
-and there is no metadata filter (`ragpg_lexical_backend`); the scores are the same either way.
+(`ragpg_lexical_backend`); with a metadata filter, only when the filter keeps enough chunks for the index
+read deeper to prove the answer (db/sql/56_bm25_filtered.sql). The scores are the same either way.
 """
 
 from __future__ import annotations
@@ -63,9 +64,11 @@ def choose_for_vault(conn: Connection, vault: str, setting: LexicalBackendSettin
 
 
 def backend_for_search(conn: Connection, vaults: Sequence[str] | None, filter_: Mapping[str, Any],
-                       k1: float, b: float) -> str:
-    """The backend a lexical search over `vaults` (None = all) with `filter_` takes (the SQL rule)."""
+                       k1: float, b: float, candidate_count: int = 60) -> str:
+    """The backend a lexical search over `vaults` (None = all) with `filter_` for `candidate_count`
+    chunks takes (the SQL rule; a filtered search the index cannot prove still ends on the SQL BM25)."""
     with database_call(conn):
-        row = conn.execute("select ragpg_lexical_backend(%s, %s, %s, %s) as backend",
-                           (list(vaults) if vaults is not None else None, Jsonb(dict(filter_)), k1, b)).fetchone()
+        row = conn.execute("select ragpg_lexical_backend(%s, %s, %s, %s, %s) as backend",
+                           (list(vaults) if vaults is not None else None, Jsonb(dict(filter_)), k1, b,
+                            candidate_count)).fetchone()
     return str(row["backend"]) if row is not None else SQL_BACKEND

@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 from rag.compute import compute_context
 from rag.config import Settings, load_settings
@@ -68,6 +69,73 @@ def test_index_run_builds_the_bm25_index_and_both_backends_rank_alike(settings: 
     assert by_index == by_sql
 
 
+FILTERS = ['{"folder": {"$prefix": "Plugins"}}', '{"folder": {"$prefix": "Obsidian Sync"}}',
+           '{"folder": {"$in": ["Bases", "Teams"]}}', '{"source_path": {"$gte": "O"}}']
+
+
+def bm25_index_scans(conn: psycopg.Connection) -> int:
+    """Scans of the vaults' bm25 tables in the current transaction (the index is their only access path)."""
+    row = conn.execute("select coalesce(sum(idx_scan), 0)::bigint as n from pg_stat_xact_user_tables"
+                       " where relname like 'ragpg\\_bm25\\_%%'").fetchone()
+    return int(row["n"])
+
+
+def test_filtered_searches_read_the_index_deeper_and_agree_with_the_sql_bm25(settings: Settings, aconn) -> None:
+    """A metadata filter keeping a folder (3-16 % of the chunks) is answered from the bm25 index read
+    deeper, with exactly the SQL BM25's top 10; one too selective for it takes the SQL BM25."""
+    add(aconn, "help", SHARED_VAULT)
+    index(settings)
+    aconn.execute("analyze")
+    for f in FILTERS:
+        assert aconn.execute("select ragpg_lexical_backend(null, %s, 0.9, 0.4, 10) as b", (f,)).fetchone()["b"] \
+            == "pg_textsearch", f
+    nowhere = '{"folder": {"$prefix": "no such folder"}}'  # share ~0: the depth would pass the cap
+    assert aconn.execute("select ragpg_lexical_backend(null, %s, 0.9, 0.4, 10) as b", (nowhere,)).fetchone()["b"] == "sql"
+    with aconn.transaction():
+        by_index = {(q, f): lexical(aconn, q, 10, f) for q in QUERIES for f in FILTERS}
+        assert bm25_index_scans(aconn) >= len(QUERIES) * len(FILTERS) // 2  # most proved by the index
+        assert lexical(aconn, "sync", 10, nowhere) == []
+    aconn.execute("select ragpg_disable_bm25_index('help')")
+    by_sql = {key: lexical(aconn, *key[:1], 10, key[1]) for key in by_index}
+    assert sum(len(v) for v in by_sql.values()) > 5 * len(by_sql)
+    assert by_index == by_sql
+
+
+def test_a_filtered_index_read_that_cannot_prove_its_answer_gives_way(settings: Settings, aconn) -> None:
+    """Read too shallow, the index path says it is incomplete, and the search still returns the SQL
+    BM25's answer."""
+    add(aconn, "help", SHARED_VAULT)
+    index(settings)
+    f = '{"folder": {"$prefix": "Plugins"}}'
+    terms = aconn.execute("""
+        select array_agg(s.vault_id) as v, array_agg(q.text_search_config) as c, array_agg(q.lexeme) as l,
+               array_agg(q.query_frequency * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8)
+                                                / (ts.chunk_frequency + 0.5::float8))) as w,
+               array_agg(s.total_length::float8 / s.chunk_count) as a
+        from bm25_vault_stats s cross join ragpg_query_lexemes('install a community plugin', null) q
+        cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
+                            where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts""").fetchone()
+    compiled = aconn.execute("select * from ragpg_compile_filter(%s)", (f,)).fetchone()
+
+    def indexed(depth: int) -> dict[str, Any]:
+        return aconn.execute(
+            "select * from ragpg_lexical_scores_indexed_filtered('install a community plugin', 10, %s, %s, %s, %s,"
+            " %s, %s, 0.9, 0.4, %s, %s, %s)",
+            (depth, terms["v"], terms["c"], terms["l"], terms["w"], terms["a"],
+             Jsonb(compiled["containment"]), compiled["predicate"], Jsonb(compiled["vars"]))).fetchone()
+
+    shallow, deep = indexed(25), indexed(2000)
+    assert shallow["complete"] is False and shallow["chunk_ids"] == []
+    assert deep["complete"] is True and len(deep["chunk_ids"]) >= 10
+    full = aconn.execute("select chunk_id from ragpg_lexical_scores('install a community plugin', 10, %s,"
+                         " 0.9, 0.4) order by bm25_score desc, chunk_id", (f,)).fetchall()
+    assert [r["chunk_id"] for r in full] == deep["chunk_ids"]
+    aconn.execute("select ragpg_disable_bm25_index('help')")
+    by_sql = aconn.execute("select chunk_id, bm25_score from ragpg_lexical_scores('install a community plugin', 10,"
+                           " %s, 0.9, 0.4) order by bm25_score desc, chunk_id", (f,)).fetchall()
+    assert [(r["chunk_id"], r["bm25_score"]) for r in by_sql] == list(zip(deep["chunk_ids"], deep["scores"]))
+
+
 def test_index_summary_and_db_status_name_the_backend(cli, tmp_path: Path) -> None:
     assert cli("vault", "add", "notes", str(write_files(tmp_path / "notes", NOTES)))[0] == 0
     code, out, _ = cli("index")
@@ -86,7 +154,8 @@ def test_search_takes_the_sql_bm25_when_the_index_cannot_answer(settings: Settin
 
     assert backend(0.9, "{}") == "pg_textsearch"
     assert backend(1.2, "{}") == "sql"  # the index was built with k1 0.9
-    assert backend(0.9, '{"tags": "x"}') == "sql"  # a metadata filter: the SQL BM25 filters before its cut
+    # a metadata filter on a vault this small: the index is read to its end, which proves any answer
+    assert backend(0.9, '{"tags": "x"}') == "pg_textsearch"
     aconn.execute("insert into bm25_deferred (vault_id, after_chunk_id) select id, 0 from vaults")
     assert backend(0.9, "{}") == "sql"  # a bulk load still owes postings
     assert "bulk load" in lexical_backend.vault_backends(aconn)[0].reason
@@ -188,7 +257,7 @@ def test_decision_record_names_the_backend(settings: Settings, aconn, tmp_path: 
     finally:
         rt.close()
     assert plain.decision["lexical_backend"] == "pg_textsearch"
-    assert filtered.decision["lexical_backend"] == "sql"
+    assert filtered.decision["lexical_backend"] == "pg_textsearch"  # the index read to its end (4 chunks)
 
 
 # -- a server without the library, then with it ---------------------------------------------------
