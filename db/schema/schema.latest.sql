@@ -64,10 +64,10 @@ end
 $_$;
 
 --
--- Name: ragpg_bm25_filtered_depth(jsonb, jsonpath, jsonb, text[], integer, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_bm25_filtered_depth(jsonb, jsonpath, jsonb, text[], integer, double precision, double precision, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_bm25_filtered_depth(p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], candidate_count integer, k1 double precision, b double precision) RETURNS integer
+CREATE FUNCTION public.ragpg_bm25_filtered_depth(p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], candidate_count integer, k1 double precision, b double precision, p_postings bigint) RETURNS integer
     LANGUAGE plpgsql STABLE
     SET search_path TO 'public', 'pg_catalog'
     AS $$
@@ -75,14 +75,15 @@ declare
     v_share float8;
     v_depth float8;
 begin
-    if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch' then
-        return null;
+    if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch'
+       or candidate_count * ragpg_bm25_filtered_depth_factor() + ragpg_bm25_index_extra_candidates() >= p_postings then
+        return null;  -- (the depth is at least that, whatever the filter keeps)
     end if;
     -- the metadata part only: each vault's index is read on its own
     v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5),
                                      p_containment, p_predicate, p_vars, null, null, 0);
     v_depth := ceil(candidate_count * ragpg_bm25_filtered_depth_factor() / v_share) + ragpg_bm25_index_extra_candidates();
-    if v_depth > ragpg_bm25_filtered_max_depth() then
+    if v_depth > ragpg_bm25_filtered_max_depth() or v_depth >= p_postings then
         return null;
     end if;
     return v_depth::integer;
@@ -1418,10 +1419,10 @@ CREATE FUNCTION public.ragpg_level_rank(p_level text) RETURNS integer
     RETURN array_position(ARRAY['public'::text, 'internal'::text, 'confidential'::text, 'restricted'::text], p_level);
 
 --
--- Name: ragpg_lexical_backend(text[], jsonb, double precision, double precision, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_lexical_backend(text[], jsonb, double precision, double precision, integer, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_lexical_backend(vault_names text[], filter jsonb, k1 double precision, b double precision, candidate_count integer DEFAULT 60) RETURNS text
+CREATE FUNCTION public.ragpg_lexical_backend(vault_names text[], filter jsonb, k1 double precision, b double precision, candidate_count integer DEFAULT 60, query_text text DEFAULT NULL::text) RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path TO 'public', 'pg_catalog'
     AS $$
@@ -1436,8 +1437,11 @@ begin
     if f.containment <> '{}'::jsonb or f.predicate is not null then
         -- the index read deeper when the filter keeps enough chunks (56_bm25_filtered.sql; should it
         -- not prove a search's answer, that search still takes the SQL BM25)
-        return case when ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, vault_names,
-                                                   candidate_count, k1, b) is not null
+        return case when ragpg_bm25_filtered_depth(
+                             f.containment, f.predicate, f.vars, vault_names, candidate_count, k1, b,
+                             (select sum(ts.chunk_frequency)::bigint
+                              from ragpg_query_term_stats(query_text, vault_names) ts
+                              where query_text is not null)) is not null
                     then 'pg_textsearch' else 'sql' end;
     end if;
     if exists (select 1 from vaults v
@@ -1513,7 +1517,8 @@ begin
            array_agg(q.lexeme) as lexemes,
            array_agg(q.query_frequency
                      * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8) / (ts.chunk_frequency + 0.5::float8))) as weights,
-           array_agg(s.total_length::float8 / s.chunk_count) as avgdls
+           array_agg(s.total_length::float8 / s.chunk_count) as avgdls,
+           sum(ts.chunk_frequency)::bigint as postings
     into t
     from bm25_vault_stats s
     cross join ragpg_query_lexemes(query_text, f.vaults) q
@@ -1559,7 +1564,8 @@ begin
     end if;
     -- With a metadata filter, every vault's bm25 index read deep enough for the filter's share of
     -- chunks, when it can prove the answer (56_bm25_filtered.sql); else the SQL BM25 below.
-    v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b);
+    v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b,
+                                         t.postings);
     if v_depth is not null then
         select * into r from ragpg_lexical_scores_indexed_filtered(
             query_text, candidate_count, v_depth, t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, k1, b,

@@ -80,7 +80,8 @@ begin
            array_agg(q.lexeme) as lexemes,
            array_agg(q.query_frequency
                      * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8) / (ts.chunk_frequency + 0.5::float8))) as weights,
-           array_agg(s.total_length::float8 / s.chunk_count) as avgdls
+           array_agg(s.total_length::float8 / s.chunk_count) as avgdls,
+           sum(ts.chunk_frequency)::bigint as postings
     into t
     from bm25_vault_stats s
     cross join ragpg_query_lexemes(query_text, f.vaults) q
@@ -126,7 +127,8 @@ begin
     end if;
     -- With a metadata filter, every vault's bm25 index read deep enough for the filter's share of
     -- chunks, when it can prove the answer (56_bm25_filtered.sql); else the SQL BM25 below.
-    v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b);
+    v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b,
+                                         t.postings);
     if v_depth is not null then
         select * into r from ragpg_lexical_scores_indexed_filtered(
             query_text, candidate_count, v_depth, t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, k1, b,

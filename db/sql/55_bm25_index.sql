@@ -28,12 +28,14 @@ set search_path = public, pg_catalog
 return current_setting('pg_textsearch.library_version', true) is not null
        and exists (select 1 from pg_extension where extname = 'pg_textsearch');
 
--- Which lexical backend a search over these vaults (null = all) with this filter, k1/b and
--- candidate count uses: 'pg_textsearch' or 'sql'. The same rule ragpg_lexical_scores follows (with a
--- metadata filter, the index is tried first and a search it cannot prove still ends on the SQL BM25).
+-- Which lexical backend a search over these vaults (null = all) with this filter, k1/b, candidate
+-- count and query text (null: not known) uses: 'pg_textsearch' or 'sql'. The same rule
+-- ragpg_lexical_scores follows (with a metadata filter the index is tried first, and a search it
+-- cannot prove still ends on the SQL BM25).
 drop function if exists ragpg_lexical_backend(text[], jsonb, float8, float8);
+drop function if exists ragpg_lexical_backend(text[], jsonb, float8, float8, integer);
 create or replace function ragpg_lexical_backend(vault_names text[], filter jsonb, k1 float8, b float8,
-                                                 candidate_count integer default 60)
+                                                 candidate_count integer default 60, query_text text default null)
 returns text
 language plpgsql stable
 set search_path = public, pg_catalog
@@ -49,8 +51,11 @@ begin
     if f.containment <> '{}'::jsonb or f.predicate is not null then
         -- the index read deeper when the filter keeps enough chunks (56_bm25_filtered.sql; should it
         -- not prove a search's answer, that search still takes the SQL BM25)
-        return case when ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, vault_names,
-                                                   candidate_count, k1, b) is not null
+        return case when ragpg_bm25_filtered_depth(
+                             f.containment, f.predicate, f.vars, vault_names, candidate_count, k1, b,
+                             (select sum(ts.chunk_frequency)::bigint
+                              from ragpg_query_term_stats(query_text, vault_names) ts
+                              where query_text is not null)) is not null
                     then 'pg_textsearch' else 'sql' end;
     end if;
     if exists (select 1 from vaults v

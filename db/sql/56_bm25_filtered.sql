@@ -28,10 +28,13 @@ create or replace function ragpg_bm25_filtered_max_depth() returns integer
 language sql immutable parallel safe
 return 10000;
 
--- Index candidates per vault for a filtered search, or null when the SQL BM25 should answer (no
--- usable index on every vault searched, or a filter too selective for the index).
+-- Index candidates per vault for a filtered search, or null when the SQL BM25 should answer: no
+-- usable index on every vault searched, a filter too selective for the index, or a query whose
+-- terms occur in fewer chunks (p_postings, their chunk frequencies summed; null = unknown) than the
+-- index would read: the SQL BM25 checks the filter on at most that many chunks.
 create or replace function ragpg_bm25_filtered_depth(p_containment jsonb, p_predicate jsonpath, p_vars jsonb,
-                                                     p_vaults text[], candidate_count integer, k1 float8, b float8)
+                                                     p_vaults text[], candidate_count integer, k1 float8, b float8,
+                                                     p_postings bigint)
 returns integer
 language plpgsql stable
 set search_path = public, pg_catalog
@@ -40,14 +43,15 @@ declare
     v_share float8;
     v_depth float8;
 begin
-    if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch' then
-        return null;
+    if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch'
+       or candidate_count * ragpg_bm25_filtered_depth_factor() + ragpg_bm25_index_extra_candidates() >= p_postings then
+        return null;  -- (the depth is at least that, whatever the filter keeps)
     end if;
     -- the metadata part only: each vault's index is read on its own
     v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5),
                                      p_containment, p_predicate, p_vars, null, null, 0);
     v_depth := ceil(candidate_count * ragpg_bm25_filtered_depth_factor() / v_share) + ragpg_bm25_index_extra_candidates();
-    if v_depth > ragpg_bm25_filtered_max_depth() then
+    if v_depth > ragpg_bm25_filtered_max_depth() or v_depth >= p_postings then
         return null;
     end if;
     return v_depth::integer;

@@ -71,7 +71,7 @@ def retrieve_stage(conn: Any, rt: Runtime, prof: Profile, query: str, filter_: d
         candidate_count = prof.candidates_lexical if prof.retrieval == "lexical" else \
             max(prof.candidates_vector, prof.candidates_lexical)
         run.lexical_backend = lexical_backend.backend_for_search(conn, None, filter_, s.bm25_k1, s.bm25_b,
-                                                                 candidate_count)
+                                                                 candidate_count, query)
     ctx = PassContext(conn, rt, prof, model, filter_, query, query_embedding)
     candidates = _decide(ctx, run, started)
     s = rt.settings.retrieval

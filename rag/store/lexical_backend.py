@@ -64,11 +64,12 @@ def choose_for_vault(conn: Connection, vault: str, setting: LexicalBackendSettin
 
 
 def backend_for_search(conn: Connection, vaults: Sequence[str] | None, filter_: Mapping[str, Any],
-                       k1: float, b: float, candidate_count: int = 60) -> str:
-    """The backend a lexical search over `vaults` (None = all) with `filter_` for `candidate_count`
-    chunks takes (the SQL rule; a filtered search the index cannot prove still ends on the SQL BM25)."""
+                       k1: float, b: float, candidate_count: int = 60, query: str | None = None) -> str:
+    """The backend a lexical search for `query` over `vaults` (None = all) with `filter_` for
+    `candidate_count` chunks takes (the SQL rule; a filtered search the index cannot prove still ends on
+    the SQL BM25)."""
     with database_call(conn):
-        row = conn.execute("select ragpg_lexical_backend(%s, %s, %s, %s, %s) as backend",
+        row = conn.execute("select ragpg_lexical_backend(%s, %s, %s, %s, %s, %s) as backend",
                            (list(vaults) if vaults is not None else None, Jsonb(dict(filter_)), k1, b,
-                            candidate_count)).fetchone()
+                            candidate_count, query)).fetchone()
     return str(row["backend"]) if row is not None else SQL_BACKEND

@@ -89,6 +89,14 @@ def test_filtered_searches_read_the_index_deeper_and_agree_with_the_sql_bm25(set
     for f in FILTERS:
         assert aconn.execute("select ragpg_lexical_backend(null, %s, 0.9, 0.4, 10) as b", (f,)).fetchone()["b"] \
             == "pg_textsearch", f
+    plugins = FILTERS[0]
+
+    def backend_for(question: str) -> str:
+        return aconn.execute("select ragpg_lexical_backend(null, %s, 0.9, 0.4, 10, %s) as b",
+                             (plugins, question)).fetchone()["b"]
+
+    assert backend_for("obsidian notes and files") == "pg_textsearch"  # common words: the index reads fewer
+    assert backend_for("evernote enex") == "sql"  # rare words: the SQL BM25 checks fewer chunks than the index would
     nowhere = '{"folder": {"$prefix": "no such folder"}}'  # share ~0: the depth would pass the cap
     assert aconn.execute("select ragpg_lexical_backend(null, %s, 0.9, 0.4, 10) as b", (nowhere,)).fetchone()["b"] == "sql"
     with aconn.transaction():
@@ -257,7 +265,8 @@ def test_decision_record_names_the_backend(settings: Settings, aconn, tmp_path: 
     finally:
         rt.close()
     assert plain.decision["lexical_backend"] == "pg_textsearch"
-    assert filtered.decision["lexical_backend"] == "pg_textsearch"  # the index read to its end (4 chunks)
+    # the question's words occur in fewer chunks than the index would be read for the filter
+    assert filtered.decision["lexical_backend"] == "sql"
 
 
 # -- a server without the library, then with it ---------------------------------------------------

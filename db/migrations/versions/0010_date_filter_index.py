@@ -30,10 +30,10 @@ DOWNGRADE = r"""
 -- ragpg_lexical_backend): the older revisions' downgrades do not know them
 drop function if exists ragpg_lexical_scores_indexed_filtered(text, integer, integer, bigint[], regconfig[], text[],
                                                              float8[], float8[], float8, float8, jsonb, jsonpath, jsonb);
-drop function if exists ragpg_bm25_filtered_depth(jsonb, jsonpath, jsonb, text[], integer, float8, float8);
+drop function if exists ragpg_bm25_filtered_depth(jsonb, jsonpath, jsonb, text[], integer, float8, float8, bigint);
 drop function if exists ragpg_bm25_filtered_max_depth();
 drop function if exists ragpg_bm25_filtered_depth_factor();
-drop function if exists ragpg_lexical_backend(text[], jsonb, float8, float8, integer);
+drop function if exists ragpg_lexical_backend(text[], jsonb, float8, float8, integer, text);
 drop index if exists chunks_date_array_idx;
 drop index if exists chunks_date_idx;
 """
