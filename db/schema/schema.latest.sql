@@ -1659,12 +1659,14 @@ begin
              where x.vault_id in (select distinct u from unnest(vault_ids) u) order by x.vault_id loop
         -- The index scan stays in the main plan (a subquery, not a CTE or array(select ...)), where
         -- pg_textsearch serves the order from the index; the filter reads each candidate's chunk
-        -- row (row-level security applies there too).
+        -- row by primary key (row-level security applies there too): a scalar subquery with a
+        -- limit, which the planner cannot turn into one hashed pass over every chunk as it may an
+        -- exists() when thousands of candidates are expected.
         execute format(
             'select array_agg(s.chunk_id order by s.pos) filter (where s.kept), count(*),
                     (array_agg(s.chunk_id order by s.pos) filter (where s.pos = $3))[1]
              from (select ix.chunk_id, ix.pos,
-                          exists (select from chunks c where c.id = ix.chunk_id %s) as kept
+                          (select 1 from chunks c where c.id = ix.chunk_id %s limit 1) is not null as kept
                    from (select t.chunk_id, row_number() over () as pos
                          from (select t.chunk_id from %I t
                                order by t.search_text <@> to_bm25query($1, %L) limit $2) t) ix) s',
