@@ -128,7 +128,8 @@ begin
         complete := true;
     elsif cardinality(scores) >= candidate_count then
         v_cut := scores[candidate_count];
-        complete := v_cut > coalesce(v_bound, '-infinity'::float8);
+        -- (a bound that could not be scored, e.g. its chunk deleted meanwhile, proves nothing)
+        complete := v_bound is not null and v_cut > v_bound;
     end if;
     if not complete then
         chunk_ids := '{}';

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 from tests.ingest_db.helpers import RAGPG, cli_env, write_files
 
@@ -71,6 +72,36 @@ def call_every_match_function(conn: psycopg.Connection, suffix: str, embedding: 
     return out
 
 
+def filtered_index_args(aconn: psycopg.Connection) -> dict[str, Any]:
+    """ragpg_lexical_scores_indexed_filtered's term arrays for QUERY over the notes vault (read as the
+    owner; they hold statistics, not text) and a filter every note passes."""
+    row = aconn.execute("""
+        select array_agg(s.vault_id) as v, array_agg(q.text_search_config) as c, array_agg(q.lexeme) as l,
+               array_agg(q.query_frequency * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8)
+                                                / (ts.chunk_frequency + 0.5::float8))) as w,
+               array_agg(s.total_length::float8 / s.chunk_count) as a
+        from bm25_vault_stats s join vaults v on v.id = s.vault_id and v.name = 'notes'
+        cross join ragpg_query_lexemes(%s, array['notes']) q
+        cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
+                            where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts""", (QUERY,)).fetchone()
+    compiled = aconn.execute("""select containment, predicate::text as predicate, vars
+                                from ragpg_compile_filter('{"source_path": {"$gte": ""}}')""").fetchone()
+    return {**row, **compiled}
+
+
+def filtered_index_read(conn: psycopg.Connection, a: dict[str, Any]) -> dict[str, Any]:
+    return conn.execute(
+        "select * from ragpg_lexical_scores_indexed_filtered(%s, 10, 1000, %s, %s::regconfig[], %s, %s, %s, 0.9, 0.4,"
+        " %s, %s::jsonpath, %s)",
+        (QUERY, a["v"], [str(c) for c in a["c"]], a["l"], a["w"], a["a"], Jsonb(a["containment"]), a["predicate"],
+         Jsonb(a["vars"]))).fetchone()
+
+
+def public_chunk_ids(aconn: psycopg.Connection) -> set[int]:
+    return {r["id"] for r in aconn.execute("select c.id from chunks c join documents d on d.id = c.document_id"
+                                           " where d.source_path = 'open/garden.md'").fetchall()}
+
+
 def test_public_console_role_finds_no_restricted_row(indexed: None, cli, aconn: psycopg.Connection) -> None:
     suffix = model_suffix(aconn)
     embedding = aconn.execute(psycopg.sql.SQL("select embedding::text as e from {} limit 1").format(
@@ -88,6 +119,11 @@ def test_public_console_role_finds_no_restricted_row(indexed: None, cli, aconn: 
         assert {(r["vault"], r["folder"], r["chunk_count"]) for r in found[f"match_folders_{suffix}"]} == {
             ("notes", "open", 1)}
         assert {r["lexeme"]: r["chunk_frequency"] for r in found["ragpg_query_term_stats"]}.get("seven", 0) == 0
+        # the filtered read of the bm25 index (56_bm25_filtered.sql) reads as the role too
+        args = filtered_index_args(aconn)
+        read, owners = filtered_index_read(conn, args), filtered_index_read(aconn, args)
+        assert read["complete"] is True and owners["complete"] is True
+        assert set(read["chunk_ids"]) == public_chunk_ids(aconn) < set(owners["chunk_ids"])
 
         tables = {t: conn.execute(psycopg.sql.SQL("select count(*) as n from {}").format(
             psycopg.sql.Identifier(t))).fetchone()["n"] for t in
