@@ -55,10 +55,12 @@ import scale_corpus as corpus_mod  # noqa: E402
 from scale_measure import (  # noqa: E402
     MemorySampler,
     client_peak_rss_mb,
+    label,
     lexical_backends,
     machine,
     percentiles,
     relation_sizes,
+    table,
     timed_ms,
 )
 
@@ -75,19 +77,16 @@ VAULT = "scale"
 EXACT = 2**31 - 1  # exact_scan_max_rows that makes every filtered vector leg an exact scan
 
 
-def label(n: int) -> str:
-    return f"{n // 1_000_000}m" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
-
-
 # -- setup --------------------------------------------------------------------------------------
 
-def ensure_corpus(n: int, seed: int) -> corpus_mod.Corpus:
+def ensure_corpus(n: int, seed: int, vectors: str) -> corpus_mod.Corpus:
     """The cached corpus; generated in a child process so its memory never counts as the loader's."""
-    if not (corpus_mod.corpus_dir(n, seed) / "meta.json").exists():
-        print(f"generating a {n}-chunk corpus (cached under {corpus_mod.CACHE}) ...", flush=True)
-        subprocess.run([sys.executable, str(Path(__file__).with_name("scale_corpus.py")), str(n), str(seed)],
-                       check=True)
-    return corpus_mod.generate(n, seed)
+    if not (corpus_mod.corpus_dir(n, seed, vectors) / "meta.json").exists():
+        print(f"generating a {n}-chunk corpus with {vectors} vectors (cached under {corpus_mod.CACHE}) ...",
+              flush=True)
+        subprocess.run([sys.executable, str(Path(__file__).with_name("scale_corpus.py")), str(n), str(seed),
+                        vectors], check=True)
+    return corpus_mod.generate(n, seed, vectors=vectors)
 
 
 @contextmanager
@@ -164,6 +163,8 @@ class Searcher:
         self.bare = sql.SQL("select chunk_id from {} order by embedding <=> %s limit 10").format(table)
         self.table = table
         self.vector = sql.SQL("select chunk_id from {}(%s, -1, 10, %s)").format(sql.Identifier(model.match_function))
+        self.vector_ef = sql.SQL("select chunk_id from {}(%s, -1, 10, %s, ef_search => %s)").format(
+            sql.Identifier(model.match_function))
         self.hybrid = sql.SQL("select chunk_id from {}(%s, %s, 10, %s, -1, exact_scan_max_rows => %s)").format(
             sql.Identifier(model.hybrid_function))
         self.hybrid_default = sql.SQL("select chunk_id from {}(%s, %s, 10, %s, -1)").format(
@@ -204,6 +205,23 @@ def unfiltered(s: Searcher, texts: list[str], qvecs: np.ndarray, ids: np.ndarray
         rec["vector"].append(recall(got_vec, exact))
     return {"latency_ms": {k: percentiles(v) for k, v in lat.items()},
             "recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()}}
+
+
+def ef_sweep(s: Searcher, qvecs: np.ndarray, ids: np.ndarray, truth: list[np.ndarray], warmup: int,
+             efs: list[int]) -> dict[str, Any]:
+    """Unfiltered match_native recall@10 and latency per ef_search, the settings interleaved per query
+    (so machine noise falls on all of them alike)."""
+    lat: dict[int, list[float]] = {ef: [] for ef in efs}
+    rec: dict[int, list[float]] = {ef: [] for ef in efs}
+    for i, qv in enumerate(qvecs):
+        exact = [int(ids[r]) for r in truth[i]]
+        for ef in efs:
+            got, ms = s.ids(s.vector_ef, (qv, Jsonb({}), ef))
+            if i >= warmup:
+                lat[ef].append(ms)
+                rec[ef].append(recall(got, exact))
+    return {str(ef): {"recall_at_10": round(float(np.mean(rec[ef])), 4), "latency_ms": percentiles(lat[ef])}
+            for ef in efs}
 
 
 def filtered(s: Searcher, name: str, texts: list[str], qvecs: np.ndarray, ids: np.ndarray,
@@ -253,12 +271,12 @@ def passage_recall(s: Searcher, qvecs: np.ndarray, ids: np.ndarray, truth: dict[
     return out
 
 
-def context_pass(url: str, texts: list[str]) -> dict[str, Any]:
+def context_pass(url: str, texts: list[str], embedding_model: str) -> dict[str, Any]:
     from rag.compute import compute_context
     from rag.runtime import Runtime
 
     settings = load_settings(Path("/nonexistent/ragpg-scale.toml"), database_url=url,
-                             embedding={"model": "hash", "query_cache_size": 0}, retrieval={"query_log": False})
+                             embedding={"model": embedding_model, "query_cache_size": 0}, retrieval={"query_log": False})
     rt = Runtime.from_settings(settings, pool_max_size=1)
     whole: list[float] = []
     base: list[float] = []
@@ -277,14 +295,16 @@ def context_pass(url: str, texts: list[str]) -> dict[str, Any]:
 # -- one size -----------------------------------------------------------------------------------
 
 def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
-    corpus = ensure_corpus(n, args.seed)
-    texts, qvecs = corpus_mod.queries(args.queries + args.warmup, args.seed)
+    corpus = ensure_corpus(n, args.seed, args.vectors)
     masks = corpus.masks()
     with server(args.server_setting) as (admin_url, server_pid):
         url = fresh_database(admin_url)
         conn = open_connection(url, autocommit=True)
         out: dict[str, Any] = {"size": corpus.n_chunks, "documents": corpus.n_docs, "machine": machine(conn)}
-        model = register_model(conn, "hash", f"feature-hash-{corpus_mod.DIMS}", corpus_mod.DIMS)
+        model = (register_model(conn, "hash", f"feature-hash-{corpus_mod.DIMS}", corpus_mod.DIMS)
+                 if args.vectors == "hash" else
+                 register_model(conn, "local", corpus_mod.scale_vectors.MODEL, corpus_mod.DIMS))
+        out["vectors"] = {"source": args.vectors, **json.loads((corpus.root / "meta.json").read_text())}
         vault = add_vault(conn, NewVault(VAULT, corpus.root))
         settings = load_settings(Path("/nonexistent/ragpg-scale.toml"), database_url=url)
         started = time.perf_counter()
@@ -301,6 +321,8 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
         out["load"] = {**report.to_dict(), "client_peak_rss_mb": round(client_peak_rss_mb(), 1),
                        "memory_peaks": mem.peaks()}
         print(f"  {report.chunks_per_s:.0f} chunks/s including builds; seconds {out['load']['seconds']}", flush=True)
+        # Embedded after the load: the local model's session would otherwise count in the loader's peak RSS.
+        texts, qvecs = corpus_mod.queries(args.queries + args.warmup, args.seed, vectors=args.vectors)
         # The lexical index (pg_textsearch) is built after the load, as `ragpg index` builds it at the
         # end of a run; `--lexical-backend sql` measures the SQL BM25 alone.
         r = settings.retrieval
@@ -325,64 +347,27 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
         with MemorySampler(server_pid) as mem:
             print(f"[{label(n)}] unfiltered queries ...", flush=True)
             out["unfiltered"] = unfiltered(searcher, texts, qvecs, ids, truth["none"], args.warmup)
+            if args.ef_sweep:
+                print(f"[{label(n)}] unfiltered match_native at ef_search {args.ef_sweep} ...", flush=True)
+                out["unfiltered_ef_sweep"] = ef_sweep(searcher, qvecs, ids, truth["none"], args.warmup,
+                                                      [int(x) for x in args.ef_sweep.split(",")])
             out["filtered"] = {}
             for name in corpus_mod.FILTERS:
                 print(f"[{label(n)}] filtered: {name} ...", flush=True)
                 out["filtered"][name] = filtered(searcher, name, texts[:fq], qvecs[:fq], ids, truth[name][:fq],
                                                  int(masks[name].sum()))
             print(f"[{label(n)}] passage queries ...", flush=True)
-            ptexts, pvecs = corpus_mod.passage_queries(fq, args.seed)
+            ptexts, pvecs = corpus_mod.passage_queries(fq, args.seed, vectors=args.vectors)
             ptruth = corpus_mod.exact_top_k(corpus, pvecs, K,
                                             {"none": None, **{k: masks[k] for k in corpus_mod.FILTERS}})
             out["passage_queries"] = passage_recall(searcher, pvecs, ids, ptruth)
             if args.context_queries:
                 print(f"[{label(n)}] compute_context ...", flush=True)
-                out["compute_context"] = context_pass(url, texts[:args.context_queries + 5])
+                out["compute_context"] = context_pass(url, texts[:args.context_queries + 5],
+                                                       "hash" if args.vectors == "hash" else "local")
         out["query_memory_peaks"] = mem.peaks()
         conn.close()
     return out
-
-
-def table(results: list[dict[str, Any]]) -> str:
-    lines = []
-    for r in results:
-        u, load = r["unfiltered"], r["load"]
-        lines.append(f"## {label(r['size'])} chunks ({r['documents']} documents)")
-        lines.append(f"load: {load['chunks_per_s']:.0f} chunks/s incl. builds ({load['seconds']['total']:.0f} s: "
-                     + ", ".join(f"{k} {v:.1f}" for k, v in load["seconds"].items() if k != "total")
-                     + f"); client peak RSS {load['client_peak_rss_mb']:.0f} MiB; server PSS peak "
-                     f"{load['memory_peaks'].get('server_pss_mb', float('nan')):.0f} MiB")
-        sz = r["sizes_bytes"]
-        lines.append(f"sizes: HNSW {sz['hnsw_index'] / 2**20:.0f} MiB, BM25 postings "
-                     f"{sz['bm25_postings_total'] / 2**20:.0f} MiB, database {sz['database'] / 2**20:.0f} MiB")
-        bare = u["latency_ms"]["bare"]["p50"]
-        lines.append(f"{'query':<22} {'p50 ms':>8} {'p95 ms':>8} {'bare p50':>9} {'full k':>7} {'recall':>7}")
-        for key in ("vector", "lexical", "hybrid"):
-            lat = u["latency_ms"][key]
-            rec = u["recall_at_10"].get(key)
-            lines.append(f"{key:<22} {lat['p50']:>8.2f} {lat['p95']:>8.2f} {bare:>9.2f} {'':>7} "
-                         f"{'' if rec is None else format(rec, '.3f'):>7}")
-        for name, fr in r["filtered"].items():
-            b = fr["latency_ms"]["bare"]["p50"]
-            for key in ("vector", "lexical", "hybrid"):
-                lat = fr["latency_ms"][key]
-                rec = {"vector": fr["recall_at_10"]["vector"],
-                       "hybrid": fr["recall_at_10"]["hybrid_vs_exact_vector_leg"]}.get(key)
-                lines.append(f"{name + ' ' + key:<22} {lat['p50']:>8.2f} {lat['p95']:>8.2f} {b:>9.2f} "
-                             f"{fr['full_k_fraction'][key]:>7.2f} {'' if rec is None else format(rec, '.3f'):>7}")
-            lines.append(f"{name + ' bare':<22} {b:>8.2f} {fr['latency_ms']['bare']['p95']:>8.2f} {b:>9.2f} "
-                         f"{fr['full_k_fraction']['bare']:>7.2f} {fr['recall_at_10']['bare']:>7.3f}")
-        if "compute_context" in r:
-            cc = r["compute_context"]
-            lines.append(f"compute_context base pass p50 {cc['base_pass_ms']['p50']:.2f} ms, whole call "
-                         f"{cc['whole_call_ms']['p50']:.2f} ms (bare <=> p50 {bare:.2f} ms)")
-        lines.append(f"HNSW recall@10: match_native {u['recall_at_10']['vector']:.3f}, bare (ef 40) "
-                     f"{u['recall_at_10']['bare']:.3f}; lexical backend: {r['lexical_backend']}")
-        if "passage_queries" in r:
-            lines.append("passage queries, vector recall@10 (match_native / bare): " + ", ".join(
-                f"{k} {v['recall_at_10']['vector']:.3f}/{v['recall_at_10']['bare']:.3f}"
-                for k, v in r["passage_queries"].items()))
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -399,6 +384,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="postgresql.conf setting for the throwaway server (ALTER SYSTEM + restart; the embedded "
                         "server's own command-line memory settings win over it); repeatable")
     p.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results")
+    p.add_argument("--vectors", choices=["hash", "model"], default="hash",
+                   help="hash: rag.embed.hash of each chunk; model: the local model's geometry (pooled sentence "
+                        "vectors, bench/scale_vectors.py), queries embedded with the local model; results go to "
+                        "scale-<size>-model.json")
+    p.add_argument("--ef-sweep", default="", metavar="EF,EF,...",
+                   help="also measure unfiltered match_native recall and latency at these ef_search values")
     args = p.parse_args(argv)
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
@@ -409,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
                           "load_average_start": load_before, "load_average_end": os.getloadavg(),
                           "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
         args.out_dir.mkdir(parents=True, exist_ok=True)
-        path = args.out_dir / f"scale-{label(n)}.json"
+        path = args.out_dir / f"scale-{label(n)}{'' if args.vectors == 'hash' else '-' + args.vectors}.json"
         path.write_text(json.dumps(result, indent=1, default=str) + "\n")
         results.append(result)
         print(table([result]), flush=True)
