@@ -158,10 +158,15 @@ if __name__ == "__main__":
     p.add_argument("what", choices=["sentences", "validate"])
     p.add_argument("--chunks", type=int, default=200)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--out", type=Path, help="also write validate's figures to this JSON file")
     args = p.parse_args()
     import scale_corpus
 
     if args.what == "sentences":
         print(sentence_vectors(scale_corpus._Pool(scale_corpus.DATA).sentences).shape)
     else:
-        print(json.dumps(validate(args.chunks, args.seed), indent=1))
+        figures = {**validate(args.chunks, args.seed), "command": " ".join(["scale_vectors.py", *sys.argv[1:]]),
+                   "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+        print(json.dumps(figures, indent=1))
+        if args.out:
+            args.out.write_text(json.dumps(figures, indent=1) + "\n")
