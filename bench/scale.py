@@ -3,6 +3,11 @@
     python bench/scale.py --sizes 100000            # ~3 min on 2 cores (1M: ~25 min, 15 GB under /tmp)
     nice -n 10 python bench/scale.py --sizes 1000000
     python bench/scale.py --sizes 10000 --queries 50 --filtered-queries 20 --context-queries 10   # quick
+    python bench/scale.py --sizes 100000 --vectors model --ef-sweep 100,200,400   # MiniLM geometry
+
+`--vectors hash` (default): the chunks' and queries' vectors from rag.embed.hash; `--vectors model`:
+all-MiniLM-L6-v2's geometry (bench/scale_vectors.py: the mean of the model's vectors of a chunk's
+source sentences, perturbed; queries embedded with the model), results in scale-<size>-model.json.
 
 Per size (corpus: bench/scale_corpus.py, BEIR text recombined and perturbed, 384-dim hash vectors,
 metadata filters at ~1% and ~10%), on a fresh database (a throwaway embedded server under /tmp
@@ -23,7 +28,8 @@ unless DATABASE_URL is set):
 * `compute_context` (profile chat, mode base): p50 of the whole call and of its base pass;
 * which lexical backend each vault used (`vaults.lexical_backend` when the schema has it).
 
-Results: bench/results/scale-<size>.json (`--out-dir`), a table on stdout.
+Results: bench/results/scale-<size>[-model].json (`--out-dir`), a table on stdout. Query functions:
+bench/scale_queries.py.
 """
 
 from __future__ import annotations
@@ -45,7 +51,6 @@ from typing import Any
 import numpy as np
 import psycopg
 from psycopg import sql
-from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -55,39 +60,34 @@ import scale_corpus as corpus_mod  # noqa: E402
 from scale_measure import (  # noqa: E402
     MemorySampler,
     client_peak_rss_mb,
+    label,
     lexical_backends,
     machine,
-    percentiles,
     relation_sizes,
-    timed_ms,
+    table,
 )
+from scale_queries import VAULT, K, Searcher, context_pass, ef_sweep, filtered, passage_recall, unfiltered  # noqa: E402
 
-from rag.config import RetrievalSettings, load_settings  # noqa: E402
+from rag.config import load_settings  # noqa: E402
 from rag.ingest import bulk, store  # noqa: E402
 from rag.store import lexical_backend, migrate  # noqa: E402
 from rag.store.database import open_connection  # noqa: E402
-from rag.store.models import EmbeddingModelRef, register_model  # noqa: E402
+from rag.store.models import register_model  # noqa: E402
 from rag.store.vaults import NewVault, add_vault  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-K = 10
-VAULT = "scale"
-EXACT = 2**31 - 1  # exact_scan_max_rows that makes every filtered vector leg an exact scan
-
-
-def label(n: int) -> str:
-    return f"{n // 1_000_000}m" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
 
 
 # -- setup --------------------------------------------------------------------------------------
 
-def ensure_corpus(n: int, seed: int) -> corpus_mod.Corpus:
+def ensure_corpus(n: int, seed: int, vectors: str) -> corpus_mod.Corpus:
     """The cached corpus; generated in a child process so its memory never counts as the loader's."""
-    if not (corpus_mod.corpus_dir(n, seed) / "meta.json").exists():
-        print(f"generating a {n}-chunk corpus (cached under {corpus_mod.CACHE}) ...", flush=True)
-        subprocess.run([sys.executable, str(Path(__file__).with_name("scale_corpus.py")), str(n), str(seed)],
-                       check=True)
-    return corpus_mod.generate(n, seed)
+    if not (corpus_mod.corpus_dir(n, seed, vectors) / "meta.json").exists():
+        print(f"generating a {n}-chunk corpus with {vectors} vectors (cached under {corpus_mod.CACHE}) ...",
+              flush=True)
+        subprocess.run([sys.executable, str(Path(__file__).with_name("scale_corpus.py")), str(n), str(seed),
+                        vectors], check=True)
+    return corpus_mod.generate(n, seed, vectors=vectors)
 
 
 @contextmanager
@@ -151,140 +151,19 @@ def prepared(corpus: corpus_mod.Corpus) -> Iterator[store.PreparedDocument]:
         yield doc
 
 
-# -- queries ------------------------------------------------------------------------------------
-
-def recall(found: list[int], truth: list[int]) -> float:
-    return len(set(found) & set(truth)) / len(truth) if truth else 1.0
-
-
-class Searcher:
-    def __init__(self, conn: psycopg.Connection, model: EmbeddingModelRef) -> None:
-        self.conn = conn
-        table = sql.Identifier(model.embedding_table)
-        self.bare = sql.SQL("select chunk_id from {} order by embedding <=> %s limit 10").format(table)
-        self.table = table
-        self.vector = sql.SQL("select chunk_id from {}(%s, -1, 10, %s)").format(sql.Identifier(model.match_function))
-        self.hybrid = sql.SQL("select chunk_id from {}(%s, %s, 10, %s, -1, exact_scan_max_rows => %s)").format(
-            sql.Identifier(model.hybrid_function))
-        self.hybrid_default = sql.SQL("select chunk_id from {}(%s, %s, 10, %s, -1)").format(
-            sql.Identifier(model.hybrid_function))
-        self.lexical = sql.SQL("select chunk_id from match_lexical_chunks(%s, 10, %s)")
-
-    def ids(self, query: sql.Composable, params: tuple[Any, ...]) -> tuple[list[int], float]:
-        rows, ms = timed_ms(lambda: self.conn.execute(query, params).fetchall())
-        return [r["chunk_id"] for r in rows], ms
-
-    def bare_ids(self, qvec: np.ndarray, where: str | None = None) -> tuple[list[int], float]:
-        self.conn.execute("set hnsw.ef_search = 40")  # pgvector's default, stated so a server setting cannot move it
-        try:
-            if where is None:
-                return self.ids(self.bare, (qvec,))
-            query = sql.SQL("select e.chunk_id from {} e join chunks c on c.id = e.chunk_id where {} "
-                            "order by e.embedding <=> %s limit 10").format(self.table, sql.SQL(where.replace("%", "%%")))
-            return self.ids(query, (qvec,))
-        finally:
-            self.conn.execute("reset hnsw.ef_search")
-
-
-def unfiltered(s: Searcher, texts: list[str], qvecs: np.ndarray, ids: np.ndarray, truth: list[np.ndarray],
-               warmup: int) -> dict[str, Any]:
-    lat: dict[str, list[float]] = {k: [] for k in ("bare", "vector", "lexical", "hybrid")}
-    rec: dict[str, list[float]] = {"bare": [], "vector": []}
-    for i, (text, qv) in enumerate(zip(texts, qvecs, strict=True)):
-        exact = [int(ids[r]) for r in truth[i]]
-        got_bare, t_bare = s.bare_ids(qv)
-        got_vec, t_vec = s.ids(s.vector, (qv, Jsonb({})))
-        _, t_lex = s.ids(s.lexical, (text, Jsonb({})))
-        _, t_hyb = s.ids(s.hybrid_default, (text, qv, Jsonb({})))
-        if i < warmup:
-            continue
-        for key, ms in (("bare", t_bare), ("vector", t_vec), ("lexical", t_lex), ("hybrid", t_hyb)):
-            lat[key].append(ms)
-        rec["bare"].append(recall(got_bare, exact))
-        rec["vector"].append(recall(got_vec, exact))
-    return {"latency_ms": {k: percentiles(v) for k, v in lat.items()},
-            "recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()}}
-
-
-def filtered(s: Searcher, name: str, texts: list[str], qvecs: np.ndarray, ids: np.ndarray,
-             truth: list[np.ndarray], matching: int) -> dict[str, Any]:
-    f = Jsonb(corpus_mod.FILTERS[name])
-    lat: dict[str, list[float]] = {k: [] for k in ("bare", "vector", "lexical", "hybrid")}
-    full = {k: 0 for k in lat}
-    rec: dict[str, list[float]] = {"bare": [], "vector": [], "hybrid_vs_exact_vector_leg": []}
-    for i, (text, qv) in enumerate(zip(texts, qvecs, strict=True)):
-        exact = [int(ids[r]) for r in truth[i]]
-        got_bare, t_bare = s.bare_ids(qv, corpus_mod.BARE_FILTERS[name])
-        got_vec, t_vec = s.ids(s.vector, (qv, f))
-        got_lex, t_lex = s.ids(s.lexical, (text, f))
-        got_hyb, t_hyb = s.ids(s.hybrid, (text, qv, f, RetrievalSettings().exact_scan_max_rows))
-        ref_hyb, _ = s.ids(s.hybrid, (text, qv, f, EXACT))
-        for key, got, ms in (("bare", got_bare, t_bare), ("vector", got_vec, t_vec), ("lexical", got_lex, t_lex),
-                             ("hybrid", got_hyb, t_hyb)):
-            lat[key].append(ms)
-            full[key] += len(got) >= min(K, matching)
-        rec["bare"].append(recall(got_bare, exact))
-        rec["vector"].append(recall(got_vec, exact))
-        rec["hybrid_vs_exact_vector_leg"].append(recall(got_hyb, ref_hyb))
-    return {"filter": corpus_mod.FILTERS[name], "bare_sql": corpus_mod.BARE_FILTERS[name], "matching_chunks": matching,
-            "latency_ms": {k: percentiles(v) for k, v in lat.items()},
-            "full_k_fraction": {k: round(v / len(texts), 4) for k, v in full.items()},
-            "recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()}}
-
-
-def passage_recall(s: Searcher, qvecs: np.ndarray, ids: np.ndarray, truth: dict[str, list[np.ndarray]]
-                   ) -> dict[str, Any]:
-    """Recall@10 of the vector leg for passage queries (a corpus sentence: real-embedding-like
-    neighbourhoods, where BEIR questions under the hash embedder have near-ties), per filter."""
-    out: dict[str, Any] = {}
-    for name, rows in truth.items():
-        f = Jsonb(corpus_mod.FILTERS.get(name, {}))
-        rec: dict[str, list[float]] = {"bare": [], "vector": []}
-        lat: list[float] = []
-        for i, qv in enumerate(qvecs):
-            exact = [int(ids[r]) for r in rows[i]]
-            got_bare, _ = s.bare_ids(qv, corpus_mod.BARE_FILTERS.get(name))
-            got_vec, ms = s.ids(s.vector, (qv, f))
-            lat.append(ms)
-            rec["bare"].append(recall(got_bare, exact))
-            rec["vector"].append(recall(got_vec, exact))
-        out[name] = {"recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()},
-                     "vector_latency_ms": percentiles(lat)}
-    return out
-
-
-def context_pass(url: str, texts: list[str]) -> dict[str, Any]:
-    from rag.compute import compute_context
-    from rag.runtime import Runtime
-
-    settings = load_settings(Path("/nonexistent/ragpg-scale.toml"), database_url=url,
-                             embedding={"model": "hash", "query_cache_size": 0}, retrieval={"query_log": False})
-    rt = Runtime.from_settings(settings, pool_max_size=1)
-    whole: list[float] = []
-    base: list[float] = []
-    try:
-        for i, text in enumerate(texts):
-            result, ms = timed_ms(lambda t=text: compute_context(t, vaults=[VAULT], profile="chat", mode="base",
-                                                                 runtime=rt))
-            if i >= 5:
-                whole.append(ms)
-                base.append(result.timings_ms.get("base_pass_ms", float("nan")))
-    finally:
-        rt.close()
-    return {"profile": "chat", "mode": "base", "whole_call_ms": percentiles(whole), "base_pass_ms": percentiles(base)}
-
-
 # -- one size -----------------------------------------------------------------------------------
 
 def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
-    corpus = ensure_corpus(n, args.seed)
-    texts, qvecs = corpus_mod.queries(args.queries + args.warmup, args.seed)
+    corpus = ensure_corpus(n, args.seed, args.vectors)
     masks = corpus.masks()
     with server(args.server_setting) as (admin_url, server_pid):
         url = fresh_database(admin_url)
         conn = open_connection(url, autocommit=True)
         out: dict[str, Any] = {"size": corpus.n_chunks, "documents": corpus.n_docs, "machine": machine(conn)}
-        model = register_model(conn, "hash", f"feature-hash-{corpus_mod.DIMS}", corpus_mod.DIMS)
+        model = (register_model(conn, "hash", f"feature-hash-{corpus_mod.DIMS}", corpus_mod.DIMS)
+                 if args.vectors == "hash" else
+                 register_model(conn, "local", corpus_mod.scale_vectors.MODEL, corpus_mod.DIMS))
+        out["vectors"] = {"source": args.vectors, **json.loads((corpus.root / "meta.json").read_text())}
         vault = add_vault(conn, NewVault(VAULT, corpus.root))
         settings = load_settings(Path("/nonexistent/ragpg-scale.toml"), database_url=url)
         started = time.perf_counter()
@@ -301,6 +180,8 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
         out["load"] = {**report.to_dict(), "client_peak_rss_mb": round(client_peak_rss_mb(), 1),
                        "memory_peaks": mem.peaks()}
         print(f"  {report.chunks_per_s:.0f} chunks/s including builds; seconds {out['load']['seconds']}", flush=True)
+        # Embedded after the load: the local model's session would otherwise count in the loader's peak RSS.
+        texts, qvecs = corpus_mod.queries(args.queries + args.warmup, args.seed, vectors=args.vectors)
         # The lexical index (pg_textsearch) is built after the load, as `ragpg index` builds it at the
         # end of a run; `--lexical-backend sql` measures the SQL BM25 alone.
         r = settings.retrieval
@@ -325,64 +206,27 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
         with MemorySampler(server_pid) as mem:
             print(f"[{label(n)}] unfiltered queries ...", flush=True)
             out["unfiltered"] = unfiltered(searcher, texts, qvecs, ids, truth["none"], args.warmup)
+            if args.ef_sweep:
+                print(f"[{label(n)}] unfiltered match_native at ef_search {args.ef_sweep} ...", flush=True)
+                out["unfiltered_ef_sweep"] = ef_sweep(searcher, qvecs, ids, truth["none"], args.warmup,
+                                                      [int(x) for x in args.ef_sweep.split(",")])
             out["filtered"] = {}
             for name in corpus_mod.FILTERS:
                 print(f"[{label(n)}] filtered: {name} ...", flush=True)
                 out["filtered"][name] = filtered(searcher, name, texts[:fq], qvecs[:fq], ids, truth[name][:fq],
                                                  int(masks[name].sum()))
             print(f"[{label(n)}] passage queries ...", flush=True)
-            ptexts, pvecs = corpus_mod.passage_queries(fq, args.seed)
+            ptexts, pvecs = corpus_mod.passage_queries(fq, args.seed, vectors=args.vectors)
             ptruth = corpus_mod.exact_top_k(corpus, pvecs, K,
                                             {"none": None, **{k: masks[k] for k in corpus_mod.FILTERS}})
             out["passage_queries"] = passage_recall(searcher, pvecs, ids, ptruth)
             if args.context_queries:
                 print(f"[{label(n)}] compute_context ...", flush=True)
-                out["compute_context"] = context_pass(url, texts[:args.context_queries + 5])
+                out["compute_context"] = context_pass(url, texts[:args.context_queries + 5],
+                                                       "hash" if args.vectors == "hash" else "local")
         out["query_memory_peaks"] = mem.peaks()
         conn.close()
     return out
-
-
-def table(results: list[dict[str, Any]]) -> str:
-    lines = []
-    for r in results:
-        u, load = r["unfiltered"], r["load"]
-        lines.append(f"## {label(r['size'])} chunks ({r['documents']} documents)")
-        lines.append(f"load: {load['chunks_per_s']:.0f} chunks/s incl. builds ({load['seconds']['total']:.0f} s: "
-                     + ", ".join(f"{k} {v:.1f}" for k, v in load["seconds"].items() if k != "total")
-                     + f"); client peak RSS {load['client_peak_rss_mb']:.0f} MiB; server PSS peak "
-                     f"{load['memory_peaks'].get('server_pss_mb', float('nan')):.0f} MiB")
-        sz = r["sizes_bytes"]
-        lines.append(f"sizes: HNSW {sz['hnsw_index'] / 2**20:.0f} MiB, BM25 postings "
-                     f"{sz['bm25_postings_total'] / 2**20:.0f} MiB, database {sz['database'] / 2**20:.0f} MiB")
-        bare = u["latency_ms"]["bare"]["p50"]
-        lines.append(f"{'query':<22} {'p50 ms':>8} {'p95 ms':>8} {'bare p50':>9} {'full k':>7} {'recall':>7}")
-        for key in ("vector", "lexical", "hybrid"):
-            lat = u["latency_ms"][key]
-            rec = u["recall_at_10"].get(key)
-            lines.append(f"{key:<22} {lat['p50']:>8.2f} {lat['p95']:>8.2f} {bare:>9.2f} {'':>7} "
-                         f"{'' if rec is None else format(rec, '.3f'):>7}")
-        for name, fr in r["filtered"].items():
-            b = fr["latency_ms"]["bare"]["p50"]
-            for key in ("vector", "lexical", "hybrid"):
-                lat = fr["latency_ms"][key]
-                rec = {"vector": fr["recall_at_10"]["vector"],
-                       "hybrid": fr["recall_at_10"]["hybrid_vs_exact_vector_leg"]}.get(key)
-                lines.append(f"{name + ' ' + key:<22} {lat['p50']:>8.2f} {lat['p95']:>8.2f} {b:>9.2f} "
-                             f"{fr['full_k_fraction'][key]:>7.2f} {'' if rec is None else format(rec, '.3f'):>7}")
-            lines.append(f"{name + ' bare':<22} {b:>8.2f} {fr['latency_ms']['bare']['p95']:>8.2f} {b:>9.2f} "
-                         f"{fr['full_k_fraction']['bare']:>7.2f} {fr['recall_at_10']['bare']:>7.3f}")
-        if "compute_context" in r:
-            cc = r["compute_context"]
-            lines.append(f"compute_context base pass p50 {cc['base_pass_ms']['p50']:.2f} ms, whole call "
-                         f"{cc['whole_call_ms']['p50']:.2f} ms (bare <=> p50 {bare:.2f} ms)")
-        lines.append(f"HNSW recall@10: match_native {u['recall_at_10']['vector']:.3f}, bare (ef 40) "
-                     f"{u['recall_at_10']['bare']:.3f}; lexical backend: {r['lexical_backend']}")
-        if "passage_queries" in r:
-            lines.append("passage queries, vector recall@10 (match_native / bare): " + ", ".join(
-                f"{k} {v['recall_at_10']['vector']:.3f}/{v['recall_at_10']['bare']:.3f}"
-                for k, v in r["passage_queries"].items()))
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -399,6 +243,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="postgresql.conf setting for the throwaway server (ALTER SYSTEM + restart; the embedded "
                         "server's own command-line memory settings win over it); repeatable")
     p.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results")
+    p.add_argument("--vectors", choices=["hash", "model"], default="hash",
+                   help="hash: rag.embed.hash of each chunk; model: the local model's geometry (pooled sentence "
+                        "vectors, bench/scale_vectors.py), queries embedded with the local model; results go to "
+                        "scale-<size>-model.json")
+    p.add_argument("--ef-sweep", default="", metavar="EF,EF,...",
+                   help="also measure unfiltered match_native recall and latency at these ef_search values")
     args = p.parse_args(argv)
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
@@ -409,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                           "load_average_start": load_before, "load_average_end": os.getloadavg(),
                           "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
         args.out_dir.mkdir(parents=True, exist_ok=True)
-        path = args.out_dir / f"scale-{label(n)}.json"
+        path = args.out_dir / f"scale-{label(n)}{'' if args.vectors == 'hash' else '-' + args.vectors}.json"
         path.write_text(json.dumps(result, indent=1, default=str) + "\n")
         results.append(result)
         print(table([result]), flush=True)

@@ -1,11 +1,15 @@
-"""Synthetic corpora for bench/scale.py: BEIR text recombined and perturbed, hash-embedded, cached.
+"""Synthetic corpora for bench/scale.py: BEIR text recombined and perturbed, embedded, cached.
 
 The text comes from ../shared/data/beir/{scifact,nfcorpus} (read, never copied into the repo). A
 corpus of N chunks is generated deterministically from a seed and cached under
-/tmp/ragpg-bench-cache/scale-<N>-s<seed>-v<VERSION>/ so every run of a size loads the same rows:
+/tmp/ragpg-bench-cache/scale-<N>-s<seed>-v<VERSION>/ (hash vectors) or
+scale-<N>-s<seed>-model-all-MiniLM-L6-v2-v<VERSION>/ (model vectors; same text and metadata) so every
+run of a size loads the same rows:
 
   docs.jsonl     one document per line: source_path, folder, title, tags, date, chunks [[heading, text, tokens], ...]
-  vectors.f32    one 384-dim float32 row per chunk, in load order (rag.embed.hash of embedding_text)
+  vectors.f32    one 384-dim float32 row per chunk, in load order: rag.embed.hash of embedding_text (hash), or
+                 the perturbed mean of the local model's vectors of the chunk's source sentences (model:
+                 bench/scale_vectors.py)
   attrs.npz      per chunk: the filter attributes below, so exact filtered top-k is computed in numpy
   meta.json      counts and the parameters that made it
 
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scale_vectors
 
 from rag.embed.hash import HashEmbedder
 from rag.ingest.store import embedding_text
@@ -118,10 +123,13 @@ class Corpus:
 
 
 class _Pool:
-    """Sentences and titles of the source abstracts."""
+    """Sentences and titles of the source abstracts; `sentences` lists every abstract's sentences in
+    order, `first[d]` is the row there of abstract d's first sentence."""
 
     def __init__(self, data: Path) -> None:
         self.docs: list[tuple[str, list[str]]] = []
+        self.sentences: list[str] = []
+        self.first: list[int] = []
         for name in SOURCES:
             with (data / name / "corpus.jsonl").open(encoding="utf-8") as fh:
                 for line in fh:
@@ -129,6 +137,8 @@ class _Pool:
                     sentences = [s.strip() for s in _SENTENCE.split(obj.get("text") or "") if len(s.strip()) > 20]
                     if sentences:
                         self.docs.append(((obj.get("title") or "").strip() or sentences[0][:80], sentences))
+                        self.first.append(len(self.sentences))
+                        self.sentences.extend(sentences)
 
 
 def _perturb(rng: random.Random, text: str, zipf_token: str | None) -> str:
@@ -145,13 +155,22 @@ def _zipf_tokens(seed: int, n: int) -> Iterator[str]:
             yield f"zq{int(v) % 2_000_000:x}"
 
 
-def corpus_dir(n_chunks: int, seed: int) -> Path:
-    return CACHE / f"scale-{n_chunks}-s{seed}-v{VERSION}"
+def corpus_dir(n_chunks: int, seed: int, vectors: str = "hash") -> Path:
+    """hash: scale-<n>-s<seed>-v<VERSION> (as before there were two sources); model: the vector
+    source and the local model in the name."""
+    if vectors == "hash":
+        return CACHE / f"scale-{n_chunks}-s{seed}-v{VERSION}"
+    if vectors == "model":
+        return CACHE / f"scale-{n_chunks}-s{seed}-model-{scale_vectors.MODEL}-v{VERSION}"
+    raise ValueError(f"unknown vector source {vectors!r} (hash or model)")
 
 
-def generate(n_chunks: int, seed: int = 7, data: Path = DATA, log: Any = print) -> Corpus:
-    """The cached corpus of `n_chunks` chunks, generated first when absent (streamed to disk)."""
-    root = corpus_dir(n_chunks, seed)
+def generate(n_chunks: int, seed: int = 7, data: Path = DATA, log: Any = print, vectors: str = "hash") -> Corpus:
+    """The cached corpus of `n_chunks` chunks, generated first when absent (streamed to disk).
+    `vectors`: hash (rag.embed.hash of each chunk's embedding text) or model (bench/scale_vectors.py:
+    the mean of the local model's vectors of the chunk's source sentences, perturbed). The text and
+    metadata are the same for both."""
+    root = corpus_dir(n_chunks, seed, vectors)
     if (root / "meta.json").exists():
         meta = json.loads((root / "meta.json").read_text())
         return Corpus(root, meta["n_chunks"], meta["n_docs"])
@@ -162,29 +181,38 @@ def generate(n_chunks: int, seed: int = 7, data: Path = DATA, log: Any = print) 
     rng = random.Random(seed)
     zipf = _zipf_tokens(seed, 4096)
     embedder = HashEmbedder(DIMS)
+    svecs = scale_vectors.sentence_vectors(pool.sentences, log=log) if vectors == "model" else None
+    noise = np.random.default_rng(seed + 3)
     attrs = {"area": np.zeros(n_chunks, np.int8), "topic": np.zeros(n_chunks, np.int8),
              "rare1": np.zeros(n_chunks, bool), "common10": np.zeros(n_chunks, bool), "day": np.zeros(n_chunks, np.int16)}
     started, made, doc_no = time.perf_counter(), 0, 0
     pending_texts: list[str] = []
+    pending_groups: list[list[int]] = []
     with (staging / "docs.jsonl").open("w", encoding="utf-8") as docs_fh, \
             (staging / "vectors.f32").open("wb") as vec_fh:
         while made < n_chunks:
-            doc = _document(doc_no, rng, pool, zipf, min(1 + _poisson(rng, 3.0), n_chunks - made))
+            doc, groups = _document(doc_no, rng, pool, zipf, min(1 + _poisson(rng, 3.0), n_chunks - made))
             docs_fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
             rows = slice(made, made + len(doc["chunks"]))
             attrs["area"][rows], attrs["topic"][rows] = doc_no % 10, (doc_no // 10) % 10
             attrs["rare1"][rows], attrs["common10"][rows] = "rare1" in doc["tags"], "common10" in doc["tags"]
             attrs["day"][rows] = doc["day"]
-            pending_texts.extend(embedding_text(heading, text) for heading, text, _ in doc["chunks"])
+            if svecs is None:
+                pending_texts.extend(embedding_text(heading, text) for heading, text, _ in doc["chunks"])
+            else:
+                pending_groups.extend(groups)
             made += len(doc["chunks"])
             doc_no += 1
-            if len(pending_texts) >= 4096 or made >= n_chunks:
-                vec_fh.write(embedder.embed_documents(pending_texts).astype(np.float32).tobytes())
-                pending_texts = []
+            if len(pending_texts) + len(pending_groups) >= 4096 or made >= n_chunks:
+                block = (embedder.embed_documents(pending_texts) if svecs is None
+                         else scale_vectors.pooled(svecs, pending_groups, noise))
+                vec_fh.write(block.astype(np.float32).tobytes())
+                pending_texts, pending_groups = [], []
             if doc_no % 20000 == 0:
                 log(f"  generated {made}/{n_chunks} chunks ({made / (time.perf_counter() - started):.0f}/s)")
     np.savez(staging / "attrs.npz", **attrs)
-    meta = {"n_chunks": made, "n_docs": doc_no, "seed": seed, "version": VERSION, "dims": DIMS,
+    meta = {"n_chunks": made, "n_docs": doc_no, "seed": seed, "version": VERSION, "dims": DIMS, "vectors": vectors,
+            **({"model": scale_vectors.MODEL, "noise_sigma": scale_vectors.NOISE_SIGMA} if svecs is not None else {}),
             "sources": list(SOURCES), "seconds": round(time.perf_counter() - started, 1)}
     (staging / "meta.json").write_text(json.dumps(meta, indent=1))
     shutil.rmtree(root, ignore_errors=True)
@@ -202,8 +230,11 @@ def _poisson(rng: random.Random, lam: float) -> int:
         k += 1
 
 
-def _document(doc_no: int, rng: random.Random, pool: _Pool, zipf: Iterator[str], n: int) -> dict[str, Any]:
-    title, sentences = pool.docs[rng.randrange(len(pool.docs))]
+def _document(doc_no: int, rng: random.Random, pool: _Pool, zipf: Iterator[str], n: int
+              ) -> tuple[dict[str, Any], list[list[int]]]:
+    """A document, and per chunk the pool rows (`_Pool.sentences`) of the sentences it was built from."""
+    source = rng.randrange(len(pool.docs))
+    title, sentences = pool.docs[source]
     h = (doc_no * 2654435761) % 2**32
     tags = [f"topic{doc_no % 7}"]
     if h % 100 == 42:
@@ -213,35 +244,46 @@ def _document(doc_no: int, rng: random.Random, pool: _Pool, zipf: Iterator[str],
     day = rng.randrange(DAYS)
     year = (START + dt.timedelta(days=day)).year
     short = " ".join(title.split()[:8])
-    chunks = []
+    chunks, groups = [], []
     pos = rng.randrange(len(sentences))
     for ordinal in range(n):
         count = rng.randint(2, 6)
-        picked = [sentences[(pos + i) % len(sentences)] for i in range(count)]
+        rows = [pool.first[source] + (pos + i) % len(sentences) for i in range(count)]
         pos += count
         if rng.random() < 0.3:
-            other = pool.docs[rng.randrange(len(pool.docs))][1]
-            picked.insert(rng.randrange(len(picked) + 1), other[rng.randrange(len(other))])
+            other_no = rng.randrange(len(pool.docs))
+            other = pool.docs[other_no][1]
+            rows.insert(rng.randrange(len(rows) + 1), pool.first[other_no] + rng.randrange(len(other)))
         token = next(zipf) if rng.random() < 0.33 else None
-        text = _perturb(rng, " ".join(picked), token)
+        text = _perturb(rng, " ".join(pool.sentences[r] for r in rows), token)
         chunks.append([f"{short} > Part {ordinal + 1}", text, count_tokens(text)])
+        groups.append(rows)
     return {"source_path": f"area{doc_no % 10}/topic{(doc_no // 10) % 10}/{year}/doc{doc_no:07d}.md",
             "folder": f"area{doc_no % 10}/topic{(doc_no // 10) % 10}/{year}", "title": title, "tags": tags,
-            "day": day, "date": (START + dt.timedelta(days=day)).isoformat(), "chunks": chunks}
+            "day": day, "date": (START + dt.timedelta(days=day)).isoformat(), "chunks": chunks}, groups
 
 
-def queries(n: int, seed: int = 7, data: Path = DATA) -> tuple[list[str], np.ndarray]:
-    """`n` BEIR test questions (both sources, shuffled) and their hash embeddings."""
+def embed_queries(texts: list[str], vectors: str = "hash") -> np.ndarray:
+    """Query vectors of the corpus' vector source: rag.embed.hash, or the local model itself."""
+    if vectors == "model":
+        from rag.embed.local import LocalEmbedder
+
+        return LocalEmbedder().embed_documents(texts).astype(np.float32)
+    return HashEmbedder(DIMS).embed_documents(texts).astype(np.float32)
+
+
+def queries(n: int, seed: int = 7, data: Path = DATA, vectors: str = "hash") -> tuple[list[str], np.ndarray]:
+    """`n` BEIR test questions (both sources, shuffled) and their embeddings (`embed_queries`)."""
     texts: list[str] = []
     for name in SOURCES:
         with (data / name / "queries.jsonl").open(encoding="utf-8") as fh:
             texts.extend(t for line in fh if (t := (json.loads(line).get("text") or "").strip()))
     random.Random(seed).shuffle(texts)
     texts = texts[:n]
-    return texts, HashEmbedder(DIMS).embed_documents(texts).astype(np.float32)
+    return texts, embed_queries(texts, vectors)
 
 
-def passage_queries(n: int, seed: int = 7, data: Path = DATA) -> tuple[list[str], np.ndarray]:
+def passage_queries(n: int, seed: int = 7, data: Path = DATA, vectors: str = "hash") -> tuple[list[str], np.ndarray]:
     """`n` sentences of the source abstracts as queries ("find the passage that says ..."): their
     nearest chunks are the ones built from that sentence, the neighbourhood structure of real
     embeddings, where BEIR questions under the hash embedder have near-ties (~0.001 cosine between
@@ -252,7 +294,7 @@ def passage_queries(n: int, seed: int = 7, data: Path = DATA) -> tuple[list[str]
     for _ in range(n):
         sentences = pool.docs[rng.randrange(len(pool.docs))][1]
         texts.append(sentences[rng.randrange(len(sentences))])
-    return texts, HashEmbedder(DIMS).embed_documents(texts).astype(np.float32)
+    return texts, embed_queries(texts, vectors)
 
 
 def exact_top_k(corpus: Corpus, qvecs: np.ndarray, k: int, masks: dict[str, np.ndarray | None],
@@ -277,7 +319,8 @@ def exact_top_k(corpus: Corpus, qvecs: np.ndarray, k: int, masks: dict[str, np.n
     return out
 
 
-if __name__ == "__main__":  # generate in a process of its own: `python bench/scale_corpus.py N [SEED]`
+if __name__ == "__main__":  # generate in a process of its own: `python bench/scale_corpus.py N [SEED [hash|model]]`
     import sys
 
-    print(generate(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 7))
+    print(generate(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 7,
+                   vectors=sys.argv[3] if len(sys.argv) > 3 else "hash"))

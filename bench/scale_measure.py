@@ -138,3 +138,53 @@ def machine(conn: psycopg.Connection) -> dict[str, Any]:
 def lexical_backends(conn: psycopg.Connection) -> dict[str, str]:
     """Which lexical backend each vault uses (rag.store.lexical_backend: sql or pg_textsearch)."""
     return {r["vault"]: str(r["backend"]) for r in conn.execute("select vault, backend from ragpg_lexical_backends()")}
+
+
+def label(n: int) -> str:
+    return f"{n // 1_000_000}m" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = []
+    for r in results:
+        u, load = r["unfiltered"], r["load"]
+        lines.append(f"## {label(r['size'])} chunks ({r['documents']} documents), "
+                     f"{r.get('vectors', {}).get('source', 'hash')} vectors")
+        lines.append(f"load: {load['chunks_per_s']:.0f} chunks/s incl. builds ({load['seconds']['total']:.0f} s: "
+                     + ", ".join(f"{k} {v:.1f}" for k, v in load["seconds"].items() if k != "total")
+                     + f"); client peak RSS {load['client_peak_rss_mb']:.0f} MiB; server PSS peak "
+                     f"{load['memory_peaks'].get('server_pss_mb', float('nan')):.0f} MiB")
+        sz = r["sizes_bytes"]
+        lines.append(f"sizes: HNSW {sz['hnsw_index'] / 2**20:.0f} MiB, BM25 postings "
+                     f"{sz['bm25_postings_total'] / 2**20:.0f} MiB, database {sz['database'] / 2**20:.0f} MiB")
+        bare = u["latency_ms"]["bare"]["p50"]
+        lines.append(f"{'query':<22} {'p50 ms':>8} {'p95 ms':>8} {'bare p50':>9} {'full k':>7} {'recall':>7}")
+        for key in ("vector", "lexical", "hybrid"):
+            lat = u["latency_ms"][key]
+            rec = u["recall_at_10"].get(key)
+            lines.append(f"{key:<22} {lat['p50']:>8.2f} {lat['p95']:>8.2f} {bare:>9.2f} {'':>7} "
+                         f"{'' if rec is None else format(rec, '.3f'):>7}")
+        for name, fr in r["filtered"].items():
+            b = fr["latency_ms"]["bare"]["p50"]
+            for key in ("vector", "lexical", "hybrid"):
+                lat = fr["latency_ms"][key]
+                rec = {"vector": fr["recall_at_10"]["vector"],
+                       "hybrid": fr["recall_at_10"]["hybrid_vs_exact_vector_leg"]}.get(key)
+                lines.append(f"{name + ' ' + key:<22} {lat['p50']:>8.2f} {lat['p95']:>8.2f} {b:>9.2f} "
+                             f"{fr['full_k_fraction'][key]:>7.2f} {'' if rec is None else format(rec, '.3f'):>7}")
+            lines.append(f"{name + ' bare':<22} {b:>8.2f} {fr['latency_ms']['bare']['p95']:>8.2f} {b:>9.2f} "
+                         f"{fr['full_k_fraction']['bare']:>7.2f} {fr['recall_at_10']['bare']:>7.3f}")
+        if "compute_context" in r:
+            cc = r["compute_context"]
+            lines.append(f"compute_context base pass p50 {cc['base_pass_ms']['p50']:.2f} ms, whole call "
+                         f"{cc['whole_call_ms']['p50']:.2f} ms (bare <=> p50 {bare:.2f} ms)")
+        lines.append(f"HNSW recall@10: match_native {u['recall_at_10']['vector']:.3f}, bare (ef 40) "
+                     f"{u['recall_at_10']['bare']:.3f}; lexical backend: {r['lexical_backend']}")
+        for ef, v in r.get("unfiltered_ef_sweep", {}).items():
+            lines.append(f"match_native at ef_search {ef}: recall@10 {v['recall_at_10']:.3f}, "
+                         f"p50 {v['latency_ms']['p50']:.2f} ms, p95 {v['latency_ms']['p95']:.2f} ms")
+        if "passage_queries" in r:
+            lines.append("passage queries, vector recall@10 (match_native / bare): " + ", ".join(
+                f"{k} {v['recall_at_10']['vector']:.3f}/{v['recall_at_10']['bare']:.3f}"
+                for k, v in r["passage_queries"].items()))
+    return "\n".join(lines)
