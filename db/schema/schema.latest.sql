@@ -64,6 +64,21 @@ end
 $_$;
 
 --
+-- Name: ragpg_bm25_exact_scores(bigint[], bigint[], regconfig[], text[], double precision[], double precision[], double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_exact_scores(p_chunk_ids bigint[], vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
+    LANGUAGE sql STABLE ROWS 60
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+    select p.chunk_id, sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
+    from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
+    join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.chunk_id = any(p_chunk_ids)
+                        and p.text_search_config = tm.cfg
+    group by p.chunk_id
+$$;
+
+--
 -- Name: ragpg_bm25_filtered_depth(jsonb, jsonpath, jsonb, text[], integer, double precision, double precision, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1623,12 +1638,9 @@ begin
         end loop;
     end loop;
     return query
-    select p.chunk_id, sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
-    from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
-    join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.chunk_id = any(v_ids)
-                        and p.text_search_config = tm.cfg
-    group by p.chunk_id
-    order by 2 desc, 1
+    select s.chunk_id, s.bm25_score
+    from ragpg_bm25_exact_scores(v_ids, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) s
+    order by s.bm25_score desc, s.chunk_id
     limit candidate_count;
 end
 $_$;
@@ -1664,7 +1676,7 @@ begin
         -- exists() when thousands of candidates are expected.
         execute format(
             'select array_agg(s.chunk_id order by s.pos) filter (where s.kept), count(*),
-                    (array_agg(s.chunk_id order by s.pos) filter (where s.pos = $3))[1]
+                    max(s.chunk_id) filter (where s.pos = $3)
              from (select ix.chunk_id, ix.pos,
                           (select 1 from chunks c where c.id = ix.chunk_id %s limit 1) is not null as kept
                    from (select t.chunk_id, row_number() over () as pos
@@ -1681,13 +1693,8 @@ begin
     end loop;
 
     with scored as (
-        select p.chunk_id as id,
-               sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl))) as score
-        from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
-        join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme
-                            and p.text_search_config = tm.cfg
-                            and p.chunk_id = any(v_kept_all || v_bound_ids)
-        group by p.chunk_id
+        select e.chunk_id as id, e.bm25_score as score
+        from ragpg_bm25_exact_scores(v_kept_all || v_bound_ids, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) e
     )
     select coalesce(array_agg(s.id order by s.score desc, s.id) filter (where s.id = any(v_kept_all)), '{}'),
            coalesce(array_agg(s.score order by s.score desc, s.id) filter (where s.id = any(v_kept_all)), '{}'),

@@ -265,10 +265,27 @@ create or replace trigger chunks_bm25_index_update
     after update on chunks referencing old table as old_rows new table as new_rows
     for each statement execute function ragpg_bm25_index_sync();
 
+-- Exact BM25 scores of the given chunks from bm25_postings, with the term arrays ragpg_lexical_scores
+-- computed (vault ids, configs, lexemes, qtf*idf weights, avgdl): the SQL BM25's formula, for the
+-- chunks an index picked (here and in 56_bm25_filtered.sql). A chunk without a posting of the
+-- query's terms in its own config is left out.
+create or replace function ragpg_bm25_exact_scores(p_chunk_ids bigint[], vault_ids bigint[], cfgs regconfig[],
+                                                   lexemes text[], weights float8[], avgdls float8[],
+                                                   k1 float8, b float8)
+returns table (chunk_id bigint, bm25_score float8)
+language sql stable rows 60
+set search_path = public, pg_catalog
+as $$
+    select p.chunk_id, sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
+    from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
+    join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.chunk_id = any(p_chunk_ids)
+                        and p.text_search_config = tm.cfg
+    group by p.chunk_id
+$$;
+
 -- The indexed lexical leg: each vault's best candidate_count chunks by its bm25 index (ids only, in
--- index order), then exact BM25 scores for just those chunks from bm25_postings, with the term
--- arrays ragpg_lexical_scores computed (vault ids, configs, lexemes, qtf*idf weights, avgdl). The
--- best candidate_count of the union are returned.
+-- index order), then their exact scores (ragpg_bm25_exact_scores). The best candidate_count of the
+-- union are returned.
 create or replace function ragpg_lexical_scores_indexed(query_text text, candidate_count integer,
                                                         vault_ids bigint[], cfgs regconfig[], lexemes text[],
                                                         weights float8[], avgdls float8[], k1 float8, b float8)
@@ -294,12 +311,9 @@ begin
         end loop;
     end loop;
     return query
-    select p.chunk_id, sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
-    from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
-    join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.chunk_id = any(v_ids)
-                        and p.text_search_config = tm.cfg
-    group by p.chunk_id
-    order by 2 desc, 1
+    select s.chunk_id, s.bm25_score
+    from ragpg_bm25_exact_scores(v_ids, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) s
+    order by s.bm25_score desc, s.chunk_id
     limit candidate_count;
 end
 $$;

@@ -93,7 +93,7 @@ begin
         -- exists() when thousands of candidates are expected.
         execute format(
             'select array_agg(s.chunk_id order by s.pos) filter (where s.kept), count(*),
-                    (array_agg(s.chunk_id order by s.pos) filter (where s.pos = $3))[1]
+                    max(s.chunk_id) filter (where s.pos = $3)
              from (select ix.chunk_id, ix.pos,
                           (select 1 from chunks c where c.id = ix.chunk_id %s limit 1) is not null as kept
                    from (select t.chunk_id, row_number() over () as pos
@@ -110,13 +110,8 @@ begin
     end loop;
 
     with scored as (
-        select p.chunk_id as id,
-               sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl))) as score
-        from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
-        join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme
-                            and p.text_search_config = tm.cfg
-                            and p.chunk_id = any(v_kept_all || v_bound_ids)
-        group by p.chunk_id
+        select e.chunk_id as id, e.bm25_score as score
+        from ragpg_bm25_exact_scores(v_kept_all || v_bound_ids, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) e
     )
     select coalesce(array_agg(s.id order by s.score desc, s.id) filter (where s.id = any(v_kept_all)), '{}'),
            coalesce(array_agg(s.score order by s.score desc, s.id) filter (where s.id = any(v_kept_all)), '{}'),

@@ -26,11 +26,12 @@ create index chunks_date_array_idx on chunks (id) where jsonb_typeof(metadata ->
 """
 
 DOWNGRADE = r"""
--- functions of db/sql released with this revision (56_bm25_filtered.sql, the five-argument
--- ragpg_lexical_backend): the older revisions' downgrades do not know them
+-- functions of db/sql released with this revision (56_bm25_filtered.sql, ragpg_bm25_exact_scores, the
+-- six-argument ragpg_lexical_backend): the older revisions' downgrades do not know them
 drop function if exists ragpg_lexical_scores_indexed_filtered(text, integer, integer, bigint[], regconfig[], text[],
                                                              float8[], float8[], float8, float8, jsonb, jsonpath, jsonb);
 drop function if exists ragpg_bm25_filtered_depth(jsonb, jsonpath, jsonb, text[], integer, float8, float8, bigint);
+drop function if exists ragpg_bm25_exact_scores(bigint[], bigint[], regconfig[], text[], float8[], float8[], float8, float8);
 drop function if exists ragpg_bm25_filtered_max_depth();
 drop function if exists ragpg_bm25_filtered_depth_factor();
 drop function if exists ragpg_lexical_backend(text[], jsonb, float8, float8, integer, text);
