@@ -702,8 +702,9 @@ begin
     if not exists (select from embedding_models where embedding_table = p_table) then
         raise exception using errcode = '42704', message = format('%s is not an embedding table', p_table);
     end if;
-    execute format('create index if not exists %I on %I using hnsw (embedding vector_cosine_ops)',
-                   p_table || '_hnsw_idx', p_table);
+    execute format('create index if not exists %I on %I using hnsw (embedding vector_cosine_ops) '
+                   'with (m = 16, ef_construction = %s)',
+                   p_table || '_hnsw_idx', p_table, ragpg_hnsw_ef_construction());
 end
 $$;
 
@@ -1393,6 +1394,31 @@ begin
     execute format('grant select on %s to %I', p_table, p_role);
 end
 $$;
+
+--
+-- Name: ragpg_hnsw_ef_construction(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_hnsw_ef_construction() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 128;
+
+--
+-- Name: ragpg_hnsw_ef_per_million_rows(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_hnsw_ef_per_million_rows() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 800;
+
+--
+-- Name: ragpg_hnsw_ef_search(text, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_hnsw_ef_search(p_table text, p_ef_search integer, p_match_count integer) RETURNS integer
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    RETURN LEAST(1000, GREATEST(p_ef_search, p_match_count, (ceil(((GREATEST(COALESCE((SELECT c.reltuples FROM pg_class c WHERE (c.oid = (to_regclass(quote_ident(ragpg_hnsw_ef_search.p_table)))::oid)), (0)::real), (0)::real) * (public.ragpg_hnsw_ef_per_million_rows())::double precision) / ('1000000'::numeric)::double precision)))::integer));
 
 --
 -- Name: ragpg_invalid_filter(text); Type: FUNCTION; Schema: public; Owner: -
@@ -2333,7 +2359,7 @@ declare
     v_vault_ids bigint[];
     v_exact text;
     v_fraction float8;
-    v_ef integer;
+    v_ef integer := ragpg_hnsw_ef_search(p_table, ef_search, match_count);
     v_ids bigint[];
     v_distances float8[];
 begin
@@ -2358,7 +2384,7 @@ begin
                         then array(select vv.id from vaults vv where vv.name = any(f.vaults)) end;
     v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
                || case when f.vaults is not null then ' and c.vault_id = any($9)' else '' end;
-    perform set_config('hnsw.ef_search', greatest(ef_search, match_count)::text, true);
+    perform set_config('hnsw.ef_search', v_ef::text, true);
 
     if v_filtered and f.containment = '{}'::jsonb and f.predicate is null then
         -- Only a vault restriction (what compute_context sends): the per-vault chunk counts tell
@@ -2419,7 +2445,7 @@ begin
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
             return;
         end if;
-        v_ef := least(1000, greatest(ef_search, match_count, ceil(ef_search / v_fraction)::integer));
+        v_ef := least(1000, greatest(v_ef, ceil(ef_search / v_fraction)::integer));
         perform set_config('hnsw.ef_search', v_ef::text, true);
         perform set_config('hnsw.max_scan_tuples',
                            least(2147483647::float8, greatest(20000, ceil(10 * v_ef / v_fraction)))::bigint::text, true);

@@ -13,10 +13,10 @@ import pytest
 from rag.config import Settings
 from rag.ingest.hnsw import BulkLoadPolicy, defer_indexes, restore_deferred
 from rag.store.database import open_connection
-from tests.ingest_db.helpers import add, embedding_count, index, with_settings, write_files
+from tests.ingest_db.helpers import add, embedding_count, hnsw_definition, index, with_settings, write_files
 
 TABLE = "embeddings_hash_feature_hash_384"
-DEFINITION = f"CREATE INDEX {TABLE}_hnsw_idx ON public.{TABLE} USING hnsw (embedding vector_cosine_ops)"
+DEFINITION = hnsw_definition(TABLE)
 ALWAYS = BulkLoadPolicy(min_vectors=1, min_fraction=0.001)
 
 

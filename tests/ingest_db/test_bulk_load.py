@@ -13,10 +13,10 @@ import psycopg
 from rag.config import Settings
 from rag.embed.hash import HashEmbedder
 from rag.ingest.store import embedding_text
-from tests.ingest_db.helpers import add, embedding_count, index, with_settings, write_files
+from tests.ingest_db.helpers import add, embedding_count, hnsw_definition, index, with_settings, write_files
 
 TABLE = "embeddings_hash_feature_hash_384"
-DEFINITION = (f"CREATE INDEX {TABLE}_hnsw_idx ON public.{TABLE} USING hnsw (embedding vector_cosine_ops)")
+DEFINITION = hnsw_definition(TABLE)
 
 
 def notes(first: int, count: int) -> dict[str, str]:
