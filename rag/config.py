@@ -86,6 +86,7 @@ class RetrievalSettings(_Group):
     # takes (1000) 45-53 ms at recall 0.88-0.90. (Before ef_search followed the filter, the index path
     # at ef 100 was cheaper, and 2000 was the better bound.)
     exact_scan_max_rows: int = Field(10000, ge=0)
+    # The floor: a search of a large index runs deeper (ragpg_hnsw_ef_search: 800 per million rows).
     hnsw_ef_search: int = Field(100, gt=0)
     max_match_count: int = Field(1000, gt=0)
     max_query_chars: int = Field(20000, gt=0)
