@@ -93,6 +93,22 @@ def attach_spans(conn: Connection, candidates: list[Candidate]) -> list[Candidat
     return out
 
 
+def fill_similarity(conn: Connection, model: models.EmbeddingModelRef, embedding: np.ndarray | None,
+                    candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates with the cosine similarity filled in where no vector list gave one.
+
+    A chunk found by the lexical leg alone has no similarity; ranking would count its meaning as 0
+    and bury it. Its true cosine to the query is one primary-key lookup away, so ranking weighs
+    every candidate on both its meaning and its words. `vector_rank` stays empty: which search
+    found a chunk is not changed."""
+    missing = [c.chunk_id for c in candidates if c.similarity is None]
+    if embedding is None or not missing:
+        return candidates
+    sims = similarity_to(conn, model, embedding, missing)
+    return [replace(c, similarity=sims[c.chunk_id]) if c.similarity is None and c.chunk_id in sims else c
+            for c in candidates]
+
+
 def similarity_to(conn: Connection, model: models.EmbeddingModelRef, embedding: np.ndarray,
                   chunk_ids: Sequence[int]) -> dict[int, float]:
     """Cosine similarity of the given chunks to one embedding (to compare passes on equal terms)."""

@@ -67,6 +67,13 @@ class RetrievalRun:
         }
 
 
+def cut_weights(p: Profile) -> dict[str, float]:
+    """The weights of the SQL RRF cut (Profile.rrf_cut_weights)."""
+    if p.rrf_cut_weights == "fusion":
+        return {"vector": p.w_cosine, "lexical": p.w_bm25}
+    return {"vector": 1.0, "lexical": 1.0}
+
+
 @dataclass
 class PassContext:
     conn: Any
@@ -92,7 +99,7 @@ class PassContext:
         with self.rt.tracer.stage(name) as span:
             found = run_pass(self.conn, self.model, PassSpec(name, text, embedding), retrieval=p.retrieval,
                              match_count=p.match_count, filter_=self.filter_, similarity_threshold=-1.0,
-                             rrf_k=s.rrf_k, weights={"vector": p.w_cosine, "lexical": p.w_bm25},
+                             rrf_k=s.rrf_k, weights=cut_weights(p),
                              candidate_count=max(p.candidates_vector, p.candidates_lexical), settings=s)
             top = max((c.similarity for c in found if c.similarity is not None), default=None)
             span.set(count=len(found), topSimilarity=top)
@@ -105,7 +112,7 @@ class PassContext:
         with self.rt.tracer.stage(name) as span:
             found = run_multi_pass(self.conn, self.model, specs, match_count=p.match_count, filter_=self.filter_,
                                    similarity_threshold=-1.0, rrf_k=s.rrf_k,
-                                   weights={"vector": p.w_cosine, "lexical": p.w_bm25},
+                                   weights=cut_weights(p),
                                    candidate_count=max(p.candidates_vector, p.candidates_lexical), settings=s)
             top = max((c.similarity for c in found if c.similarity is not None), default=None)
             span.set(count=len(found), queries=len(specs), topSimilarity=top)

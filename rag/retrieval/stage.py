@@ -19,6 +19,7 @@ import numpy as np
 
 from rag.errors import DatabaseError, InputError, NotFoundError
 from rag.retrieval import autorag
+from rag.retrieval.passes import fill_similarity
 from rag.retrieval.profiles import Profile
 from rag.retrieval.query_log import log_retrieval, record_query
 from rag.retrieval.routes import ROUTES
@@ -74,6 +75,10 @@ def retrieve_stage(conn: Any, rt: Runtime, prof: Profile, query: str, filter_: d
                                                                  candidate_count, query)
     ctx = PassContext(conn, rt, prof, model, filter_, query, query_embedding)
     candidates = _decide(ctx, run, started)
+    if prof.retrieval == "hybrid" and prof.fill_similarity:  # after the decision: the weak check judged what the legs found
+        fill_started = time.perf_counter()
+        candidates = fill_similarity(conn, model, query_embedding, candidates)
+        run.timings_ms["fill_similarity_ms"] = ms_since(fill_started)
     s = rt.settings.retrieval
     if s.query_log:  # the SQL console's query-embedding cache and most-retrieved notes, written in the background
         log_retrieval(rt, model.id, query, query_embedding, candidates, s.query_log_top)

@@ -3,6 +3,7 @@ exact-scan row limit, through compute_context (each profile's retrieval), notes 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -66,3 +67,15 @@ def test_bm25_parameters_change_the_scores(kb) -> None:
     scores = lambda ranked: {r.candidate.chunk_id: r.candidate.bm25_score for r in ranked}  # noqa: E731
     common = set(scores(before)) & set(scores(after))
     assert common and any(scores(before)[i] != scores(after)[i] for i in common if scores(before)[i])
+
+
+@pytest.mark.parametrize(("profile", "expected"), [
+    ("chat", {"vector": 1.0, "lexical": 1.0}),  # rrf_cut_weights "equal": the ranking does the weighing
+    ("notes", {"vector": 0.85, "lexical": 0.10}),  # "fusion": the cut is weighted like the ranking
+])
+def test_the_rrf_cut_weights_reach_the_hybrid_call(kb, sent, profile: str, expected: dict[str, float]) -> None:
+    assert compute_context("zorblax maintenance schedule", profile=profile, mode="base", runtime=kb.runtime()).ranked
+    hybrid = [c for c in sent if "w" in c]
+    assert hybrid, "no hybrid call was sent"
+    for call in hybrid:
+        assert json.loads(call["w"]) == pytest.approx(expected)  # the jsonb argument, as sent

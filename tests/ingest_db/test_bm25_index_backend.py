@@ -141,7 +141,7 @@ def test_a_filtered_index_read_that_cannot_prove_its_answer_gives_way(settings: 
     aconn.execute("select ragpg_disable_bm25_index('help')")
     by_sql = aconn.execute("select chunk_id, bm25_score from ragpg_lexical_scores('install a community plugin', 10,"
                            " %s, 0.9, 0.4) order by bm25_score desc, chunk_id", (f,)).fetchall()
-    assert [(r["chunk_id"], r["bm25_score"]) for r in by_sql] == list(zip(deep["chunk_ids"], deep["scores"]))
+    assert [(r["chunk_id"], r["bm25_score"]) for r in by_sql] == list(zip(deep["chunk_ids"], deep["scores"], strict=True))
 
 
 def test_index_summary_and_db_status_name_the_backend(cli, tmp_path: Path) -> None:
