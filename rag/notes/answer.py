@@ -136,7 +136,8 @@ def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedC
             return AskResponse(text, _references(chunks, used, limit, question, ns), False, None, None, "llm",
                                None, band)
     text, used = extractive_answer(sentences, chunks, count=ns.answer_sentences[detail],
-                                   min_share_of_best=ns.extractive_min_share_of_best, fallback_chars=ns.snippet_chars)
+                                   min_share_of_best=ns.extractive_min_share_of_best, fallback_chars=ns.snippet_chars,
+                                   short_words=ns.extractive_short_sentence_words)
     trace["citations"] = {"matched_chunks": [i + 1 for i in used], "unmatched_citations": [],
                           "matched_by_file_only": []}
     notice = NOTICE_NO_LLM if llm is None else NOTICE_LLM_FAILED

@@ -141,24 +141,55 @@ def weigh_by_passage(sentences: Sequence[Sentence], passage_scores: Sequence[flo
             for x in sentences]
 
 
+def _quoted_spans(best: Sequence[Sentence], by_position: dict[tuple[int, int], Sentence], count: int,
+                  short_words: int) -> list[list[Sentence]]:
+    """Up to `count` sentences from `best` (best first), as runs of one or two consecutive sentences.
+
+    A question ("How do I ...?", a FAQ entry) answers nothing: the sentence after it in its passage
+    is quoted in its place. A sentence under `short_words` words rarely holds the whole answer ("Row
+    height lets you display more information."): the next sentence of its passage comes with it,
+    when the count leaves room for both."""
+    spans: list[list[Sentence]] = []
+    taken: set[tuple[int, int]] = set()
+    used = 0
+    for x in best:
+        if used >= count:
+            break
+        after = by_position.get((x.passage, x.position + 1))
+        if x.text.endswith("?"):
+            run = [after] if after is not None else []
+        elif after is not None and len(x.text.split()) < short_words and used + 2 <= count:
+            run = [x, after]
+        else:
+            run = [x]
+        run = [y for y in run if (y.passage, y.position) not in taken and not y.text.endswith("?")]
+        if not run:
+            continue
+        taken.update((y.passage, y.position) for y in run)
+        spans.append(run)
+        used += len(run)
+    return spans
+
+
 def extractive_answer(sentences: Sequence[Sentence], chunks: Sequence[Candidate], *, count: int,
-                      min_share_of_best: float, fallback_chars: int) -> tuple[str, list[int]]:
-    """The quoted answer (the best `count` sentences, in reading order, each cited) and the indexes
-    (into `chunks`) of the passages it quotes."""
+                      min_share_of_best: float, fallback_chars: int, short_words: int = 0) -> tuple[str, list[int]]:
+    """The quoted answer (the best `count` sentences, in reading order, each run cited) and the indexes
+    (into `chunks`) of the passages it quotes. `short_words`: see `_quoted_spans` (0: off)."""
     best = sorted((x for x in sentences if x.score > 0), key=lambda x: (-x.score, x.passage, x.position))
     if best:
         cutoff = best[0].score * min_share_of_best
         best = [x for x in best if x.score >= cutoff - 1e-12]
-    chosen = best[:count]
-    if not chosen and sentences:
-        chosen = [min(sentences, key=lambda x: (x.passage, x.position))]
-    if not chosen and chunks:  # only headings or fragments: quote the top passage itself
+    by_position = {(x.passage, x.position): x for x in sentences}
+    spans = _quoted_spans(best, by_position, count, short_words)
+    if not spans and sentences:
+        spans = [[min(sentences, key=lambda x: (x.passage, x.position))]]
+    if not spans and chunks:  # only headings or fragments: quote the top passage itself
         text = " ".join(plain(chunks[0].content).split())[:fallback_chars]
-        chosen = [Sentence(0, 0, text, 0.0)]
-    chosen.sort(key=lambda x: (x.passage, x.position))
-    lines = [f"{x.text} {citation_for(chunks[x.passage])}" for x in chosen]
+        spans = [[Sentence(0, 0, text, 0.0)]]
+    spans.sort(key=lambda run: (run[0].passage, run[0].position))
+    lines = [f"{' '.join(x.text for x in run)} {citation_for(chunks[run[0].passage])}" for run in spans]
     used: list[int] = []
-    for x in chosen:
-        if x.passage not in used:
-            used.append(x.passage)
+    for run in spans:
+        if run[0].passage not in used:
+            used.append(run[0].passage)
     return "\n".join(lines), used

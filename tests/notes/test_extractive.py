@@ -109,6 +109,36 @@ def test_sentences_far_below_the_best_are_not_quoted_even_when_the_count_allows(
     assert [line.split(" [File")[0] for line in answer.splitlines()] == ["Strong.", "Half."]
 
 
+def test_a_question_in_the_notes_is_replaced_by_the_sentence_that_answers_it():
+    chunks = [cand(0, "faq.md", "# FAQ", "x")]
+    sentences = [Sentence(0, 0, "Why do I get a hash error when I publish?", 0.9),
+                 Sentence(0, 1, "The file's modified time changed while it uploaded.", 0.3),
+                 Sentence(0, 2, "Publishing is free for one site.", 0.2)]
+    answer, used = extractive_answer(sentences, chunks, count=1, min_share_of_best=0.5, fallback_chars=80)
+    assert answer == "The file's modified time changed while it uploaded. [File: faq.md, Section: FAQ]"
+    # a question with nothing after it in its passage is not quoted at all
+    last = [Sentence(0, 0, "Can I pay by card?", 0.9), Sentence(1, 0, "Invoices go out monthly.", 0.6)]
+    answer, used = extractive_answer(last, [chunks[0], cand(1, "b.md", "# B", "y")], count=1,
+                                     min_share_of_best=0.5, fallback_chars=80)
+    assert answer == "Invoices go out monthly. [File: b.md, Section: B]" and used == [1]
+
+
+def test_a_short_sentence_brings_the_next_one_within_the_count():
+    chunks = [cand(0, "table.md", "# Table > ## Row height", "x")]
+    sentences = [Sentence(0, 0, "Row height shows more.", 0.9),
+                 Sentence(0, 1, "Choose short, medium, tall or extra tall in the view menu.", 0.2),
+                 Sentence(0, 2, "Columns can be resized by dragging their edge in the header.", 0.5)]
+    two, _ = extractive_answer(sentences, chunks, count=2, min_share_of_best=0.1, fallback_chars=80, short_words=12)
+    assert two == ("Row height shows more. Choose short, medium, tall or extra tall in the view menu. "
+                   "[File: table.md, Section: Row height]")
+    # one sentence allowed: the short one alone; short_words 0 turns the rule off
+    one, _ = extractive_answer(sentences, chunks, count=1, min_share_of_best=0.1, fallback_chars=80, short_words=12)
+    assert one == "Row height shows more. [File: table.md, Section: Row height]"
+    off, _ = extractive_answer(sentences, chunks, count=2, min_share_of_best=0.1, fallback_chars=80)
+    assert [line.split(" [File")[0] for line in off.splitlines()] == [
+        "Row height shows more.", "Columns can be resized by dragging their edge in the header."]
+
+
 def test_a_word_found_in_every_passage_weighs_less():
     chunks = [cand(0, "a.md", "", "Obsidian stores notes as files."),
               cand(1, "b.md", "", "Obsidian syncs your vault."),
