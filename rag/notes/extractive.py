@@ -41,6 +41,8 @@ _CALLOUT_TITLE = re.compile(r"^[ \t]*(?:>[ \t]?)+\[![^\]]*\][-+]?[^\n]*$", re.MU
 # so a list after the code is not taken for the introduction's items.
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.MULTILINE | re.DOTALL)
 _FENCE_MARK = "\n\n|\n\n"
+# A paragraph set in bold as a whole ("**I get a hash error when I publish.**"): a FAQ prompt.
+_BOLD_LINE = re.compile(r"^[ \t]*(\*\*|__)(?P<text>[^\n]+?)\1[ \t]*$", re.MULTILINE)
 _MIN_WORDS = 3
 _MAX_LIST_ITEMS = 8
 _MAX_LIST_CHARS = 400
@@ -53,6 +55,11 @@ class Sentence:
     text: str
     score: float
     similarity: float = 0.0  # cosine to the question (0 without sentence embeddings)
+    prompt: bool = False  # a question or a bold FAQ prompt: what follows it answers, not itself
+
+    @property
+    def asks(self) -> bool:
+        return self.prompt or self.text.endswith("?")
 
 
 _SPACE_BEFORE_PUNCT = re.compile(r"(?<=\w) +([.,;:!?])(?=\s|$)")  # left where a removed image or link stood
@@ -89,6 +96,11 @@ def _sentences(content: str) -> list[str]:
     return [t for t in out if not t.endswith(":")]  # an introduction whose list or code is not quoted
 
 
+def _prompts(content: str) -> set[str]:
+    """The plain text of the passage's paragraphs set wholly in bold (FAQ prompts)."""
+    return {_flat(plain(m.group("text"))) for m in _BOLD_LINE.finditer(content)}
+
+
 def _stems(text: str) -> set[str]:
     return {stem(t) for t in tokenize(text)}
 
@@ -120,6 +132,7 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
     weights = term_weights(terms, pool if pool is not None else chunks)
     total = sum(weights.values())
     found = [(ci, pos, text) for ci, c in enumerate(chunks) for pos, text in enumerate(_sentences(c.content))]
+    prompts = [_prompts(c.content) for c in chunks]
     sims: Sequence[float] = [0.0] * len(found)
     if similarity is not None and found:
         sims = similarity([text for _, _, text in found])
@@ -129,7 +142,7 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
         share = sum(w for t, w in weights.items() if t in words) / total if total else 0.0
         if similarity is not None:
             share = (1 - semantic_weight) * share + semantic_weight * max(float(sim), 0.0)
-        scored.append(Sentence(ci, pos, text, share, float(sim)))
+        scored.append(Sentence(ci, pos, text, share, float(sim), prompt=text in prompts[ci]))
     return scored
 
 
@@ -143,28 +156,31 @@ def weigh_by_passage(sentences: Sequence[Sentence], passage_scores: Sequence[flo
 
 def _quoted_spans(best: Sequence[Sentence], by_position: dict[tuple[int, int], Sentence], count: int,
                   short_words: int) -> list[list[Sentence]]:
-    """Up to `count` sentences from `best` (best first), as runs of one or two consecutive sentences.
+    """Up to `count` sentences from `best` (best first), as runs of consecutive sentences.
 
-    A question ("How do I ...?", a FAQ entry) answers nothing: the sentence after it in its passage
-    is quoted in its place. A sentence under `short_words` words rarely holds the whole answer ("Row
-    height lets you display more information."): the next sentence of its passage comes with it,
-    when the count leaves room for both."""
+    A question ("How do I ...?") or a FAQ prompt in bold answers nothing: what follows it in its
+    passage is quoted in its place (whatever its form: a FAQ may answer with a question of its own).
+    A sentence under `short_words` words rarely holds the whole answer ("Row height lets you display
+    more information."): the next sentence of its passage comes with it, when the count leaves room."""
     spans: list[list[Sentence]] = []
     taken: set[tuple[int, int]] = set()
     used = 0
     for x in best:
         if used >= count:
             break
-        after = by_position.get((x.passage, x.position + 1))
-        if x.text.endswith("?"):
-            run = [after] if after is not None else []
-        elif after is not None and len(x.text.split()) < short_words and used + 2 <= count:
-            run = [x, after]
-        else:
-            run = [x]
-        run = [y for y in run if (y.passage, y.position) not in taken and not y.text.endswith("?")]
-        if not run:
+        if (x.passage, x.position) in taken:
             continue
+        if x.asks:
+            start = by_position.get((x.passage, x.position + 1))
+            if start is None or (start.passage, start.position) in taken:
+                continue
+        else:
+            start = x
+        run = [start]
+        after = by_position.get((start.passage, start.position + 1))
+        if (after is not None and (after.passage, after.position) not in taken and used + 2 <= count
+                and (len(start.text.split()) < short_words or (start is not x and start.asks))):
+            run.append(after)
         taken.update((y.passage, y.position) for y in run)
         spans.append(run)
         used += len(run)

@@ -123,6 +123,20 @@ def test_a_question_in_the_notes_is_replaced_by_the_sentence_that_answers_it():
     assert answer == "Invoices go out monthly. [File: b.md, Section: B]" and used == [1]
 
 
+def test_a_faq_prompt_in_bold_is_answered_by_what_follows_it_even_a_question():
+    chunks = [cand(0, "publish.md", "# Troubleshoot > ## Publishing notes",
+                   "**I am receiving a hash error when trying to publish a note.**\n\n"
+                   "Are you using a plugin that edits the file's modified time upon update? If so, this plugin may"
+                   " conflict with Publish.\n\n**I am receiving an odd network error.**\n\n"
+                   "We may need to examine your database.")]
+    sentences = score_sentences("Why do I get a hash error when I publish a note?", chunks)
+    assert [x.text for x in sentences if x.prompt] == [
+        "I am receiving a hash error when trying to publish a note.", "I am receiving an odd network error."]
+    answer, _ = extractive_answer(sentences, chunks, count=2, min_share_of_best=0.5, fallback_chars=80)
+    assert answer == ("Are you using a plugin that edits the file's modified time upon update? If so, this plugin"
+                      " may conflict with Publish. [File: publish.md, Section: Publishing notes]")
+
+
 def test_a_short_sentence_brings_the_next_one_within_the_count():
     chunks = [cand(0, "table.md", "# Table > ## Row height", "x")]
     sentences = [Sentence(0, 0, "Row height shows more.", 0.9),
