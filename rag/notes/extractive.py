@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from rag.notes.format import citation_for, plain
 from rag.notes.question import match_terms, stem
@@ -56,6 +57,7 @@ class Sentence:
     score: float
     similarity: float = 0.0  # cosine to the question (0 without sentence embeddings)
     prompt: bool = False  # a question or a bold FAQ prompt: what follows it answers, not itself
+    kind: Kind = "sentence"  # or a procedure (an introduction with its list items), or a table row
 
     @property
     def asks(self) -> bool:
@@ -69,13 +71,34 @@ def _flat(raw: str) -> str:
     return _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(_BULLET.sub("", raw).split()))
 
 
-def _sentences(content: str) -> list[str]:
-    """Readable sentences of a passage; list items follow the sentence that introduces them."""
-    out: list[str] = []
+def _table_row(match: re.Match[str]) -> str:
+    """A markdown table row as a sentence ("Paste without formatting: Ctrl+Shift+V."); a separator row goes."""
+    cells = [c.strip() for c in match.group(1).split("|")]
+    cells = [c for c in cells if c]
+    if not cells or all(set(c) <= set("-: ") for c in cells):
+        return ""
+    row = f"{cells[0]}: {', '.join(cells[1:])}" if len(cells) > 1 else cells[0]
+    return f"{row}{_ROW_MARK}."
+
+
+_ROW_MARK = "\u2063"  # invisible separator: survives plain text and splitting, so a row is known as one
+_TABLE_ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$", re.MULTILINE)
+# "1. Open ..." would split into "1." and "Open ..." at the sentence boundary: a numbered item reads as a bullet.
+_NUMBERED_ITEM = re.compile(r"^([ \t]*)\d+[.)][ \t]+", re.MULTILINE)
+
+
+Kind = Literal["sentence", "procedure", "row"]
+
+
+def _sentence_parts(content: str) -> list[tuple[str, Kind]]:
+    """Readable sentences of a passage, each with its kind: a procedure is an introduction with its
+    list items; a table row reads as "first cell: the others"."""
+    out: list[tuple[str, Kind]] = []
     intro: str | None = None  # out[-1] before its list items, when it ends with ':'
     items: list[str] = []
     unquoted = _QUOTE_PREFIX.sub("", _CALLOUT_TITLE.sub("\n", content))
     cleaned = _LINK_ONLY.sub("", _HEADING_LINE.sub("", _PSEUDO_HEADING.sub("", _FENCE.sub(_FENCE_MARK, unquoted))))
+    cleaned = _NUMBERED_ITEM.sub(r"\1- ", _TABLE_ROW.sub(lambda m: "\n" + _table_row(m) + "\n", cleaned))
     for raw in split_sentences(plain(cleaned)):
         is_item = bool(_BULLET.match(raw))
         text = _flat(raw)
@@ -85,15 +108,21 @@ def _sentences(content: str) -> list[str]:
         if is_item and intro is not None:
             if len(items) < _MAX_LIST_ITEMS and sum(len(i) for i in items) + len(text) <= _MAX_LIST_CHARS:
                 items.append(text.rstrip(";,. "))
-                out[-1] = f"{intro} {'; '.join(items)}."
+                out[-1] = (f"{intro} {'; '.join(items)}.", "procedure")
             continue  # an item past the limit is not quoted on its own either
         intro, items = None, []
         if len(text.split()) < _MIN_WORDS:
             continue
-        out.append(text)
+        row = _ROW_MARK in text
+        out.append((text.replace(_ROW_MARK, ""), "row" if row else "sentence"))
         if text.endswith(":"):
             intro = text
-    return [t for t in out if not t.endswith(":")]  # an introduction whose list or code is not quoted
+    return [(t, kind) for t, kind in out if not t.endswith(":")]  # an introduction whose list or code is not quoted
+
+
+def _sentences(content: str) -> list[str]:
+    """Readable sentences of a passage; list items follow the sentence that introduces them."""
+    return [text for text, _ in _sentence_parts(content)]
 
 
 def _prompts(content: str) -> set[str]:
@@ -131,18 +160,19 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
     terms = match_terms(question)
     weights = term_weights(terms, pool if pool is not None else chunks)
     total = sum(weights.values())
-    found = [(ci, pos, text) for ci, c in enumerate(chunks) for pos, text in enumerate(_sentences(c.content))]
+    found = [(ci, pos, text, kind) for ci, c in enumerate(chunks)
+             for pos, (text, kind) in enumerate(_sentence_parts(c.content))]
     prompts = [_prompts(c.content) for c in chunks]
     sims: Sequence[float] = [0.0] * len(found)
     if similarity is not None and found:
-        sims = similarity([text for _, _, text in found])
+        sims = similarity([text for _, _, text, _ in found])
     scored = []
-    for (ci, pos, text), sim in zip(found, sims, strict=True):
+    for (ci, pos, text, kind), sim in zip(found, sims, strict=True):
         words = _stems(text)
         share = sum(w for t, w in weights.items() if t in words) / total if total else 0.0
         if similarity is not None:
             share = (1 - semantic_weight) * share + semantic_weight * max(float(sim), 0.0)
-        scored.append(Sentence(ci, pos, text, share, float(sim), prompt=text in prompts[ci]))
+        scored.append(Sentence(ci, pos, text, share, float(sim), prompt=text in prompts[ci], kind=kind))
     return scored
 
 
@@ -161,7 +191,8 @@ def _quoted_spans(best: Sequence[Sentence], by_position: dict[tuple[int, int], S
     A question ("How do I ...?") or a FAQ prompt in bold answers nothing: what follows it in its
     passage is quoted in its place (whatever its form: a FAQ may answer with a question of its own).
     A sentence under `short_words` words rarely holds the whole answer ("Row height lets you display
-    more information."): the next sentence of its passage comes with it, when the count leaves room."""
+    more information."), and one followed by a procedure ("To merge notes: open ...; select ...") is
+    the how-to's preamble: the next sentence of its passage comes with it, when the count leaves room."""
     spans: list[list[Sentence]] = []
     taken: set[tuple[int, int]] = set()
     used = 0
@@ -179,7 +210,8 @@ def _quoted_spans(best: Sequence[Sentence], by_position: dict[tuple[int, int], S
         run = [start]
         after = by_position.get((start.passage, start.position + 1))
         if (after is not None and (after.passage, after.position) not in taken and used + 2 <= count
-                and (len(start.text.split()) < short_words or (start is not x and start.asks))):
+                and ((start.kind == "sentence" and len(start.text.split()) < short_words)
+                     or (start is not x and start.asks) or after.kind == "procedure")):
             run.append(after)
         taken.update((y.passage, y.position) for y in run)
         spans.append(run)

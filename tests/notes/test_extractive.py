@@ -7,6 +7,7 @@ sentence, what `ask` quotes for questions whose answers were worked out by hand.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -135,6 +136,35 @@ def test_a_faq_prompt_in_bold_is_answered_by_what_follows_it_even_a_question():
     answer, _ = extractive_answer(sentences, chunks, count=2, min_share_of_best=0.5, fallback_chars=80)
     assert answer == ("Are you using a plugin that edits the file's modified time upon update? If so, this plugin"
                       " may conflict with Publish. [File: publish.md, Section: Publishing notes]")
+
+
+def test_numbered_steps_stay_with_their_introduction_and_table_rows_read_as_sentences():
+    content = ("Instead of a separate tab, backlinks can sit at the bottom of the note.\n\n"
+               "To show backlinks in a note:\n\n1. Open the [[Command palette]].\n"
+               "2. Select **Backlinks: Toggle backlinks in document**.\n\n"
+               "| Action | Shortcut |\n|-|-|\n| Paste without formatting | `Ctrl+Shift+V` |\n| Undo | `Ctrl+Z` |\n"
+               "| Redo | `Ctrl+Shift+Z` or `Ctrl+Y` |\n")
+    assert _sentences(content) == [
+        "Instead of a separate tab, backlinks can sit at the bottom of the note.",
+        "To show backlinks in a note: Open the Command palette; Select Backlinks: Toggle backlinks in document.",
+        "Paste without formatting: `Ctrl+Shift+V`.",
+        "Redo: `Ctrl+Shift+Z` or `Ctrl+Y`."]  # "Undo: Ctrl+Z" and the header row are under 3 words
+    chunks = [cand(0, "backlinks.md", "# Backlinks", content)]
+    # the best sentence is the how-to's preamble: its procedure comes with it
+    answer, _ = extract("Can backlinks sit at the bottom of the note instead of a separate tab?", chunks, count=2)
+    assert answer == ("Instead of a separate tab, backlinks can sit at the bottom of the note. To show backlinks in a"
+                      " note: Open the Command palette; Select Backlinks: Toggle backlinks in document."
+                      " [File: backlinks.md, Section: Backlinks]")
+    # a table row is whole: short as it is, it brings no neighbour (a sentence that short would)
+    sentences = score_sentences("paste without formatting shortcut", chunks)
+    assert [x.kind for x in sentences] == ["sentence", "procedure", "row", "row"]
+    row = sentences[2]
+    quoted, _ = extractive_answer([*sentences[:2], replace(row, score=9.0), sentences[3]], chunks, count=2, min_share_of_best=0.9,
+                                  fallback_chars=80, short_words=12)
+    assert quoted == "Paste without formatting: `Ctrl+Shift+V`. [File: backlinks.md, Section: Backlinks]"
+    as_sentence, _ = extractive_answer([*sentences[:2], replace(row, score=9.0, kind="sentence"), sentences[3]], chunks, count=2,
+                                       min_share_of_best=0.9, fallback_chars=80, short_words=12)
+    assert as_sentence.startswith("Paste without formatting: `Ctrl+Shift+V`. Redo: ")
 
 
 def test_a_short_sentence_brings_the_next_one_within_the_count():
