@@ -219,7 +219,8 @@ class NotesSettings(_Group):
     extractive_min_share_of_best: float = Field(0.5, ge=0, le=1)  # quote sentences scoring >= this x the best
     # a quoted sentence under this many words brings the next sentence of its passage (0: never);
     # 12 on the golden dev split (with FAQ prompts answered by what follows them, numbered steps kept with
-    # their introduction and table rows read as sentences): answer_fact 0.379 -> 0.421
+    # their introduction and table rows read as sentences, a sentence saying "This ..." after the one before it):
+    # answer_fact 0.379 -> 0.432
     extractive_short_sentence_words: int = Field(12, ge=0)
     snippet_chars: int = Field(280, gt=20)
     search_k_max: int = Field(100, gt=0)

@@ -82,6 +82,8 @@ def _table_row(match: re.Match[str]) -> str:
 
 
 _ROW_MARK = "\u2063"  # invisible separator: survives plain text and splitting, so a row is known as one
+# A sentence that opens by pointing back ("This icon ...", "It ...") needs the one before it.
+_ANAPHORA = re.compile(r"^(?:this|that|these|those|it|its|they|their|such)\b", re.IGNORECASE)
 _TABLE_ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$", re.MULTILINE)
 # "1. Open ..." would split into "1." and "Open ..." at the sentence boundary: a numbered item reads as a bullet.
 _NUMBERED_ITEM = re.compile(r"^([ \t]*)\d+[.)][ \t]+", re.MULTILINE)
@@ -190,7 +192,8 @@ def _quoted_spans(best: Sequence[Sentence], by_position: dict[tuple[int, int], S
 
     A question ("How do I ...?") or a FAQ prompt in bold answers nothing: what follows it in its
     passage is quoted in its place (whatever its form: a FAQ may answer with a question of its own).
-    A sentence under `short_words` words rarely holds the whole answer ("Row height lets you display
+    A sentence that opens by pointing back ("This icon is typically red.") comes after the one it
+    points to. A sentence under `short_words` words rarely holds the whole answer ("Row height lets you display
     more information."), and one followed by a procedure ("To merge notes: open ...; select ...") is
     the how-to's preamble: the next sentence of its passage comes with it, when the count leaves room."""
     spans: list[list[Sentence]] = []
@@ -208,8 +211,12 @@ def _quoted_spans(best: Sequence[Sentence], by_position: dict[tuple[int, int], S
         else:
             start = x
         run = [start]
+        before = by_position.get((start.passage, start.position - 1))
+        if (before is not None and start is x and _ANAPHORA.match(start.text) and used + 2 <= count
+                and (before.passage, before.position) not in taken and not before.asks):
+            run.insert(0, before)  # "This icon is typically red." says nothing without what "this" is
         after = by_position.get((start.passage, start.position + 1))
-        if (after is not None and (after.passage, after.position) not in taken and used + 2 <= count
+        if (len(run) == 1 and after is not None and (after.passage, after.position) not in taken and used + 2 <= count
                 and ((start.kind == "sentence" and len(start.text.split()) < short_words)
                      or (start is not x and start.asks) or after.kind == "procedure")):
             run.append(after)

@@ -167,6 +167,18 @@ def test_numbered_steps_stay_with_their_introduction_and_table_rows_read_as_sent
     assert as_sentence.startswith("Paste without formatting: `Ctrl+Shift+V`. Redo: ")
 
 
+def test_a_sentence_that_points_back_brings_the_one_before_it():
+    chunks = [cand(0, "sync.md", "# Sync > ## Status icon", "x")]
+    sentences = [Sentence(0, 0, "Disconnected: the plugin is on but not connected to a remote vault.", 0.3),
+                 Sentence(0, 1, "This icon is typically red.", 0.9),
+                 Sentence(0, 2, "Clicking the icon opens a menu with Pause, Version history and Sync log.", 0.35)]
+    answer, _ = extractive_answer(sentences, chunks, count=2, min_share_of_best=0.3, fallback_chars=80, short_words=12)
+    assert answer == ("Disconnected: the plugin is on but not connected to a remote vault. This icon is typically red."
+                      " [File: sync.md, Section: Status icon]")
+    alone, _ = extractive_answer(sentences, chunks, count=1, min_share_of_best=0.3, fallback_chars=80, short_words=12)
+    assert alone == "This icon is typically red. [File: sync.md, Section: Status icon]"  # no room for two
+
+
 def test_a_short_sentence_brings_the_next_one_within_the_count():
     chunks = [cand(0, "table.md", "# Table > ## Row height", "x")]
     sentences = [Sentence(0, 0, "Row height shows more.", 0.9),
