@@ -16,6 +16,9 @@ generalise across questions (DESIGN.md § Notes vault answering):
 * `top_bm25`             the best BM25 score among the candidates, over `BM25_SCALE`
 * `rarest_missing`       the rarity of the rarest question word missing from the top passages
                          (its idf over the largest idf possible; 0 when every word is there)
+* `names_missing`        the share of the specific things the question names (YubiKey, Joplin, 500;
+                         `rag.notes.question.specific_names`) that the top passages never mention:
+                         a near miss asks about the one thing its page does not cover
 
     p(answerable) = 1 / (1 + exp(-(bias + Σ weight_i · signal_i)))     abstain when p < threshold
 
@@ -35,7 +38,11 @@ from rag.text import tokenize
 from rag.types import RankedChunk
 
 SIGNALS: tuple[str, ...] = ("top_final", "margin", "top_similarity", "sentence_similarity", "term_coverage",
-                            "unknown_share", "leg_agreement", "top_bm25", "rarest_missing", "passage_coverage")
+                            "unknown_share", "leg_agreement", "top_bm25", "rarest_missing", "passage_coverage",
+                            "names_missing")
+# The signals that read words, not cosines: a model fitted on them holds whatever embedder a vault uses.
+PORTABLE_SIGNALS: tuple[str, ...] = ("term_coverage", "unknown_share", "top_bm25", "rarest_missing",
+                                     "passage_coverage", "names_missing")
 BM25_SCALE = 10.0  # BM25 is unbounded; this brings typical top scores of short questions near 1
 
 
@@ -51,6 +58,7 @@ class AbstainSignals:
     top_bm25: float = 0.0
     rarest_missing: float = 0.0
     passage_coverage: float = 0.0
+    names_missing: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return {k: round(v, 6) for k, v in asdict(self).items()}
@@ -103,8 +111,16 @@ def _margin(ranked: Sequence[RankedChunk]) -> float:
     return top.scores.final - (other.scores.final if other else 0.0)
 
 
+def names_missing(names: Sequence[str], passages: Sequence[str]) -> float:
+    """The share of `names` that no passage mentions (case-insensitive); 0 when the question names none."""
+    if not names:
+        return 0.0
+    text = " ".join(passages).casefold()
+    return sum(1 for name in names if name.casefold() not in text) / len(names)
+
+
 def collect_signals(ranked: Sequence[RankedChunk], stats: Sequence[TermStat], sentence_similarity: float, *,
-                    top_passages: int) -> AbstainSignals:
+                    top_passages: int, names: Sequence[str] = ()) -> AbstainSignals:
     top = list(ranked[:top_passages])
     sims = [r.candidate.similarity for r in top if r.candidate.similarity is not None]
     both = [r for r in top if r.candidate.vector_rank is not None and r.candidate.lexical_rank is not None]
@@ -116,7 +132,9 @@ def collect_signals(ranked: Sequence[RankedChunk], stats: Sequence[TermStat], se
         top_final=top[0].scores.final if top else 0.0, margin=_margin(ranked),
         top_similarity=max(sims, default=0.0), sentence_similarity=sentence_similarity,
         term_coverage=coverage, unknown_share=unknown, leg_agreement=len(both) / len(top) if top else 0.0,
-        top_bm25=bm25 / BM25_SCALE, rarest_missing=rarest, passage_coverage=single)
+        top_bm25=bm25 / BM25_SCALE, rarest_missing=rarest, passage_coverage=single,
+        names_missing=names_missing(names, [f"{r.candidate.source_path} {r.candidate.heading_path} {r.candidate.content}"
+                                            for r in top]))
 
 
 def decide(signals: AbstainSignals, weights: Mapping[str, float], bias: float, threshold: float) -> AbstainDecision:
@@ -131,6 +149,7 @@ def decide(signals: AbstainSignals, weights: Mapping[str, float], bias: float, t
 EXPLAIN_UNKNOWN_SHARE_MIN = 0.3
 EXPLAIN_COVERAGE_BELOW = 0.5
 EXPLAIN_SENTENCE_SIMILARITY_BELOW = 0.45
+EXPLAIN_NAMES_MISSING_MIN = 0.5
 
 
 def _reason(s: AbstainSignals, abstain: bool, p: float, threshold: float) -> str:
@@ -141,6 +160,8 @@ def _reason(s: AbstainSignals, abstain: bool, p: float, threshold: float) -> str
         notes.append(f"the best passages contain only {s.term_coverage:.0%} of the question's distinctive words")
     if s.sentence_similarity < EXPLAIN_SENTENCE_SIMILARITY_BELOW:
         notes.append("no sentence in the best passages is close in meaning to the question")
+    if s.names_missing >= EXPLAIN_NAMES_MISSING_MIN:
+        notes.append("the best passages never mention something the question names")
     if s.leg_agreement == 0:
         notes.append("word search and meaning search found different passages")
     verdict = (f"not answered: the evidence is too weak (confidence {p:.2f} < {threshold:.2f})" if abstain

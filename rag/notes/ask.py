@@ -27,7 +27,7 @@ from rag.errors import InputError
 from rag.notes import answer as answering
 from rag.notes.abstain import collect_signals, decide
 from rag.notes.format import section_label, snippet
-from rag.notes.question import choose_k, query_terms, validate_detail
+from rag.notes.question import choose_k, query_terms, specific_names, validate_detail
 from rag.notes.results import AskResponse, Reference, SearchItem, SearchResponse
 from rag.notes.scope import NotesScope, prepare_scope, resolve_vaults
 from rag.notes.settings import notes_settings
@@ -122,7 +122,7 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
     with rt.connection(autocommit=True, scope=scope, read=True) as conn:
         stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels())
     signals = collect_signals(ranked, stats, max((x.similarity for x in sentences), default=0.0),
-                              top_passages=ns.abstain_top_passages)
+                              top_passages=ns.abstain_top_passages, names=specific_names(question))
     decision = decide(signals, ns.abstain_weights, ns.abstain_bias, ns.abstain_threshold)
     trace["abstention"] = decision.debug()
     if decision.abstain:

@@ -3,11 +3,13 @@
 `query_terms` are the distinct content terms of a question (stopwords and one-letter tokens
 dropped; phrasal verbs also as one word, "back up" -> "backup"); `match_terms` their light stems,
 what answer sentences and snippets are matched against. `folder_weights` are the folder prior's
-position weights (1.0, 0.9, ... never below the minimum).
+position weights (1.0, 0.9, ... never below the minimum). `specific_names` are the names and
+numbers a question mentions, which an answer has to mention too.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from rag.config import NotesSettings
@@ -28,6 +30,25 @@ def query_terms(question: str) -> list[str]:
     compounds = [a + b for a, b in zip(tokens, tokens[1:], strict=False)
                  if b in PARTICLES and a not in STOPWORDS and len(a) > 1]
     return unique([*terms, *compounds])
+
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+.'-]*")
+_SENTENCE_END = re.compile(r"[.?!:]\s*$")
+
+
+def specific_names(question: str) -> list[str]:
+    """The specific things a question names: capitalised words inside a sentence (YubiKey, Joplin,
+    Chrome, iCloud) and words with digits (500, libnss3.so, 2FA), without possessive 's. A question
+    typed in lower case names none, and the signal built on this stays silent."""
+    names: list[str] = []
+    for m in _WORD.finditer(question):
+        word = m.group().strip(".'-").removesuffix("'s")
+        starts_sentence = not question[:m.start()].strip() or bool(_SENTENCE_END.search(question[:m.start()]))
+        if not word or "'" in word or word.lower() in STOPWORDS:
+            continue
+        if any(ch.isdigit() for ch in word) or (not starts_sentence and any(ch.isupper() for ch in word)):
+            names.append(word)
+    return unique(names)
 
 
 def match_terms(question: str) -> list[str]:

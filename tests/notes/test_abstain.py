@@ -16,9 +16,10 @@ from rag.types import Candidate, RankedChunk, ScoreBreakdown
 
 WEIGHTS = {"top_final": 2.5, "margin": 1.5, "top_similarity": 2.0, "sentence_similarity": 3.0,
            "term_coverage": 3.5, "unknown_share": -5.0, "leg_agreement": 1.0, "top_bm25": 1.0,
-           "rarest_missing": -2.0, "passage_coverage": 2.0}
+           "rarest_missing": -2.0, "passage_coverage": 2.0, "names_missing": -3.0}
 BASE = AbstainSignals(top_final=0.5, margin=0.1, top_similarity=0.5, sentence_similarity=0.4, term_coverage=0.5,
-                      unknown_share=0.2, leg_agreement=0.5, top_bm25=1.0, rarest_missing=0.5, passage_coverage=0.4)
+                      unknown_share=0.2, leg_agreement=0.5, top_bm25=1.0, rarest_missing=0.5, passage_coverage=0.4,
+                      names_missing=0.4)
 # Just under the threshold: z = -0.1, so the base case abstains and a step of 0.2 on any signal
 # (|weight| >= 1) moves z by at least 0.2, enough to cross zero.
 BIAS = -(sum(WEIGHTS[n] * getattr(BASE, n) for n in SIGNALS)) - 0.1
@@ -29,9 +30,10 @@ def p(signals: AbstainSignals, weights: dict[str, float] = WEIGHTS, bias: float 
     return decide(signals, weights, bias, 0.5).probability
 
 
-def test_the_signals_are_the_design_s_seven_plus_three():
+def test_the_signals_are_the_design_s_seven_plus_four():
     assert SIGNALS == ("top_final", "margin", "top_similarity", "sentence_similarity", "term_coverage",
-                       "unknown_share", "leg_agreement", "top_bm25", "rarest_missing", "passage_coverage")
+                       "unknown_share", "leg_agreement", "top_bm25", "rarest_missing", "passage_coverage",
+                       "names_missing")
 
 
 def test_probability_is_the_logistic_of_the_weighted_sum():
@@ -81,10 +83,13 @@ def test_reason_and_debug_in_plain_words():
     d = decide(BASE, WEIGHTS, BIAS + 1.0, 0.5)
     assert d.reason.startswith("answered: the evidence is strong enough (confidence 0.71 ≥ 0.50)")
     assert "no sentence in the best passages is close in meaning" in d.reason
-    quiet = decide(replace(BASE, sentence_similarity=0.6, term_coverage=0.9, unknown_share=0.0), WEIGHTS, BIAS, 0.5)
+    quiet = decide(replace(BASE, sentence_similarity=0.6, term_coverage=0.9, unknown_share=0.0, names_missing=0.0),
+                   WEIGHTS, BIAS, 0.5)
     assert " — " not in quiet.reason  # nothing to point out
     split = decide(replace(BASE, leg_agreement=0.0), WEIGHTS, BIAS, 0.5)
     assert "word search and meaning search found different passages" in split.reason
+    unnamed = decide(replace(BASE, names_missing=0.5), WEIGHTS, BIAS, 0.5)
+    assert "the best passages never mention something the question names" in unnamed.reason
     dbg = d.debug()
     assert set(dbg) == {"abstain", "p_answerable", "threshold", "signals", "reason"}
     assert dbg["signals"] == {n: getattr(BASE, n) for n in SIGNALS}
@@ -145,6 +150,10 @@ def test_collect_signals_from_the_top_passages():
     assert s.term_coverage == pytest.approx(idf(3, 50) / (idf(3, 50) + idf(0, 50)))
     assert s.unknown_share == pytest.approx(idf(0, 50) / (idf(3, 50) + idf(0, 50)))
     assert s.passage_coverage == pytest.approx(s.term_coverage)  # a.md#0 alone holds the one known word
+    assert s.names_missing == 0.0  # the question named nothing
+    named = collect_signals(items, stats, 0.42, top_passages=3, names=["Sync", "YubiKey", "500"])
+    assert named.names_missing == pytest.approx(2 / 3)  # "sync" is in a.md#0 (any case); the other two nowhere
+    assert collect_signals(items, stats, 0.42, top_passages=4, names=["b.md"]).names_missing == 0.0  # paths count
     wider = collect_signals(items, stats, 0.42, top_passages=4)
     assert wider.top_similarity == 0.95 and wider.leg_agreement == pytest.approx(2 / 4)
 
@@ -155,3 +164,14 @@ def test_collect_signals_single_note_and_nothing():
     assert (s.margin, s.leg_agreement, s.term_coverage, s.unknown_share) == (0.6, 1.0, 0.0, 0.0)
     empty = collect_signals([], [], 0.0, top_passages=3)
     assert empty == AbstainSignals(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def test_specific_names_are_names_and_numbers_inside_a_sentence():
+    from rag.notes.question import specific_names
+
+    assert specific_names("Can I use a YubiKey or another hardware key as the second step?") == ["YubiKey"]
+    assert specific_names("Does Obsidian Credit expire? Can I move it to Joplin's importer, e.g. for 500 words?") == [
+        "Obsidian", "Credit", "Joplin", "500"]  # "Can" starts a sentence, "Joplin's" loses its 's
+    assert specific_names("On my Chromebook, libnss3.so can't be opened. What's missing?") == ["Chromebook",
+                                                                                                 "libnss3.so"]
+    assert specific_names("how do i sync my notes with icloud") == []  # typed in lower case: nothing to check
