@@ -2,7 +2,7 @@
 
     RAGPG_DATA_DIR=... python eval/fit_abstention.py eval/golden/obsidian-help.yaml [--vault help]
 
-Runs `ask` (debug) on every case, reads the seven abstention signals each answer was decided on,
+Runs `ask` (debug) on every case, reads the abstention signals each answer was decided on,
 fits a logistic regression (L2, Newton steps) on the dev cases only — label: the case is
 answerable — and picks the threshold on dev that maximises
 `abstained on unanswerable + answer_cost * answered when answerable` (answer_cost > 1: wrongly
@@ -12,7 +12,7 @@ answerable cases. `--cv` chooses the signals: every subset of up to three, by 5-
 cross-validation on dev (threshold picked inside each training fold by the same rule); with
 `--portable`, only among the signals that read words, not the embedder's cosines. The
 test split is only scored, never fitted. Prints the weights to paste into
-rag/notes/settings.py (ABSTAIN_WEIGHTS, ABSTAIN_BIAS, ABSTAIN_THRESHOLD) and the figures.
+rag/config.py (ABSTAIN_WEIGHTS, ABSTAIN_BIAS, ABSTAIN_THRESHOLD) and the figures.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ def query_terms(question: str) -> list[str]:
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+.'-]*")
-_SENTENCE_END = re.compile(r"[.?!:]\s*$")
+_SENTENCE_ENDS = ".?!:"
 
 
 def specific_names(question: str) -> list[str]:
@@ -43,7 +43,8 @@ def specific_names(question: str) -> list[str]:
     names: list[str] = []
     for m in _WORD.finditer(question):
         word = m.group().strip(".'-").removesuffix("'s")
-        starts_sentence = not question[:m.start()].strip() or bool(_SENTENCE_END.search(question[:m.start()]))
+        before = question[:m.start()].rstrip()
+        starts_sentence = not before or before[-1] in _SENTENCE_ENDS
         if not word or "'" in word or word.lower() in STOPWORDS:
             continue
         if any(ch.isdigit() for ch in word) or (not starts_sentence and any(ch.isupper() for ch in word)):

@@ -60,8 +60,7 @@ class Profile(BaseModel):
     # search a question that joins topics whole and by facet, fused by RRF (rag.retrieval.facets)
     facet_split: bool = False
     # fusion weights (rag.retrieval.rank): fused = w_cosine·vector + w_bm25·lexical + w_freshness·freshness + w_metadata·boost
-    # 0.30 / 0.60 (with fill_similarity): chosen on SciFact's train and NFCorpus' dev qrels, the best of
-    # w_cosine 0.45-0.72 by auto nDCG@10 (SciFact train 0.7304 -> 0.7387, NFCorpus dev 0.3361 -> 0.3367)
+    # (the defaults are the chat profile's, chosen on BEIR train/dev qrels: see BUILTIN_PROFILES)
     w_bm25: float = Field(0.30, ge=0)
     w_cosine: float = Field(0.60, ge=0)
     w_freshness: float = Field(0.10, ge=0)
@@ -115,10 +114,11 @@ _TEMPLATE_BOOST = {"template": 1.0, "templates": 1.0}
 BUILTIN_PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        # chat (the field defaults): w_cosine 0.60 / w_bm25 0.30, fill_similarity, an equal RRF cut, chosen on
-        # SciFact's train and NFCorpus' dev qrels (bench/compute_context.py --split train|dev, mode base, 20
-        # matches): nDCG@10 0.7252 -> 0.7366 and 0.3350 -> 0.3364 over 0.45 / 0.45 without the fill; the same
-        # weights with a fusion-weighted cut gave 0.7225 / 0.3246.
+        # chat (the field defaults): w_cosine 0.60 / w_bm25 0.30, fill_similarity, an equal RRF cut, the best of
+        # w_cosine 0.45-0.72 on SciFact's train and NFCorpus' dev qrels, over 0.45 / 0.45 without the fill:
+        # nDCG@10 at its 20 matches (bench/compute_context.py --split train|dev, base) 0.7252 -> 0.7366 and
+        # 0.3350 -> 0.3364 (a fusion-weighted cut: 0.7225 / 0.3246); at depth 100 (ragpg eval-beir --split
+        # train|dev, auto) 0.7304 -> 0.7387 and 0.3361 -> 0.3367.
         Profile(name="chat"),
         # Markdown notes: semantic match first, words second (as in the notes `ask` rerank).
         # Chosen on the golden set's dev split (eval/golden/obsidian-help.yaml, search path, local model):

@@ -37,6 +37,12 @@ def extract(question, chunks, *, count=2, similarity=None, passage_scores=None, 
     return extractive_answer(sentences, chunks, count=count, min_share_of_best=min_share, fallback_chars=280)
 
 
+def quote(sentences, chunks, count, *, min_share, short_words=12):
+    """The quoted answer of `extractive_answer` with the notes defaults for the rules (text only)."""
+    return extractive_answer(sentences, chunks, count=count, min_share_of_best=min_share, fallback_chars=80,
+                             short_words=short_words)[0]
+
+
 # -- sentences --------------------------------------------------------------------------------------
 
 def test_markup_becomes_plain_text_but_inline_code_stays():
@@ -159,11 +165,10 @@ def test_numbered_steps_stay_with_their_introduction_and_table_rows_read_as_sent
     sentences = score_sentences("paste without formatting shortcut", chunks)
     assert [x.kind for x in sentences] == ["sentence", "procedure", "row", "row"]
     row = sentences[2]
-    quoted, _ = extractive_answer([*sentences[:2], replace(row, score=9.0), sentences[3]], chunks, count=2, min_share_of_best=0.9,
-                                  fallback_chars=80, short_words=12)
+    quoted = quote([*sentences[:2], replace(row, score=9.0), sentences[3]], chunks, 2, min_share=0.9)
     assert quoted == "Paste without formatting: `Ctrl+Shift+V`. [File: backlinks.md, Section: Backlinks]"
-    as_sentence, _ = extractive_answer([*sentences[:2], replace(row, score=9.0, kind="sentence"), sentences[3]], chunks, count=2,
-                                       min_share_of_best=0.9, fallback_chars=80, short_words=12)
+    as_sentence = quote([*sentences[:2], replace(row, score=9.0, kind="sentence"), sentences[3]], chunks, 2,
+                        min_share=0.9)
     assert as_sentence.startswith("Paste without formatting: `Ctrl+Shift+V`. Redo: ")
 
 
@@ -172,10 +177,10 @@ def test_a_sentence_that_points_back_brings_the_one_before_it():
     sentences = [Sentence(0, 0, "Disconnected: the plugin is on but not connected to a remote vault.", 0.3),
                  Sentence(0, 1, "This icon is typically red.", 0.9),
                  Sentence(0, 2, "Clicking the icon opens a menu with Pause, Version history and Sync log.", 0.35)]
-    answer, _ = extractive_answer(sentences, chunks, count=2, min_share_of_best=0.3, fallback_chars=80, short_words=12)
+    answer = quote(sentences, chunks, 2, min_share=0.3)
     assert answer == ("Disconnected: the plugin is on but not connected to a remote vault. This icon is typically red."
                       " [File: sync.md, Section: Status icon]")
-    alone, _ = extractive_answer(sentences, chunks, count=1, min_share_of_best=0.3, fallback_chars=80, short_words=12)
+    alone = quote(sentences, chunks, 1, min_share=0.3)
     assert alone == "This icon is typically red. [File: sync.md, Section: Status icon]"  # no room for two
 
 
@@ -184,13 +189,13 @@ def test_a_short_sentence_brings_the_next_one_within_the_count():
     sentences = [Sentence(0, 0, "Row height shows more.", 0.9),
                  Sentence(0, 1, "Choose short, medium, tall or extra tall in the view menu.", 0.2),
                  Sentence(0, 2, "Columns can be resized by dragging their edge in the header.", 0.5)]
-    two, _ = extractive_answer(sentences, chunks, count=2, min_share_of_best=0.1, fallback_chars=80, short_words=12)
+    two = quote(sentences, chunks, 2, min_share=0.1)
     assert two == ("Row height shows more. Choose short, medium, tall or extra tall in the view menu. "
                    "[File: table.md, Section: Row height]")
     # one sentence allowed: the short one alone; short_words 0 turns the rule off
-    one, _ = extractive_answer(sentences, chunks, count=1, min_share_of_best=0.1, fallback_chars=80, short_words=12)
+    one = quote(sentences, chunks, 1, min_share=0.1)
     assert one == "Row height shows more. [File: table.md, Section: Row height]"
-    off, _ = extractive_answer(sentences, chunks, count=2, min_share_of_best=0.1, fallback_chars=80)
+    off = quote(sentences, chunks, 2, min_share=0.1, short_words=0)
     assert [line.split(" [File")[0] for line in off.splitlines()] == [
         "Row height shows more.", "Columns can be resized by dragging their edge in the header."]
 
