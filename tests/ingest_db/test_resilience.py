@@ -90,10 +90,14 @@ def test_killed_index_run_resumes_to_the_same_state(aconn: psycopg.Connection, s
     proc = subprocess.Popen([*RAGPG, "index", "--quiet"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while (done := _count(db_url)) < 25 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        proc.send_signal(signal.SIGKILL)
+        # One open connection polls: opening one per poll took long enough on a busy machine for the
+        # whole run to commit between two polls, and the kill then landed after the last document.
+        with open_connection(db_url, autocommit=True) as watch:
+            deadline = time.monotonic() + 120
+            while (watch.execute("select count(*) as n from documents").fetchone()["n"] < 25
+                   and proc.poll() is None and time.monotonic() < deadline):
+                time.sleep(0.005)
+            proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
