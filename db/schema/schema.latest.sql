@@ -68,14 +68,20 @@ $_$;
 --
 
 CREATE FUNCTION public.ragpg_bm25_exact_scores(p_chunk_ids bigint[], vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
-    LANGUAGE sql STABLE ROWS 60
+    LANGUAGE plpgsql STABLE ROWS 60
     SET search_path TO 'public', 'pg_catalog'
     AS $$
+#variable_conflict use_column
+begin
+    -- (plpgsql for its cached plan: as a SQL function with a SET clause it was planned on every call,
+    -- twice the cost of scoring ten chunks)
+    return query
     select p.chunk_id, sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
     from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
     join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.chunk_id = any(p_chunk_ids)
                         and p.text_search_config = tm.cfg
-    group by p.chunk_id
+    group by p.chunk_id;
+end
 $$;
 
 --
@@ -198,6 +204,31 @@ begin
     return null;
 end
 $_$;
+
+--
+-- Name: ragpg_bm25_query_terms(text, text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_query_terms(query_text text, vault_names text[], OUT vault_ids bigint[], OUT cfgs regconfig[], OUT lexemes text[], OUT weights double precision[], OUT avgdls double precision[], OUT postings bigint) RETURNS record
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+begin
+    -- (plpgsql for its cached plan, as ragpg_bm25_exact_scores)
+    select array_agg(s.vault_id), array_agg(q.text_search_config), array_agg(q.lexeme),
+           array_agg(q.query_frequency
+                     * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8) / (ts.chunk_frequency + 0.5::float8))),
+           array_agg(s.total_length::float8 / s.chunk_count),
+           sum(ts.chunk_frequency)::bigint
+    into vault_ids, cfgs, lexemes, weights, avgdls, postings
+    from bm25_vault_stats s
+    cross join ragpg_query_lexemes(query_text, vault_names) q
+    cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
+                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts
+    where s.chunk_count > 0
+      and (vault_names is null or s.vault_id in (select vv.id from vaults vv where vv.name = any(vault_names)));
+end
+$$;
 
 --
 -- Name: ragpg_bm25_restore(bigint); Type: FUNCTION; Schema: public; Owner: -
@@ -510,6 +541,17 @@ begin
     end if;
     perform ragpg_check_match_count(p_match_count);
 end
+$$;
+
+--
+-- Name: ragpg_chunk_sort_key(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_chunk_sort_key(p_chunk_id bigint, OUT source_path text, OUT ordinal integer) RETURNS record
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog'
+    AS $$
+    select d.source_path, c.ordinal from chunks c join documents d on d.id = c.document_id where c.id = p_chunk_id
 $$;
 
 --
@@ -1550,23 +1592,7 @@ begin
     if query_text is null or query_text !~ '[^[:space:]]' then
         return;
     end if;
-    -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
-    -- the vault's average chunk length. Each pair is one primary-key probe of bm25_term_stats
-    -- (limit 1 keeps the lateral subquery from being flattened into a join on lexeme alone, which
-    -- reads the whole table). Empty vaults are skipped: no postings, and avgdl would divide by zero.
-    select array_agg(s.vault_id) as vault_ids, array_agg(q.text_search_config) as cfgs,
-           array_agg(q.lexeme) as lexemes,
-           array_agg(q.query_frequency
-                     * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8) / (ts.chunk_frequency + 0.5::float8))) as weights,
-           array_agg(s.total_length::float8 / s.chunk_count) as avgdls,
-           sum(ts.chunk_frequency)::bigint as postings
-    into t
-    from bm25_vault_stats s
-    cross join ragpg_query_lexemes(query_text, f.vaults) q
-    cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
-                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts
-    where s.chunk_count > 0
-      and (f.vaults is null or s.vault_id in (select vv.id from vaults vv where vv.name = any(f.vaults)));
+    select * into t from ragpg_bm25_query_terms(query_text, f.vaults);
     if t.vault_ids is null then
         return;
     end if;
@@ -1792,43 +1818,53 @@ begin
     select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
     return query
     with cand as materialized (
-        select coalesce(vec.chunk_id, lex.chunk_id) as id, vec.similarity as sim, lex.bm25_score as bm
+        select coalesce(vec.chunk_id, lex.chunk_id) as id, vec.similarity as sim, lex.bm25_score as bm,
+               count(vec.chunk_id) over (partition by vec.similarity) > 1 as sim_tied,
+               count(lex.chunk_id) over (partition by lex.bm25_score) > 1 as bm_tied
         from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold,
                                  candidate_count, filter, exact_scan_max_rows, ef_search) vec
         full join ragpg_lexical_scores(query_text, candidate_count, filter, k1, b) lex
           on lex.chunk_id = vec.chunk_id
     ),
-    keyed as materialized (
-        select cand.id, cand.sim, cand.bm, d.source_path as sp, c.ordinal as ord
+    keyed as (
+        -- (a scalar subquery under a case runs only for the tied rows; a join would run for all)
+        select cand.id, cand.sim, cand.bm,
+               case when cand.sim_tied or cand.bm_tied then ragpg_chunk_sort_key(cand.id) end as k
         from cand
-        join chunks c on c.id = cand.id
-        join documents d on d.id = c.document_id
     ),
     vr as (
-        select k.id, (row_number() over (order by k.sim desc, k.sp, k.ord, k.id))::integer as r
+        select k.id, (row_number() over (order by k.sim desc, k.k, k.id))::integer as r
         from keyed k where k.sim is not null
     ),
     lr as (
-        select k.id, (row_number() over (order by k.bm desc, k.sp, k.ord, k.id))::integer as r
+        select k.id, (row_number() over (order by k.bm desc, k.k, k.id))::integer as r
         from keyed k where k.bm is not null
     ),
-    fused as (
+    scored as (
         -- a list is candidate_count long: ties kept at a scorer's cut are dropped here
-        select k.id, k.sp, k.ord, vr.r as vr, lr.r as lr,
-               case when vr.r is not null then k.sim end as sim, case when lr.r is not null then k.bm end as bm
+        select k.id, vr.r as vr, lr.r as lr,
+               case when vr.r is not null then k.sim end as sim, case when lr.r is not null then k.bm end as bm,
+               coalesce(w.vector_weight / (rrf_k + vr.r), 0) + coalesce(w.lexical_weight / (rrf_k + lr.r), 0) as score
         from keyed k
         left join vr on vr.id = k.id and vr.r <= candidate_count
         left join lr on lr.id = k.id and lr.r <= candidate_count
+        where vr.r is not null or lr.r is not null
     ),
-    scored as (
-        select fu.*,
-               coalesce(w.vector_weight / (rrf_k + fu.vr), 0) + coalesce(w.lexical_weight / (rrf_k + fu.lr), 0) as score
-        from fused fu
-        where fu.vr is not null or fu.lr is not null
+    near as materialized (
+        -- every candidate that is among the first match_count under some order of equal scores
+        select sc.*
+        from (select sc.*, rank() over (order by sc.score desc,
+                                        least(coalesce(sc.vr, 2147483647), coalesce(sc.lr, 2147483647))) as rk
+              from scored sc) sc
+        where sc.rk <= match_count
     ),
-    top as (
-        select sc.* from scored sc
-        order by sc.score desc, least(coalesce(sc.vr, 2147483647), coalesce(sc.lr, 2147483647)), sc.sp, sc.ord, sc.id
+    top as materialized (
+        select n.id, n.vr, n.sim, n.lr, n.bm, n.score, d.source_path as sp, c.ordinal as ord
+        from near n
+        join chunks c on c.id = n.id
+        join documents d on d.id = c.document_id
+        order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
+                 c.ordinal, n.id
         limit match_count
     )
     select c.id, v.name, t.sp, c.ordinal, c.heading_path, c.content, c.metadata,
@@ -1879,16 +1915,13 @@ begin
         from q
         cross join lateral ragpg_lexical_scores(q.t, candidate_count, filter, k1, b) m
     ),
-    keys as materialized (
-        select c.id, d.source_path as sp, c.ordinal as ord
-        from (select distinct h.id from hits h) h
-        join chunks c on c.id = h.id
-        join documents d on d.id = c.document_id
-    ),
     ranked as (
+        -- equal scores in one list take the path tie-break; only they read it (see above)
         select h.id, h.kind, h.s,
-               (row_number() over (partition by h.ord, h.kind order by h.s desc, k.sp, k.ord, k.id))::integer as r
-        from hits h join keys k on k.id = h.id
+               (row_number() over (partition by h.ord, h.kind
+                                   order by h.s desc, case when h.tied then ragpg_chunk_sort_key(h.id) end, h.id)
+               )::integer as r
+        from (select h.*, count(*) over (partition by h.ord, h.kind, h.s) > 1 as tied from hits h) h
     ),
     fused as (
         -- a list is candidate_count long: ties kept at a scorer's cut are dropped here
@@ -1901,10 +1934,20 @@ begin
         where r.r <= candidate_count
         group by r.id
     ),
-    top as (
-        select fu.*, k.sp, k.ord
-        from fused fu join keys k on k.id = fu.id
-        order by fu.score desc, least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647)), k.sp, k.ord, fu.id
+    near as materialized (
+        select fu.*
+        from (select fu.*, rank() over (order by fu.score desc,
+                                        least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647))) as rk
+              from fused fu) fu
+        where fu.rk <= match_count
+    ),
+    top as materialized (
+        select n.id, n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh, d.source_path as sp, c.ordinal as ord
+        from near n
+        join chunks c on c.id = n.id
+        join documents d on d.id = c.document_id
+        order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
+                 c.ordinal, n.id
         limit match_count
     )
     select c.id, v.name, t.sp, c.ordinal, c.heading_path, c.content, c.metadata,

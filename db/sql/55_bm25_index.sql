@@ -273,14 +273,20 @@ create or replace function ragpg_bm25_exact_scores(p_chunk_ids bigint[], vault_i
                                                    lexemes text[], weights float8[], avgdls float8[],
                                                    k1 float8, b float8)
 returns table (chunk_id bigint, bm25_score float8)
-language sql stable rows 60
+language plpgsql stable rows 60
 set search_path = public, pg_catalog
 as $$
+#variable_conflict use_column
+begin
+    -- (plpgsql for its cached plan: as a SQL function with a SET clause it was planned on every call,
+    -- twice the cost of scoring ten chunks)
+    return query
     select p.chunk_id, sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
     from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
     join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.chunk_id = any(p_chunk_ids)
                         and p.text_search_config = tm.cfg
-    group by p.chunk_id
+    group by p.chunk_id;
+end
 $$;
 
 -- The indexed lexical leg: each vault's best candidate_count chunks by its bm25 index (ids only, in
@@ -317,3 +323,4 @@ begin
     limit candidate_count;
 end
 $$;
+

@@ -102,6 +102,32 @@ def test_hybrid_ranks_are_the_component_rankings_fused(conn, mixed, kwargs, weig
     check_fused(rows, ref, 8)
 
 
+def test_equal_scores_are_ranked_by_path_and_ordinal(conn):
+    """Chunks with the same text tie on similarity and on BM25: each list, and the fused order, ranks
+    them by source_path and ordinal, not by id (they are inserted last path first)."""
+    model = models.register_model(conn, "hash", "tie-test", DIMS)
+    vault_id = add_vault(conn, "ties")
+    ids: list[int] = []
+    for path in ("z/last.md", "a/first.md", "m/middle.md"):
+        ids += add_chunks(conn, add_document(conn, vault_id, path), ["compost heap turned weekly"] * 2)
+    ids += add_chunks(conn, add_document(conn, vault_id, "b/other.md"), ["mulch keeps the soil damp"])
+    embed_chunks(conn, model, ids)
+    embedding = hash_embedding("compost heap", DIMS)
+    rows = retrieve.match_hybrid(conn, model, "compost heap", embedding, match_count=4, similarity_threshold=-1)
+    expected = [("a/first.md", 0), ("a/first.md", 1), ("m/middle.md", 0), ("m/middle.md", 1)]
+    assert [(r.source_path, r.chunk_ordinal) for r in rows] == expected
+    assert [(r.vector_rank, r.lexical_rank) for r in rows] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+    vector = retrieve.match_vector(conn, model, embedding, match_count=4, similarity_threshold=-1)
+    lexical = retrieve.match_lexical(conn, "compost heap", match_count=4)
+    assert [(r.source_path, r.chunk_ordinal) for r in vector] == expected
+    assert [(r.source_path, r.chunk_ordinal) for r in lexical] == expected
+    assert len({r.similarity for r in rows}) == 1 and len({r.bm25_score for r in rows}) == 1
+    multi = retrieve.match_hybrid_multi(conn, model, ["compost heap", "heap of compost"], [embedding, embedding],
+                                        match_count=4, similarity_threshold=-1)
+    assert [(r.source_path, r.chunk_ordinal, r.vector_rank, r.lexical_rank) for r in multi] == \
+        [(p, o, i, i) for i, (p, o) in enumerate(expected, 1)]
+
+
 def test_hybrid_without_usable_text_is_the_vector_ranking(conn, mixed):
     embedding = hash_embedding("cheese", DIMS)
     vector = retrieve.match_vector(conn, mixed, embedding, match_count=60)[:10]  # the same candidate list
