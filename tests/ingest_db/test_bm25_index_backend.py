@@ -22,8 +22,10 @@ from psycopg.types.json import Jsonb
 
 from rag.compute import compute_context
 from rag.config import Settings, load_settings
+from rag.embed import get_embedder
+from rag.retrieval import retrieve
 from rag.runtime import Runtime
-from rag.store import lexical_backend, migrate
+from rag.store import lexical_backend, migrate, models
 from rag.store.embedded import EmbeddedServer
 from tests.ingest_db.helpers import add, index, with_settings, write_files
 
@@ -55,17 +57,27 @@ def backend_of(conn: psycopg.Connection, vault: str) -> str:
     return {b.vault: b.backend for b in lexical_backend.vault_backends(conn)}[vault]
 
 
+def hybrid(conn: psycopg.Connection, settings: Settings, query: str) -> list[tuple[Any, ...]]:
+    embedder = get_embedder(settings.embedding.model, settings.embedding)
+    model = models.get_model(conn, embedder.provider, embedder.model)
+    assert model is not None
+    rows = retrieve.match_hybrid(conn, model, query, embedder.embed_query(query), match_count=10,
+                                 similarity_threshold=-1)
+    return [(r.source_path, r.chunk_ordinal, r.vector_rank, r.lexical_rank, round(r.rrf_score, 12)) for r in rows]
+
+
 def test_index_run_builds_the_bm25_index_and_both_backends_rank_alike(settings: Settings, aconn) -> None:
-    """On a real vault, every query's top 10 (paths, ordinals and scores) is the same on both backends."""
+    """On a real vault, every query's top 10 (paths, ordinals and scores) is the same on both backends,
+    for BM25 alone and fused with the vector ranking."""
     add(aconn, "help", SHARED_VAULT)
     report = index(settings)
     assert [v.lexical_backend for v in report.vaults] == ["pg_textsearch"]
     assert aconn.execute("select ragpg_lexical_backend(array['help'], '{}', 0.9, 0.4) as b").fetchone()["b"] == "pg_textsearch"
-    by_index = {q: lexical(aconn, q) for q in QUERIES}
+    by_index = {q: (lexical(aconn, q), hybrid(aconn, settings, q)) for q in QUERIES}
     assert aconn.execute("select ragpg_disable_bm25_index('help') as gone").fetchone()["gone"] is True
     assert aconn.execute("select ragpg_lexical_backend(array['help'], '{}', 0.9, 0.4) as b").fetchone()["b"] == "sql"
-    by_sql = {q: lexical(aconn, q) for q in QUERIES}
-    assert all(len(v) == 10 for v in by_sql.values())
+    by_sql = {q: (lexical(aconn, q), hybrid(aconn, settings, q)) for q in QUERIES}
+    assert all(len(v) == 10 and len(h) == 10 for v, h in by_sql.values())
     assert by_index == by_sql
 
 
