@@ -2386,6 +2386,29 @@ CREATE FUNCTION public.ragpg_tsvector_token_count(tsv tsvector) RETURNS integer
     RETURN (SELECT (COALESCE(sum(cardinality(u.positions)), (0)::bigint))::integer AS "coalesce" FROM unnest(ragpg_tsvector_token_count.tsv) u(lexeme, positions, weights));
 
 --
+-- Name: ragpg_vector_exact_scores(text, public.vector, integer, double precision, bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_vector_exact_scores(p_table text, query_embedding public.vector, match_count integer, similarity_threshold double precision, p_chunk_ids bigint[]) RETURNS TABLE(chunk_id bigint, similarity double precision)
+    LANGUAGE plpgsql STABLE ROWS 60
+    SET search_path TO 'public', 'pg_catalog'
+    AS $_$
+begin
+    return query execute format(
+        'with d as materialized (
+             select e.chunk_id, cosine_distance(e.embedding, $1) as distance
+             from %I e where e.chunk_id = any($4))
+         select d.chunk_id, 1 - d.distance
+         from d
+         where 1 - d.distance >= $3
+           and d.distance <= (select max(x.distance)
+                              from (select d2.distance from d d2 where 1 - d2.distance >= $3
+                                    order by d2.distance limit $2) x)', p_table)
+        using query_embedding, match_count, similarity_threshold, coalesce(p_chunk_ids, '{}');
+end
+$_$;
+
+--
 -- Name: ragpg_vector_scores(text, integer, text, public.vector, double precision, integer, jsonb, integer, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2400,13 +2423,12 @@ declare
     v_rows bigint;
     v_total bigint;
     v_vault_ids bigint[];
-    v_exact text;
     v_fraction float8;
     v_ef integer := ragpg_hnsw_ef_search(p_table, ef_search, match_count);
     v_ids bigint[];
     v_distances float8[];
     v_matched bigint[];
-    v_tail text;
+    v_exact boolean;
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
     if exact_scan_max_rows is null or exact_scan_max_rows < 0 then
@@ -2421,8 +2443,7 @@ begin
     perform ragpg_check_vault_names(f.vaults);
     v_filtered := f.containment <> '{}'::jsonb or f.predicate is not null or f.vaults is not null;
     -- Parameters of every query below: $1 query, $2 match_count, $3 threshold, $4 row limit,
-    -- $5 containment, $6 predicate, $7 vars, $8 vault names, $9 their ids, $10 sample percentage,
-    -- $11 the matching chunks' ids.
+    -- $5 containment, $6 predicate, $7 vars, $8 vault names, $9 their ids, $10 sample percentage.
     -- v_where holds only fixed text. Vaults are matched by id, as a value the planner can see:
     -- behind a subquery it guessed a few rows, scanned exactly and took 20 ms where the HNSW index
     -- takes 3.
@@ -2455,39 +2476,11 @@ begin
     end if;
 
     if v_filtered then
-        -- cosine_distance() rather than <=>: the exact scan must not be turned into an index scan.
-        -- Each distance is computed once, in the CTE, and the threshold tested on it (tested in the
-        -- scan as well, it was computed twice: 10 % of a 10k-row scan).
-        v_tail := ' select d.chunk_id, 1 - d.distance
-                    from d
-                    where 1 - d.distance >= $3
-                      and d.distance <= (select max(x.distance)
-                                         from (select d2.distance from d d2 where 1 - d2.distance >= $3
-                                               order by d2.distance limit $2) x)';
-        v_exact := format(
-            'with d as materialized (
-                 select e.chunk_id, cosine_distance(e.embedding, $1) as distance
-                 from chunks c
-                 join %I e on e.chunk_id = c.id
-                 where true %s)', p_table, v_where) || v_tail;
         -- A filter that keeps a large share of the chunks (a vault of two) is cheap and exact enough on
         -- HNSW (ef_search / share); scanning its rows exactly would read thousands of vectors.
-        if v_rows <= exact_scan_max_rows and (v_fraction is null or v_fraction < ragpg_exact_scan_max_fraction()) then
-            if v_matched is not null then  -- the ids counted above ($11)
-                return query execute format(
-                    'with d as materialized (
-                         select e.chunk_id, cosine_distance(e.embedding, $1) as distance
-                         from %I e where e.chunk_id = any($11))', p_table) || v_tail
-                    using query_embedding, match_count, similarity_threshold, null::bigint,
-                          f.containment, f.predicate, f.vars, f.vaults, v_vault_ids, null::float8, v_matched;
-                return;
-            end if;
-            return query execute v_exact
-                using query_embedding, match_count, similarity_threshold, null::bigint,
-                      f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
-            return;
-        end if;
-        if v_fraction is null then
+        v_exact := v_rows <= exact_scan_max_rows
+                   and (v_fraction is null or v_fraction < ragpg_exact_scan_max_fraction());
+        if not v_exact and v_fraction is null then
             v_total := (select reltuples from pg_class where oid = 'chunks'::regclass);
             if v_total is null or v_total < 1 then  -- never analyzed
                 v_total := greatest((select count(*) from chunks), 1);
@@ -2499,36 +2492,41 @@ begin
         -- of 1000, and the index path loses recall the narrower it gets (1M chunks, a 1% folder
         -- filter, 10.2k rows: recall 0.56 in 59 ms at ef 1000, where an exact scan of 10k rows took
         -- 52 ms at 1.0). The exact scan's bound grows by the factor the depth falls short.
-        if exact_scan_max_rows > 0 and ef_search / v_fraction > 1000
-           and v_fraction * v_total <= exact_scan_max_rows * (ef_search / v_fraction) / 1000 then
-            return query execute v_exact
+        v_exact := v_exact or (exact_scan_max_rows > 0 and ef_search / v_fraction > 1000
+                               and v_fraction * v_total <= exact_scan_max_rows * (ef_search / v_fraction) / 1000);
+        if not v_exact then
+            v_ef := least(1000, greatest(v_ef, ceil(ef_search / v_fraction)::integer));
+            perform set_config('hnsw.ef_search', v_ef::text, true);
+            perform set_config('hnsw.max_scan_tuples',
+                               least(2147483647::float8, greatest(20000, ceil(10 * v_ef / v_fraction)))::bigint::text, true);
+            -- Unsorted first (relaxed_order returns nearly, not exactly, by distance), sorted by the caller.
+            execute format(
+                'select array_agg(nn.chunk_id), array_agg(nn.distance)
+                 from (select e.chunk_id, e.embedding <=> $1 as distance
+                       from %I e join chunks c on c.id = e.chunk_id where true %s
+                       order by e.embedding <=> $1
+                       limit $2) nn', p_table, v_where)
+                into v_ids, v_distances
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
-            return;
+            -- should the scan stop short of match_count rows, the exact scan answers
+            if coalesce(cardinality(v_ids), 0) >= match_count or exact_scan_max_rows = 0 then
+                return query select u.id, 1 - u.distance
+                             from unnest(v_ids, v_distances) as u (id, distance)
+                             where 1 - u.distance >= similarity_threshold;
+                return;
+            end if;
         end if;
-        v_ef := least(1000, greatest(v_ef, ceil(ef_search / v_fraction)::integer));
-        perform set_config('hnsw.ef_search', v_ef::text, true);
-        perform set_config('hnsw.max_scan_tuples',
-                           least(2147483647::float8, greatest(20000, ceil(10 * v_ef / v_fraction)))::bigint::text, true);
-        -- Unsorted first (relaxed_order returns nearly, not exactly, by distance), sorted by the caller.
-        execute format(
-            'select array_agg(nn.chunk_id), array_agg(nn.distance)
-             from (select e.chunk_id, e.embedding <=> $1 as distance
-                   from %I e join chunks c on c.id = e.chunk_id where true %s
-                   order by e.embedding <=> $1
-                   limit $2) nn', p_table, v_where)
-            into v_ids, v_distances
-            using query_embedding, match_count, similarity_threshold, null::bigint,
-                  f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
-        if coalesce(cardinality(v_ids), 0) < match_count and exact_scan_max_rows > 0 then
-            return query execute v_exact
+        -- The exact scan reads the vectors of the matching chunks' ids (all of them, when the first
+        -- statement stopped at the bound); a vault restriction lists its chunks by vault.
+        if v_matched is null or cardinality(v_matched) > exact_scan_max_rows then
+            execute 'select array_agg(c.id) from chunks c where true' || v_where
+                into v_matched
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
-            return;
         end if;
-        return query select u.id, 1 - u.distance
-                     from unnest(v_ids, v_distances) as u (id, distance)
-                     where 1 - u.distance >= similarity_threshold;
+        return query select * from ragpg_vector_exact_scores(p_table, query_embedding, match_count,
+                                                             similarity_threshold, v_matched);
         return;
     end if;
 

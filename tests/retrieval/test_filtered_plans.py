@@ -178,7 +178,7 @@ def test_the_folder_prefix_is_found_through_its_index(planned: Planned) -> None:
         assert counted and "Index Scan on chunks_folder_idx" in counted[0], counted
         assert "area3/topic7" in counted[0] and "Seq Scan on chunks" not in counted[0]
         # the exact scan then reads just those ids' vectors, without visiting the chunks again
-        exact = [p for p in plans if "e.chunk_id = any($11)" in p]
+        exact = [p for p in plans if "e.chunk_id = any($4)" in p]
         assert exact and " on chunks" not in exact[0] and "Index Scan" in exact[0], plans
         # Without a folder prefix the condition folds away (no index on folders asked for).
         plans.clear()
