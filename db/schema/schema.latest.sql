@@ -206,31 +206,6 @@ end
 $_$;
 
 --
--- Name: ragpg_bm25_query_terms(text, text[]); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.ragpg_bm25_query_terms(query_text text, vault_names text[], OUT vault_ids bigint[], OUT cfgs regconfig[], OUT lexemes text[], OUT weights double precision[], OUT avgdls double precision[], OUT postings bigint) RETURNS record
-    LANGUAGE plpgsql STABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
-    AS $$
-begin
-    -- (plpgsql for its cached plan, as ragpg_bm25_exact_scores)
-    select array_agg(s.vault_id), array_agg(q.text_search_config), array_agg(q.lexeme),
-           array_agg(q.query_frequency
-                     * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8) / (ts.chunk_frequency + 0.5::float8))),
-           array_agg(s.total_length::float8 / s.chunk_count),
-           sum(ts.chunk_frequency)::bigint
-    into vault_ids, cfgs, lexemes, weights, avgdls, postings
-    from bm25_vault_stats s
-    cross join ragpg_query_lexemes(query_text, vault_names) q
-    cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
-                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts
-    where s.chunk_count > 0
-      and (vault_names is null or s.vault_id in (select vv.id from vaults vv where vv.name = any(vault_names)));
-end
-$$;
-
---
 -- Name: ragpg_bm25_restore(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1592,7 +1567,23 @@ begin
     if query_text is null or query_text !~ '[^[:space:]]' then
         return;
     end if;
-    select * into t from ragpg_bm25_query_terms(query_text, f.vaults);
+    -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
+    -- the vault's average chunk length. Each pair is one primary-key probe of bm25_term_stats
+    -- (limit 1 keeps the lateral subquery from being flattened into a join on lexeme alone, which
+    -- reads the whole table). Empty vaults are skipped: no postings, and avgdl would divide by zero.
+    select array_agg(s.vault_id) as vault_ids, array_agg(q.text_search_config) as cfgs,
+           array_agg(q.lexeme) as lexemes,
+           array_agg(q.query_frequency
+                     * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8) / (ts.chunk_frequency + 0.5::float8))) as weights,
+           array_agg(s.total_length::float8 / s.chunk_count) as avgdls,
+           sum(ts.chunk_frequency)::bigint as postings
+    into t
+    from bm25_vault_stats s
+    cross join ragpg_query_lexemes(query_text, f.vaults) q
+    cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
+                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts
+    where s.chunk_count > 0
+      and (f.vaults is null or s.vault_id in (select vv.id from vaults vv where vv.name = any(f.vaults)));
     if t.vault_ids is null then
         return;
     end if;
@@ -1857,22 +1848,17 @@ begin
                                         least(coalesce(sc.vr, 2147483647), coalesce(sc.lr, 2147483647))) as rk
               from scored sc) sc
         where sc.rk <= match_count
-    ),
-    top as materialized (
-        select n.id, n.vr, n.sim, n.lr, n.bm, n.score, d.source_path as sp, c.ordinal as ord
-        from near n
-        join chunks c on c.id = n.id
-        join documents d on d.id = c.document_id
-        order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
-                 c.ordinal, n.id
-        limit match_count
     )
-    select c.id, v.name, t.sp, c.ordinal, c.heading_path, c.content, c.metadata,
-           t.vr, t.sim, t.lr, t.bm, t.score
-    from top t
-    join chunks c on c.id = t.id
+    -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+           n.vr, n.sim, n.lr, n.bm, n.score
+    from near n
+    join chunks c on c.id = n.id
+    join documents d on d.id = c.document_id
     join vaults v on v.id = c.vault_id
-    order by t.score desc, least(coalesce(t.vr, 2147483647), coalesce(t.lr, 2147483647)), t.sp, t.ord, t.id;
+    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
+             c.ordinal, n.id
+    limit match_count;
 end
 $$;
 
@@ -1940,22 +1926,17 @@ begin
                                         least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647))) as rk
               from fused fu) fu
         where fu.rk <= match_count
-    ),
-    top as materialized (
-        select n.id, n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh, d.source_path as sp, c.ordinal as ord
-        from near n
-        join chunks c on c.id = n.id
-        join documents d on d.id = c.document_id
-        order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
-                 c.ordinal, n.id
-        limit match_count
     )
-    select c.id, v.name, t.sp, c.ordinal, c.heading_path, c.content, c.metadata,
-           t.vr, t.sim, t.lr, t.bm, t.score, t.vh, t.lh
-    from top t
-    join chunks c on c.id = t.id
+    -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+           n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh
+    from near n
+    join chunks c on c.id = n.id
+    join documents d on d.id = c.document_id
     join vaults v on v.id = c.vault_id
-    order by t.score desc, least(coalesce(t.vr, 2147483647), coalesce(t.lr, 2147483647)), t.sp, t.ord, t.id;
+    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
+             c.ordinal, n.id
+    limit match_count;
 end
 $$;
 

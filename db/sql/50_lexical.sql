@@ -44,35 +44,6 @@ begin atomic
     order by 1, 2;
 end;
 
--- The query's terms as the BM25 scorers take them, one element per (vault, config, lexeme) found in
--- that vault: vault ids, configs, lexemes, qtf * idf weights and the vault's average chunk length,
--- plus how many postings they have in all. Each pair is one primary-key probe of bm25_term_stats
--- (limit 1 keeps the lateral subquery from being flattened into a join on lexeme alone, which reads
--- the whole table). Empty vaults are skipped: no postings, and avgdl would divide by zero. All null
--- when no term is found.
-create or replace function ragpg_bm25_query_terms(query_text text, vault_names text[],
-                                                  out vault_ids bigint[], out cfgs regconfig[], out lexemes text[],
-                                                  out weights float8[], out avgdls float8[], out postings bigint)
-language plpgsql stable parallel safe
-set search_path = public, pg_catalog
-as $$
-begin
-    -- (plpgsql for its cached plan, as ragpg_bm25_exact_scores)
-    select array_agg(s.vault_id), array_agg(q.text_search_config), array_agg(q.lexeme),
-           array_agg(q.query_frequency
-                     * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8) / (ts.chunk_frequency + 0.5::float8))),
-           array_agg(s.total_length::float8 / s.chunk_count),
-           sum(ts.chunk_frequency)::bigint
-    into vault_ids, cfgs, lexemes, weights, avgdls, postings
-    from bm25_vault_stats s
-    cross join ragpg_query_lexemes(query_text, vault_names) q
-    cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
-                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts
-    where s.chunk_count > 0
-      and (vault_names is null or s.vault_id in (select vv.id from vaults vv where vv.name = any(vault_names)));
-end
-$$;
-
 -- No longer used (scoring reads bm25_postings instead of the GIN index).
 drop function if exists ragpg_lexemes_tsquery(text[]);
 
@@ -101,7 +72,23 @@ begin
     if query_text is null or query_text !~ '[^[:space:]]' then
         return;
     end if;
-    select * into t from ragpg_bm25_query_terms(query_text, f.vaults);
+    -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
+    -- the vault's average chunk length. Each pair is one primary-key probe of bm25_term_stats
+    -- (limit 1 keeps the lateral subquery from being flattened into a join on lexeme alone, which
+    -- reads the whole table). Empty vaults are skipped: no postings, and avgdl would divide by zero.
+    select array_agg(s.vault_id) as vault_ids, array_agg(q.text_search_config) as cfgs,
+           array_agg(q.lexeme) as lexemes,
+           array_agg(q.query_frequency
+                     * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8) / (ts.chunk_frequency + 0.5::float8))) as weights,
+           array_agg(s.total_length::float8 / s.chunk_count) as avgdls,
+           sum(ts.chunk_frequency)::bigint as postings
+    into t
+    from bm25_vault_stats s
+    cross join ragpg_query_lexemes(query_text, f.vaults) q
+    cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
+                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts
+    where s.chunk_count > 0
+      and (f.vaults is null or s.vault_id in (select vv.id from vaults vv where vv.name = any(f.vaults)));
     if t.vault_ids is null then
         return;
     end if;

@@ -62,10 +62,10 @@ $$;
 -- Both lists come from the id-only scorers (ragpg_vector_scores, ragpg_lexical_scores). The
 -- tie-break fields (source_path, ordinal) decide only between equal scores, so only candidates that
 -- share their score with another in the same list read them; the rest of the ranking is by score
--- and id, the same order. The chunk fields are read only for the match_count rows returned (declared
--- row counts keep the planner on index lookups: a guess of 1000 rows per function had it hash-join
--- whole tables). Reading every candidate's path and ordinal cost 0.2-0.4 ms of a 2.6-3.2 ms SciFact
--- hybrid search (2 cores, 60 candidates a list).
+-- and id, the same order. The chunk fields are read only for the candidates that can be among the
+-- match_count rows returned (declared row counts keep the planner on index lookups: a guess of 1000
+-- rows per function had it hash-join whole tables). Reading every candidate's path and ordinal cost
+-- 0.2-0.4 ms of a 2.6-3.2 ms SciFact hybrid search (2 cores, 60 candidates a list).
 create or replace function ragpg_match_hybrid_impl(p_table text, p_dims integer, p_model text,
                                         query_text text, query_embedding vector, match_count integer, filter jsonb,
                                         similarity_threshold float8, rrf_k integer, weights jsonb,
@@ -123,22 +123,17 @@ begin
                                         least(coalesce(sc.vr, 2147483647), coalesce(sc.lr, 2147483647))) as rk
               from scored sc) sc
         where sc.rk <= match_count
-    ),
-    top as materialized (
-        select n.id, n.vr, n.sim, n.lr, n.bm, n.score, d.source_path as sp, c.ordinal as ord
-        from near n
-        join chunks c on c.id = n.id
-        join documents d on d.id = c.document_id
-        order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
-                 c.ordinal, n.id
-        limit match_count
     )
-    select c.id, v.name, t.sp, c.ordinal, c.heading_path, c.content, c.metadata,
-           t.vr, t.sim, t.lr, t.bm, t.score
-    from top t
-    join chunks c on c.id = t.id
+    -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+           n.vr, n.sim, n.lr, n.bm, n.score
+    from near n
+    join chunks c on c.id = n.id
+    join documents d on d.id = c.document_id
     join vaults v on v.id = c.vault_id
-    order by t.score desc, least(coalesce(t.vr, 2147483647), coalesce(t.lr, 2147483647)), t.sp, t.ord, t.id;
+    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
+             c.ordinal, n.id
+    limit match_count;
 end
 $$;
 
@@ -217,22 +212,17 @@ begin
                                         least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647))) as rk
               from fused fu) fu
         where fu.rk <= match_count
-    ),
-    top as materialized (
-        select n.id, n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh, d.source_path as sp, c.ordinal as ord
-        from near n
-        join chunks c on c.id = n.id
-        join documents d on d.id = c.document_id
-        order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
-                 c.ordinal, n.id
-        limit match_count
     )
-    select c.id, v.name, t.sp, c.ordinal, c.heading_path, c.content, c.metadata,
-           t.vr, t.sim, t.lr, t.bm, t.score, t.vh, t.lh
-    from top t
-    join chunks c on c.id = t.id
+    -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+           n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh
+    from near n
+    join chunks c on c.id = n.id
+    join documents d on d.id = c.document_id
     join vaults v on v.id = c.vault_id
-    order by t.score desc, least(coalesce(t.vr, 2147483647), coalesce(t.lr, 2147483647)), t.sp, t.ord, t.id;
+    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
+             c.ordinal, n.id
+    limit match_count;
 end
 $$;
 
