@@ -95,7 +95,7 @@ def rank_answer_sentences(rt: Runtime, ns: NotesSettings, question: str, kept: S
     if query_embedding is None:
         query_embedding = rt.embedder.embed_query(question)
     scored = score_sentences(question, chunks, similarity=_similarity_to(rt, query_embedding),
-                             semantic_weight=ns.extractive_semantic_weight)
+                             semantic_weight=ns.extractive_semantic_weight, with_context=ns.extractive_sentence_context)
     return weigh_by_passage(scored, [r.scores.final for r in kept])
 
 

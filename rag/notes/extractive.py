@@ -17,12 +17,13 @@ from the retrieval passes.
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from rag.notes.format import citation_for, plain
+from rag.notes.format import citation_for, heading_parts, plain
 from rag.notes.question import match_terms, stem
 from rag.text import split_sentences, tokenize
 from rag.types import Candidate
@@ -150,14 +151,25 @@ def term_weights(terms: Sequence[str], chunks: Sequence[Candidate]) -> dict[str,
 Similarity = Callable[[list[str]], Sequence[float]]
 
 
+def sentence_context(chunk: Candidate) -> str:
+    """What a sentence is about when read alone: its note's name and section ("Obsidian Headless Install",
+    "Cards view Settings > Image fit")."""
+    name = posixpath.splitext(posixpath.basename(chunk.source_path))[0]
+    return f"{name} {' > '.join(heading_parts(chunk.heading_path))}".strip()
+
+
 def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[Candidate] | None = None, *,
-                    similarity: Similarity | None = None, semantic_weight: float = 0.5) -> list[Sentence]:
+                    similarity: Similarity | None = None, semantic_weight: float = 0.5,
+                    with_context: bool = False) -> list[Sentence]:
     """Every sentence of `chunks`, scored by the weighted share of question terms it contains.
 
     Term weights come from `pool` (default: `chunks`), the passages the answer draws on. With
     `similarity` (texts -> cosine similarity of each to the question), the score blends
     `(1 - semantic_weight) * term share + semantic_weight * max(similarity, 0)`, so a sentence
     that answers in other words than the question's (a list of "file types" for "formats") counts.
+    `with_context`: a sentence is embedded after its `sentence_context` ("Obsidian Headless Install:
+    Obsidian Headless requires Node.js 22 or later."), since alone it often does not say what it is about; the term
+    share still reads the sentence only.
     """
     terms = match_terms(question)
     weights = term_weights(terms, pool if pool is not None else chunks)
@@ -167,7 +179,8 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
     prompts = [_prompts(c.content) for c in chunks]
     sims: Sequence[float] = [0.0] * len(found)
     if similarity is not None and found:
-        sims = similarity([text for _, _, text, _ in found])
+        contexts = [sentence_context(c) if with_context else "" for c in chunks]
+        sims = similarity([f"{contexts[ci]}: {text}" if contexts[ci] else text for ci, _, text, _ in found])
     scored = []
     for (ci, pos, text, kind), sim in zip(found, sims, strict=True):
         words = _stems(text)

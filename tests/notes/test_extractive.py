@@ -228,6 +228,32 @@ def test_sentence_similarity_picks_an_answer_in_other_words():
     assert [(round(x.score, 6), x.similarity) for x in scored] == [(0.45, 0.9), (0.3, 0.1)]
 
 
+
+def test_sentences_are_embedded_with_their_note_and_section():
+    """Alone, "It requires Node.js 22 or later." says nothing of what needs it; embedded after its note's
+    name and section, its meaning matches a question about that tool's runtime."""
+    chunks = [cand(0, "Tools/Obsidian Headless.md", "## Install", "It requires Node.js 22 or later."),
+              cand(1, "Tools/Obsidian CLI.md", "", "The desktop app must be running for the command line.")]
+    seen: list[str] = []
+
+    def similarity(texts):  # an embedder that knows which tool a text is about
+        seen.extend(texts)
+        return [0.8 if "Headless" in t else 0.2 for t in texts]
+
+    question = "Which runtime does the headless client need?"
+    plain_scored = score_sentences(question, chunks, similarity=similarity)
+    assert seen == ["It requires Node.js 22 or later.", "The desktop app must be running for the command line."]
+    assert [x.similarity for x in plain_scored] == [0.2, 0.2]
+    seen.clear()
+    scored = score_sentences(question, chunks, similarity=similarity, with_context=True)
+    assert seen == ["Obsidian Headless Install: It requires Node.js 22 or later.",
+                    "Obsidian CLI: The desktop app must be running for the command line."]
+    assert [x.similarity for x in scored] == [0.8, 0.2]
+    assert [x.text for x in scored] == ["It requires Node.js 22 or later.",  # the quoted text stays the sentence
+                                        "The desktop app must be running for the command line."]
+    answer, _ = extractive_answer(scored, chunks, count=1, min_share_of_best=0.5, fallback_chars=80)
+    assert answer == "It requires Node.js 22 or later. [File: Obsidian Headless.md, Section: Install]"
+
 def test_sentences_of_weaker_passages_need_more():
     chunks = [cand(0, "a.md", "# A", "Backups run every night on the server."),
               cand(1, "b.md", "# B", "Backups keep seven copies.")]
