@@ -152,10 +152,16 @@ Similarity = Callable[[list[str]], Sequence[float]]
 
 
 def sentence_context(chunk: Candidate) -> str:
-    """What a sentence is about when read alone: its note's name and section ("Obsidian Headless Install",
-    "Cards view Settings > Image fit")."""
-    name = posixpath.splitext(posixpath.basename(chunk.source_path))[0]
-    return f"{name} {' > '.join(heading_parts(chunk.heading_path))}".strip()
+    """What a sentence is about when read alone: its note's title and section ("Obsidian Headless Install",
+    "Cards view Settings > Image fit"). The title is the one indexed (front matter, first H1, else the
+    file name); a section heading that repeats it is not said twice."""
+    title = (chunk.metadata or {}).get("title")
+    if not isinstance(title, str) or not title.strip():
+        title = posixpath.splitext(posixpath.basename(chunk.source_path))[0]
+    parts = heading_parts(chunk.heading_path)
+    if parts and parts[0].casefold() == title.strip().casefold():
+        parts = parts[1:]
+    return f"{title.strip()} {' > '.join(parts)}".strip()
 
 
 def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[Candidate] | None = None, *,

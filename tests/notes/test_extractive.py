@@ -18,6 +18,7 @@ from rag.notes.extractive import (
     extractive_answer,
     plain,
     score_sentences,
+    sentence_context,
     term_weights,
     weigh_by_passage,
 )
@@ -253,6 +254,17 @@ def test_sentences_are_embedded_with_their_note_and_section():
                                         "The desktop app must be running for the command line."]
     answer, _ = extractive_answer(scored, chunks, count=1, min_share_of_best=0.5, fallback_chars=80)
     assert answer == "It requires Node.js 22 or later. [File: Obsidian Headless.md, Section: Install]"
+
+
+def test_sentence_context_reads_the_indexed_title_once():
+    headless = cand(0, "Tools/Obsidian Headless.md", "## Install", "x")
+    assert sentence_context(headless) == "Obsidian Headless Install"
+    titled = replace(headless, source_path="2024/202401010945.md", metadata={"title": "Headless client"})
+    assert sentence_context(titled) == "Headless client Install"  # the front matter's title, not the file name
+    h1 = replace(headless, heading_path="# Headless client > ## Install", metadata={"title": "Headless client"})
+    assert sentence_context(h1) == "Headless client Install"  # the H1 that is the title is not repeated
+    top = replace(headless, heading_path="", metadata={"title": "  "})
+    assert sentence_context(top) == "Obsidian Headless"  # a blank title falls back to the file name
 
 def test_sentences_of_weaker_passages_need_more():
     chunks = [cand(0, "a.md", "# A", "Backups run every night on the server."),
