@@ -25,6 +25,7 @@ from typing import Literal
 
 from rag.notes.format import citation_for, heading_parts, plain
 from rag.notes.question import match_terms, stem
+from rag.secrets import mask_secrets
 from rag.text import split_sentences, tokenize
 from rag.types import Candidate
 
@@ -154,14 +155,15 @@ Similarity = Callable[[list[str]], Sequence[float]]
 def sentence_context(chunk: Candidate) -> str:
     """What a sentence is about when read alone: its note's title and section ("Obsidian Headless Install",
     "Cards view Settings > Image fit"). The title is the one indexed (front matter, first H1, else the
-    file name); a section heading that repeats it is not said twice."""
+    file name); a section heading that repeats it is not said twice. Masked like the passages: with a
+    remote embedder it leaves the machine."""
     title = (chunk.metadata or {}).get("title")
     if not isinstance(title, str) or not title.strip():
         title = posixpath.splitext(posixpath.basename(chunk.source_path))[0]
     parts = heading_parts(chunk.heading_path)
     if parts and parts[0].casefold() == title.strip().casefold():
         parts = parts[1:]
-    return f"{title.strip()} {' > '.join(parts)}".strip()
+    return mask_secrets(f"{title.strip()} {' > '.join(parts)}".strip())
 
 
 def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[Candidate] | None = None, *,

@@ -265,6 +265,8 @@ def test_sentence_context_reads_the_indexed_title_once():
     assert sentence_context(h1) == "Headless client Install"  # the H1 that is the title is not repeated
     top = replace(headless, heading_path="", metadata={"title": "  "})
     assert sentence_context(top) == "Obsidian Headless"  # a blank title falls back to the file name
+    leaky = replace(headless, heading_path="## Key AKIAIOSFODNN7EXAMPLE")
+    assert "AKIAIOSFODNN7EXAMPLE" not in sentence_context(leaky)  # masked, as the passages are
 
 def test_sentences_of_weaker_passages_need_more():
     chunks = [cand(0, "a.md", "# A", "Backups run every night on the server."),
