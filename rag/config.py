@@ -222,8 +222,9 @@ class NotesSettings(_Group):
     # A sentence's score: (1 - w) * weighted share of question terms + w * embedding similarity to the question.
     extractive_semantic_weight: float = Field(0.5, ge=0, le=1)
     extractive_min_share_of_best: float = Field(0.5, ge=0, le=1)  # quote sentences scoring >= this x the best
-    # embed each answer sentence after its note's name and section ("Obsidian Headless > Install: ...");
-    # golden set, local model, no LLM: answer_fact dev 0.432 -> 0.463 (tuned on), test 0.371 -> 0.392
+    # embed each answer sentence after its note's title and section ("Obsidian Headless Install: ...");
+    # golden set, local model, no LLM: answer_fact dev 0.432 -> 0.463 (tuned on), test 0.371 -> 0.392;
+    # it costs 36-39 ms of a ~290 ms ask p50 (bench/ask_latency.py --compare-sentence-context)
     extractive_sentence_context: bool = True
     # a quoted sentence under this many words brings the next sentence of its passage (0: never);
     # 12 on the golden dev split (with FAQ prompts answered by what follows them, numbered steps kept with

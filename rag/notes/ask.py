@@ -127,6 +127,7 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
     trace["abstention"] = decision.debug()
     if decision.abstain:
         log.info("ask abstained (p=%.3f) for %d candidates", decision.probability, len(ranked))
+        trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000  # the sentences it weighed
         return answering.abstained("no_relevant_context")
     band = "low" if decision.probability < ns.abstain_low_confidence else "normal"
     trace["confidence"] = band

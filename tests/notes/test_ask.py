@@ -83,6 +83,7 @@ def test_a_question_in_words_the_notes_never_use_abstains(notes, runtime, notes_
     assert decision["signals"]["unknown_share"] == 1.0 and decision["signals"]["term_coverage"] == 0.0
     assert "never appear in the notes" in decision["reason"]
     assert resp.debug["candidates"]  # passages were found; they do not answer
+    assert resp.debug["timings_ms"]["answer_ms"] > 0  # weighing their sentences is timed on this path too
     # the note answers this one in the same words
     same = ask("When does project alpha ship?", debug=True, runtime=runtime)
     assert not same.abstained and same.debug["abstention"]["signals"]["unknown_share"] == 0.0
