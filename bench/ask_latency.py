@@ -12,10 +12,13 @@ pass), answer (embedding the sentences of the passages drawn on, the abstention 
 quoted answer) and the rest (scope: vault and folder lookups, the folder prior; ranking). With
 `--compare-sentence-context` every question runs twice, alternately with
 `notes.extractive_sentence_context` on and off, to show what embedding each sentence after its note's
-title and section costs.
+title and section costs. `--sentence-cache-size 0` turns off the process's cache of sentence
+vectors (`embedding.sentence_cache_size`), so every question pays for every sentence as a one-shot
+`ragpg ask` does; with the cache (the default) the figures are those of a long-lived process
+(`ragpg serve`) answering the questions one after another.
 
     RAGPG_DATA_DIR=/tmp/ragpg-local python bench/ask_latency.py --out /tmp/ask.json
-    ... --split dev --max-questions 40 --compare-sentence-context
+    ... --split dev --max-questions 40 --compare-sentence-context --sentence-cache-size 0
 """
 
 from __future__ import annotations
@@ -51,8 +54,10 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def runtime(sentence_context: bool) -> Runtime:
-    settings = load_settings(llm=LLMSettings(model=None), notes={"extractive_sentence_context": sentence_context})
+def runtime(sentence_context: bool, sentence_cache_size: int | None) -> Runtime:
+    embedding = {} if sentence_cache_size is None else {"embedding": {"sentence_cache_size": sentence_cache_size}}
+    settings = load_settings(llm=LLMSettings(model=None), notes={"extractive_sentence_context": sentence_context},
+                             **embedding)
     return Runtime.from_settings(settings, pool_max_size=2)
 
 
@@ -101,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--detail", default="normal", choices=("brief", "normal", "detailed"))
     ap.add_argument("--compare-sentence-context", action="store_true",
                     help="also run with notes.extractive_sentence_context off, alternating per question")
+    ap.add_argument("--sentence-cache-size", type=int, default=None,
+                    help="sentence vectors kept per process (default: the setting; 0: none, as a one-shot ask)")
     ap.add_argument("--out", type=Path, help="write the figures as JSON")
     args = ap.parse_args(argv)
     cases = list(select_split(load_golden(args.golden), args.split).cases)
@@ -109,16 +116,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not cases:
         print(f"no questions in split {args.split!r} of {args.golden}", file=sys.stderr)
         return 2
-    configs = {"sentence context on": runtime(True)}
+    configs = {"sentence context on": runtime(True, args.sentence_cache_size)}
     if args.compare_sentence_context:
-        configs["sentence context off"] = runtime(False)
+        configs["sentence context off"] = runtime(False, args.sentence_cache_size)
     results = run(cases, configs, args.detail)
     print_table(results)
     if args.out:
         report = {"command": " ".join(["python", "bench/ask_latency.py", *(argv or sys.argv[1:])]),
                   "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": platform.machine(),
                   "cpus": os.cpu_count(), "load_average": os.getloadavg(), "split": args.split,
-                  "detail": args.detail, "results": results}
+                  "detail": args.detail,
+                  "sentence_cache_size": next(iter(configs.values())).embedder.sentence_cache_size,
+                  "results": results}
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 

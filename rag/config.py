@@ -66,6 +66,9 @@ class EmbeddingSettings(_Group):
     retry_backoff_s: float = Field(0.5, ge=0)
     timeout_s: float = Field(30.0, gt=0)
     query_cache_size: int = Field(1024, ge=0)
+    # Sentences `ask` weighs for a quoted answer, kept per process (Embedder.embed_sentences): a
+    # repeated passage costs nothing the second time. 8192 rows of 384 float32 dims are 12 MiB.
+    sentence_cache_size: int = Field(8192, ge=0)
     # Local model: a batch holds at most this many tokens (texts × longest text, padding included).
     # Attention memory grows with batch × length², and onnxruntime keeps its peak: 64 × 256 tokens
     # held ~2.8 GB while indexing; 2048 keeps an index run under 1 GiB at about the same speed.

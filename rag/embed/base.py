@@ -2,7 +2,7 @@
 
 An embedder turns texts into float32 rows of shape ``(n, dims)``, L2-normalised so that
 cosine similarity is a dot product. Providers implement :meth:`Embedder.embed_batch`
-(one call's worth of texts); batching and the query cache live here. The names of a model's SQL objects do not: SQL
+(one call's worth of texts); batching, the query cache and the sentence cache live here. The names of a model's SQL objects do not: SQL
 generates them (`rag.store.models`).
 """
 
@@ -59,13 +59,16 @@ class Embedder(ABC):
     batch_size: int
 
     def __init__(self, *, provider: str, model: str, batch_size: int = DEFAULT_BATCH_SIZE,
-                 query_cache_size: int = 0) -> None:
+                 query_cache_size: int = 0, sentence_cache_size: int = 0) -> None:
         self.provider = provider
         self.model = model
         self.batch_size = batch_size
         self._query_cache_size = query_cache_size
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_lock = threading.Lock()
+        self._sentence_cache_size = sentence_cache_size
+        self._sentence_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._sentence_lock = threading.Lock()
 
     @property
     @abstractmethod
@@ -75,6 +78,11 @@ class Embedder(ABC):
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Embed one batch (at most ``batch_size`` texts) -> float32 ``(len(texts), dims)``, normalised."""
+
+    @property
+    def sentence_cache_size(self) -> int:
+        """How many sentence vectors `embed_sentences` keeps (0: none)."""
+        return self._sentence_cache_size
 
     @property
     def model_key(self) -> str:
@@ -102,6 +110,33 @@ class Embedder(ABC):
             while len(self._query_cache) > self._query_cache_size:
                 self._query_cache.popitem(last=False)
         return vector
+
+    def embed_sentences(self, texts: Sequence[str]) -> np.ndarray:
+        """`embed_documents` for the short texts an answer weighs, the last `sentence_cache_size` kept.
+
+        A long-lived process (`ragpg serve`, a chat backend) quotes from the same popular passages
+        again and again; embedding their sentences is most of an answer's time without an LLM. Each
+        distinct text is embedded once per call; the rows come back in the caller's order."""
+        texts = list(texts)
+        if self._sentence_cache_size <= 0 or not texts:
+            return self.embed_documents(texts)
+        found: dict[str, np.ndarray] = {}
+        with self._sentence_lock:
+            for text in texts:
+                vector = self._sentence_cache.get(text)
+                if vector is not None:
+                    self._sentence_cache.move_to_end(text)
+                    found[text] = vector
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            fresh = self.embed_documents(missing)
+            with self._sentence_lock:
+                for text, vector in zip(missing, fresh, strict=True):
+                    found[text] = vector
+                    self._sentence_cache[text] = vector
+                while len(self._sentence_cache) > self._sentence_cache_size:
+                    self._sentence_cache.popitem(last=False)
+        return np.stack([found[t] for t in texts]).astype(np.float32, copy=True)
 
     def _embed_one(self, text: str) -> np.ndarray:
         vector: np.ndarray = self.embed_documents([text])[0]

@@ -63,11 +63,12 @@ def feature_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 class HashEmbedder(Embedder):
     """provider ``hash``, model ``feature-hash-<dims>``."""
 
-    def __init__(self, dims: int, *, batch_size: int = DEFAULT_BATCH_SIZE, query_cache_size: int = 0) -> None:
+    def __init__(self, dims: int, *, batch_size: int = DEFAULT_BATCH_SIZE, query_cache_size: int = 0,
+                 sentence_cache_size: int = 0) -> None:
         if dims <= 0:
             raise ConfigError(f"hash embedder dims must be positive, got {dims}")
         super().__init__(provider=PROVIDER, model=f"feature-hash-{dims}", batch_size=batch_size,
-                         query_cache_size=query_cache_size)
+                         query_cache_size=query_cache_size, sentence_cache_size=sentence_cache_size)
         self._dims = dims
 
     @classmethod
@@ -79,7 +80,8 @@ class HashEmbedder(Embedder):
             dims = int(arg)
         else:
             raise ConfigError(f"invalid embedding model 'hash:{arg}': use 'hash' or 'hash:<dims>' with dims > 0")
-        return cls(dims, batch_size=settings.batch_size, query_cache_size=settings.query_cache_size)
+        return cls(dims, batch_size=settings.batch_size, query_cache_size=settings.query_cache_size,
+                   sentence_cache_size=settings.sentence_cache_size)
 
     @property
     def dims(self) -> int:

@@ -99,12 +99,14 @@ class LiteLLMEmbedder(Embedder):
         retry_backoff_s: float = EmbeddingSettings.model_fields["retry_backoff_s"].default,
         batch_size: int = DEFAULT_BATCH_SIZE,
         query_cache_size: int = 0,
+        sentence_cache_size: int = 0,
         dims: int | None = None,
     ) -> None:
         provider, _, model = spec.partition("/")
         if not provider or not model:
             raise ConfigError(f"invalid embedding model '{spec}': use 'provider/model', e.g. 'openai/text-embedding-3-small'")
-        super().__init__(provider=provider, model=model, batch_size=batch_size, query_cache_size=query_cache_size)
+        super().__init__(provider=provider, model=model, batch_size=batch_size, query_cache_size=query_cache_size,
+                         sentence_cache_size=sentence_cache_size)
         self.spec = spec
         self.api_base = api_base
         self._api_key = api_key
@@ -126,6 +128,7 @@ class LiteLLMEmbedder(Embedder):
             retry_backoff_s=settings.retry_backoff_s,
             batch_size=settings.batch_size,
             query_cache_size=settings.query_cache_size,
+            sentence_cache_size=settings.sentence_cache_size,
         )
 
     @property

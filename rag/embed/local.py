@@ -127,9 +127,10 @@ class LocalEmbedder(Embedder):
     """provider ``local``, model ``all-MiniLM-L6-v2``, 384 dims."""
 
     def __init__(self, *, batch_size: int = DEFAULT_BATCH_SIZE, query_cache_size: int = 0,
-                 num_threads: int | None = None, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS) -> None:
+                 num_threads: int | None = None, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+                 sentence_cache_size: int = 0) -> None:
         super().__init__(provider=PROVIDER, model=MODEL, batch_size=batch_size,
-                         query_cache_size=query_cache_size)
+                         query_cache_size=query_cache_size, sentence_cache_size=sentence_cache_size)
         self.num_threads = num_threads or os.cpu_count() or 1
         self.max_batch_tokens = max_batch_tokens
 
@@ -140,6 +141,7 @@ class LocalEmbedder(Embedder):
             raise ConfigError(f"invalid embedding model 'local:{arg}': the local provider only has '{MODEL}'")
         num_threads: int | None = getattr(settings, "num_threads", None)  # optional setting
         return cls(batch_size=settings.batch_size, query_cache_size=settings.query_cache_size,
+                   sentence_cache_size=settings.sentence_cache_size,
                    num_threads=num_threads, max_batch_tokens=settings.max_batch_tokens)
 
     @property

@@ -75,7 +75,7 @@ def _similarity_to(rt: Runtime, query_embedding: Any) -> Callable[[list[str]], l
 
     def similarity(texts: list[str]) -> list[float]:
         try:
-            vectors = np.asarray(rt.embedder.embed_documents(texts), dtype=np.float64)
+            vectors = np.asarray(rt.embedder.embed_sentences(texts), dtype=np.float64)
         except Exception as exc:  # noqa: BLE001 - a quoted answer never fails for want of sentence vectors
             log.warning("embedding answer sentences failed, ranking them by their words: %s", exc)
             return [0.0] * len(texts)

@@ -11,9 +11,9 @@ from rag.embed.base import Embedder, embed_in_batches, l2_normalize
 class CountingEmbedder(Embedder):
     """A fake that implements the real interface: vector = (len, word count, 1), normalised."""
 
-    def __init__(self, batch_size: int = 64, query_cache_size: int = 0) -> None:
+    def __init__(self, batch_size: int = 64, query_cache_size: int = 0, sentence_cache_size: int = 0) -> None:
         super().__init__(provider="fake", model="Counting-Model.v1", batch_size=batch_size,
-                         query_cache_size=query_cache_size)
+                         query_cache_size=query_cache_size, sentence_cache_size=sentence_cache_size)
         self.batches: list[list[str]] = []
 
     @property
@@ -78,3 +78,30 @@ def test_embed_query_and_its_cache() -> None:
     uncached.embed_query("x")
     uncached.embed_query("x")
     assert len(uncached.batches) == 2
+
+
+def test_embed_sentences_embeds_each_new_text_once_and_keeps_the_last_ones() -> None:
+    e = CountingEmbedder(sentence_cache_size=3)
+    first = e.embed_sentences(["a b", "c", "a b"])  # a repeat within one call is embedded once
+    assert e.batches == [["a b", "c"]]
+    np.testing.assert_array_equal(first, e.embed_documents(["a b", "c", "a b"]))
+    e.batches.clear()
+    first[:] = 0  # callers may mutate what they get; the cache keeps its own rows
+    again = e.embed_sentences(["c", "d e f", "a b"])
+    assert e.batches == [["d e f"]]  # only the new one
+    np.testing.assert_allclose(np.linalg.norm(again, axis=1), 1.0, rtol=1e-6)
+    assert again.dtype == np.float32 and again.shape == (3, 3)
+    e.batches.clear()
+    e.embed_sentences(["g"])  # four texts seen, three kept: the least recently used ("c") goes
+    e.embed_sentences(["a b", "d e f", "g"])
+    assert e.batches == [["g"]]
+    e.embed_sentences(["c"])
+    assert e.batches == [["g"], ["c"]]
+    assert e.embed_sentences([]).shape == (0, 3)
+
+
+def test_embed_sentences_without_a_cache_embeds_every_time() -> None:
+    e = CountingEmbedder()
+    e.embed_sentences(["x", "y"])
+    e.embed_sentences(["x", "y"])
+    assert e.batches == [["x", "y"], ["x", "y"]]

@@ -32,6 +32,13 @@ def test_builtins(settings: EmbeddingSettings) -> None:
     assert isinstance(get_embedder(EmbeddingSettings().model, settings), LocalEmbedder)  # the default
 
 
+@pytest.mark.parametrize("spec", ["local", "hash", "openai/text-embedding-3-small"])
+def test_every_builtin_takes_the_sentence_cache_size_from_settings(spec: str) -> None:
+    assert get_embedder(spec, EmbeddingSettings(sentence_cache_size=7)).sentence_cache_size == 7
+    assert get_embedder(spec, EmbeddingSettings(sentence_cache_size=0)).sentence_cache_size == 0
+    assert EmbeddingSettings().sentence_cache_size == 8192  # on by default
+
+
 def test_hash_specs(settings: EmbeddingSettings) -> None:
     default = get_embedder("hash", settings)
     assert isinstance(default, HashEmbedder)

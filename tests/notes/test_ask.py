@@ -542,3 +542,24 @@ def test_public_entry_point_matches_the_issue(notes, runtime, notes_config):
                                                  "snippet"}
     ref = resp.references[0].to_dict()  # the deprecated names still carry the same values
     assert (ref["rel_path"], ref["chunk_index"]) == (ref["source_path"], ref["ordinal"])
+
+
+def test_a_repeated_question_reuses_its_sentence_vectors(notes, runtime, monkeypatch):
+    """A long-lived process quotes from the same passages again: their sentences are embedded once."""
+    two_notes(notes)
+    first = ask(Q, runtime=runtime)
+    embedded: list[list[str]] = []
+    real = runtime.embedder.embed_documents
+
+    def spy(texts):  # the real embedder, watched
+        embedded.append(list(texts))
+        return real(texts)
+
+    monkeypatch.setattr(runtime.embedder, "embed_documents", spy)
+    second = ask(Q, runtime=runtime)
+    assert second.answer == first.answer and not second.abstained
+    assert [t for batch in embedded for t in batch if t != Q] == []  # no sentence embedded a second time
+    monkeypatch.setattr(runtime.embedder, "_sentence_cache_size", 0)  # no cache: the same ask embeds them again
+    assert ask(Q, runtime=runtime).answer == first.answer
+    # each sentence after its note's title and section (the H1 "Alpha" is the title, not said twice)
+    assert "alpha Timeline: Project alpha ships in March after the beta review." in [t for b in embedded for t in b]
