@@ -12,7 +12,6 @@ from contextlib import contextmanager
 
 from rag.config import Settings
 from rag.errors import DatabaseError
-from rag.store import migrate
 from rag.store.database import Connection, open_connection
 from rag.store.embedded import EmbeddedServer
 
@@ -34,7 +33,10 @@ def resolve_database_url(settings: Settings, *, start: bool = True) -> str:
     started = server.start()
     assert started.url is not None
     # The embedded database is ragpg's own: bring its schema to head on first start, so
-    # `ragpg vault add` on a fresh machine works without a separate `ragpg db upgrade`.
+    # `ragpg vault add` on a fresh machine works without a separate `ragpg db upgrade`. Imported
+    # here: alembic and SQLAlchemy are a quarter second of every CLI command's start otherwise.
+    from rag.store import migrate
+
     migrate.upgrade(started.url)
     return started.url
 

@@ -20,3 +20,12 @@ def test_import_rag_is_cheap() -> None:
     out = subprocess.run([sys.executable, "-c", "import sys, rag; print(sorted(m for m in sys.modules "
                           "if m.startswith('rag.')))"], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_cli_and_ask_start_without_the_migration_stack() -> None:
+    """alembic and SQLAlchemy serve `ragpg db upgrade` and the embedded server's first start only;
+    loaded by every command they were a quarter second of each `ragpg ask`."""
+    code = ("import sys, ragpg_cli.main, rag.notes.ask, rag.compute; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('alembic', 'sqlalchemy')))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"
