@@ -133,7 +133,7 @@ class Embedder(ABC):
             with self._sentence_lock:
                 for text, vector in zip(missing, fresh, strict=True):
                     found[text] = vector
-                    self._sentence_cache[text] = vector
+                    self._sentence_cache[text] = vector.copy()  # a row of its own: no batch kept alive by a view
                 while len(self._sentence_cache) > self._sentence_cache_size:
                     self._sentence_cache.popitem(last=False)
         return np.stack([found[t] for t in texts]).astype(np.float32, copy=True)
