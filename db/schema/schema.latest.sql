@@ -2453,7 +2453,8 @@ begin
             into v_matched
             using query_embedding, match_count, similarity_threshold, exact_scan_max_rows::bigint + 1,
                   f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
-        v_rows := coalesce(cardinality(v_matched), 0);
+        v_matched := coalesce(v_matched, '{}');  -- none match: collected all the same (null = not collected)
+        v_rows := cardinality(v_matched);
     end if;
 
     if v_filtered then

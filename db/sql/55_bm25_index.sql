@@ -323,4 +323,3 @@ begin
     limit candidate_count;
 end
 $$;
-

@@ -189,6 +189,21 @@ def test_the_folder_prefix_is_found_through_its_index(planned: Planned) -> None:
         conn.close()
 
 
+
+def test_a_filter_matching_nothing_is_looked_up_once(planned: Planned) -> None:
+    """No chunk matches: the first statement's empty answer is the whole answer; the full list of
+    matching ids (collected again only past the bound) is not asked for a second time."""
+    conn = open_connection(planned.conn.info.dsn, autocommit=True)
+    try:
+        plans = _plans(conn)
+        found = retrieve.match_vector(conn, planned.model, queries(1, seed=5)[0], match_count=10,
+                                      filter={"folder": {"$prefix": "no-such-area/"}})
+        assert found == []
+        assert len([p for p in plans if MATCHING_IDS in p]) == 1
+        assert not [p for p in plans if "select array_agg(c.id) from chunks c where true" in p], plans
+    finally:
+        conn.close()
+
 def test_a_date_range_is_found_through_its_index_with_the_same_rows(planned: Planned) -> None:
     conn = open_connection(planned.conn.info.dsn, autocommit=True)
     recent = {"date": {"$gte": "2036-01-01"}}  # the last ~1.4% of 6000 consecutive days
