@@ -3,7 +3,7 @@
 
 create or replace function ragpg_sql_name(p_provider text, p_model text) returns text
 language sql immutable parallel safe strict
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 return (
     with base as (
         select trim(both '_' from regexp_replace(lower(p_provider || '_' || p_model), '[^a-z0-9]+', '_', 'g')) as n
@@ -19,7 +19,7 @@ return (
 -- 60_hybrid.sql and 70_folders.sql and the Python registry (rag/store/models.py) read them.
 create or replace function ragpg_model_function_name(m embedding_models, p_kind text) returns text
 language sql immutable parallel safe strict
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 return case p_kind
     when 'hybrid_multi' then 'match_hybrid_multi_chunks_' || m.sql_name
     when 'folders' then 'match_folders_' || m.sql_name
@@ -36,7 +36,7 @@ return 128;
 -- (rag/ingest/hnsw.py), so no index definition is ever read back from a table and executed.
 create or replace function ragpg_create_hnsw_index(p_table text) returns void
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     if not exists (select from embedding_models where embedding_table = p_table) then
@@ -53,7 +53,7 @@ $$;
 create or replace function ragpg_drop_hnsw_index(p_table text)
 returns table (index_name text, definition text)
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_index regclass;
@@ -76,7 +76,7 @@ $$;
 create or replace function ragpg_register_embedding_model(p_provider text, p_model text, p_dims integer)
 returns embedding_models
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_name text;
@@ -122,7 +122,7 @@ $$;
 
 create or replace function ragpg_refresh_model_functions() returns integer
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     m embedding_models;

@@ -14,7 +14,7 @@
 -- changed and otherwise keeps the old values.
 create or replace function ragpg_chunks_tsvector() returns trigger
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     if tg_op = 'UPDATE' and new.heading_path is not distinct from old.heading_path
@@ -36,7 +36,7 @@ create or replace trigger chunks_tsvector
 
 create or replace function ragpg_bm25_stats_sync() returns trigger
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     -- A bulk load is deferring some vault's bookkeeping (ragpg_bm25_defer): that vault's rows above
@@ -161,7 +161,7 @@ drop function if exists ragpg_bm25_stats_remove();
 -- below it, every chunk inserted later one above it (index runs of one vault are serialised).
 create or replace function ragpg_bm25_defer(p_vault_id bigint) returns boolean
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     insert into bm25_deferred (vault_id, after_chunk_id)
@@ -176,7 +176,7 @@ $$;
 -- covered (0 when the vault was not deferred).
 create or replace function ragpg_bm25_restore(p_vault_id bigint) returns bigint
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_after bigint;

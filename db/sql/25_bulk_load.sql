@@ -11,7 +11,7 @@
 
 create or replace function ragpg_create_chunk_indexes() returns integer
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_missing integer := 0;
@@ -46,7 +46,7 @@ $$;
 create or replace function ragpg_drop_chunk_indexes()
 returns table (index_name text, definition text)
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_name text;
@@ -72,7 +72,7 @@ $$;
 -- model's HNSW index (rag/ingest/hnsw.py calls this for every row of deferred_indexes).
 create or replace function ragpg_create_deferred_indexes(p_table text) returns void
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     if p_table = 'chunks' then
@@ -87,7 +87,7 @@ $$;
 create or replace function ragpg_drop_deferrable_indexes(p_table text)
 returns table (index_name text, definition text)
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     if p_table = 'chunks' then

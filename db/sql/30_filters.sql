@@ -22,18 +22,18 @@
 -- A jsonpath member accessor for any key: "…" with backslash and double quote escaped.
 create or replace function ragpg_jsonpath_key(p_key text) returns text
 language sql immutable parallel safe strict
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 return '"' || replace(replace(p_key, '\', '\\'), '"', '\"') || '"';
 
 -- A user-supplied key or operator as it appears in an error message: JSON-quoted, one line, bounded.
 create or replace function ragpg_filter_label(p_text text) returns text
 language sql immutable parallel safe strict
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 return to_json(case when length(p_text) > 60 then left(p_text, 57) || '...' else p_text end)::text;
 
 create or replace function ragpg_invalid_filter(p_message text) returns void
 language plpgsql immutable parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     raise exception using errcode = '22023', message = 'invalid filter: ' || p_message;
@@ -43,14 +43,14 @@ $$;
 -- True when any object inside `p_value` (at any depth, through arrays) has a key starting with `$`.
 create or replace function ragpg_filter_has_operators(p_value jsonb) returns boolean
 language sql immutable parallel safe strict
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 return jsonb_path_exists(p_value, 'lax $.** ? (@.type() == "object").keyvalue() ? (@.key starts with "$")');
 
 -- Adds a value to the jsonpath variables; returns (name, vars). Names are v0, v1, ...; other keys
 -- (folder_prefix, below) are not jsonpath variables and do not count.
 create or replace function ragpg_filter_add_var(p_vars jsonb, p_value jsonb, out name text, out vars jsonb)
 language sql immutable parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 begin atomic
     select n, p_vars || jsonb_build_object(n, p_value)
     from (select 'v' || (select count(*) from jsonb_object_keys(p_vars) k where k ~ '^v[0-9]+$') as n) s;
@@ -59,7 +59,7 @@ end;
 -- Names from a top-level "vault" key: "a", ["a", "b"], {"$eq": "a"} or {"$in": ["a", "b"]}.
 create or replace function ragpg_filter_vault_names(p_value jsonb) returns text[]
 language plpgsql immutable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_arg jsonb := p_value;
@@ -92,7 +92,7 @@ $$;
 -- typo in {"vault": ...} is an error at the console rather than an empty result. Null: no check.
 create or replace function ragpg_check_vault_names(p_names text[]) returns void
 language plpgsql stable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_missing text;
@@ -117,7 +117,7 @@ $$;
 create or replace function ragpg_filter_compile_ops(p_ops jsonb, p_path text, p_label text, p_vars jsonb,
                                          out expr text, out vars jsonb)
 language plpgsql immutable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_op text;
@@ -209,7 +209,7 @@ $$;
 create or replace function ragpg_filter_compile_field(p_value jsonb, p_path text, p_label text, p_depth integer, p_vars jsonb,
                                            out expr text, out vars jsonb)
 language plpgsql immutable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_type text := jsonb_typeof(p_value);
@@ -270,7 +270,7 @@ $$;
 create or replace function ragpg_filter_compile_object(p_filter jsonb, p_depth integer, p_vars jsonb, p_top boolean,
                                             out expr text, out vars jsonb, out containment jsonb, out vaults text[])
 language plpgsql immutable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_key text;
@@ -347,7 +347,7 @@ $$;
 create or replace function ragpg_compile_filter(filter jsonb,
                                      out containment jsonb, out predicate jsonpath, out vars jsonb, out vaults text[])
 language plpgsql immutable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_part record;
@@ -395,7 +395,7 @@ create or replace function ragpg_filter_sql(p_alias text, p_column text, p_conta
                                  p_first_param integer)
 returns text
 language sql immutable parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 return concat(
     case when p_containment is not null and p_containment <> '{}'::jsonb
          then format(' and %I.%I @> $%s', p_alias, p_column, p_first_param) end,
@@ -418,7 +418,7 @@ return concat(
 -- (The match_* functions compile the filter once per call instead of once per row.)
 create or replace function ragpg_filter_match(metadata jsonb, filter jsonb) returns boolean
 language plpgsql immutable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     f record;

@@ -17,7 +17,7 @@
 -- 0.8.1 -> 801; null without the extension.
 create or replace function ragpg_pgvector_version_num() returns integer
 language sql stable parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 return (
     select split_part(extversion, '.', 1)::integer * 10000
            + coalesce(nullif(substring(split_part(extversion, '.', 2) from '^\d+'), ''), '0')::integer * 100
@@ -28,7 +28,7 @@ return (
 create or replace function ragpg_check_match_count(p_match_count integer, p_name text default 'match_count')
 returns void
 language plpgsql immutable parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_match_count is null or p_match_count < 1 or p_match_count > 1000 then
@@ -44,7 +44,7 @@ create or replace function ragpg_check_vector_query(p_query vector, p_dims integ
                                          p_threshold float8, p_match_count integer)
 returns void
 language plpgsql immutable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     if p_query is null then
@@ -85,7 +85,7 @@ return 800;
 create or replace function ragpg_hnsw_ef_search(p_table text, p_ef_search integer, p_match_count integer)
 returns integer
 language sql stable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 return least(1000, greatest(p_ef_search, p_match_count,
                             ceil(greatest(coalesce((select c.reltuples from pg_class c
                                                     where c.oid = to_regclass(quote_ident(p_table))), 0), 0)
@@ -100,7 +100,7 @@ create or replace function ragpg_vector_exact_scores(p_table text, query_embeddi
                                                      similarity_threshold float8, p_chunk_ids bigint[])
 returns table (chunk_id bigint, similarity float8)
 language plpgsql stable rows 60
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     return query execute format(
@@ -140,7 +140,7 @@ create or replace function ragpg_vector_scores(p_table text, p_dims integer, p_m
                                     filter jsonb, exact_scan_max_rows integer, ef_search integer)
 returns table (chunk_id bigint, similarity float8)
 language plpgsql stable rows 60
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     f record;
@@ -279,7 +279,7 @@ create or replace function ragpg_filter_fraction(p_where text, p_containment jso
                                       p_vars jsonb, p_vaults text[], p_vault_ids bigint[], p_at_least float8)
 returns float8
 language plpgsql stable
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_total float8 := (select greatest(reltuples, 0) from pg_class where oid = 'chunks'::regclass);
@@ -307,7 +307,7 @@ create or replace function ragpg_match_native_impl(p_table text, p_dims integer,
 returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
                content text, metadata jsonb, similarity float8)
 language sql stable rows 10
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 -- a string body, not begin atomic: the migrations' downgrade drops functions one by one and
 -- must not find this one already gone with its scorer
 as $$
@@ -325,7 +325,7 @@ $$;
 -- A stable bigint for a LangChain row id (LangChain ids are strings).
 create or replace function ragpg_langchain_chunk_id(p_id text) returns bigint
 language sql immutable parallel safe strict
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 return ('x' || left(md5(p_id), 16))::bit(64)::bigint;
 
 -- The same contract over the tables LangChain's PGVector store writes
@@ -340,7 +340,7 @@ create or replace function ragpg_match_langchain_impl(p_dims integer, p_model te
 returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
                content text, metadata jsonb, similarity float8)
 language plpgsql stable
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     f record;
@@ -379,7 +379,7 @@ $$;
 create or replace function ragpg_define_function(p_name text, p_arg_types text, p_definition text)
 returns void
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     r record;
@@ -405,7 +405,7 @@ $$;
 -- Generates the per-model functions (re-run by ragpg_refresh_model_functions() after every upgrade).
 create or replace function ragpg_create_model_functions(m embedding_models) returns void
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_label text := m.provider || '/' || m.model;
@@ -424,7 +424,7 @@ begin
             exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, similarity float8)
          language sql stable
-         set search_path = public, pg_catalog %s
+         set search_path = public, pg_catalog, pg_temp %s
          as %L',
         m.match_function, '{}', v_chunk_cols, v_set,
         format('select * from ragpg_match_native_impl(%L, %s, %L, query_embedding, similarity_threshold,
@@ -439,7 +439,7 @@ begin
             match_count integer default 10, filter jsonb default %L)
          returns table (%s, similarity float8)
          language sql stable
-         set search_path = public, pg_catalog
+         set search_path = public, pg_catalog, pg_temp
          as %L',
         m.langchain_function, '{}', v_chunk_cols,
         format('select * from ragpg_match_langchain_impl(%s, %L, query_embedding, similarity_threshold,

@@ -15,7 +15,7 @@
 
 create or replace function ragpg_check_bm25_params(k1 float8, b float8) returns void
 language plpgsql immutable parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if k1 is null or k1 < 0 or k1 > 1000 or k1 = 'NaN'::float8 then
@@ -34,7 +34,7 @@ $$;
 create or replace function ragpg_query_lexemes(query_text text, vault_names text[] default null)
 returns table (text_search_config regconfig, lexeme text, query_frequency integer)
 language sql stable parallel safe rows 16
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 begin atomic
     select cfg.c, u.lexeme, coalesce(cardinality(u.positions), 1)
     from (select distinct v.text_search_config as c
@@ -55,7 +55,7 @@ create or replace function ragpg_lexical_scores(query_text text, candidate_count
                                      k1 float8, b float8)
 returns table (chunk_id bigint, bm25_score float8)
 language plpgsql stable rows 60
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -166,7 +166,7 @@ create or replace function ragpg_match_lexical_impl(query_text text, match_count
 returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
                content text, metadata jsonb, bm25_score float8)
 language sql stable rows 10
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 -- a string body, not begin atomic: the migrations' downgrade drops functions one by one and
 -- must not find this one already gone with its scorer
 as $$
@@ -188,7 +188,7 @@ create or replace function match_lexical_chunks(query_text text, match_count int
 returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
                content text, metadata jsonb, bm25_score float8)
 language plpgsql stable
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     if query_text is null or query_text !~ '[^[:space:]]' then
@@ -208,7 +208,7 @@ create or replace function ragpg_query_term_stats(query_text text, vault_names t
                                                   readable_levels text[] default null)
 returns table (lexeme text, chunk_frequency bigint, chunk_count bigint)
 language sql stable parallel safe rows 16
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 -- A string body (not `begin atomic`): it must not pin the BM25 tables against a migration downgrade.
 as $$
     with v as (

@@ -24,7 +24,7 @@
 -- then) and the extension is installed in this database.
 create or replace function ragpg_bm25_index_available() returns boolean
 language sql stable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 return current_setting('pg_textsearch.library_version', true) is not null
        and exists (select 1 from pg_extension where extname = 'pg_textsearch');
 
@@ -38,7 +38,7 @@ create or replace function ragpg_lexical_backend(vault_names text[], filter json
                                                  candidate_count integer default 60, query_text text default null)
 returns text
 language plpgsql stable
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     f record;
@@ -79,7 +79,7 @@ $$;
 create or replace function ragpg_lexical_backends()
 returns table (vault text, backend text, reason text, k1 float8, b float8)
 language sql stable
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
     select v.name,
            case when i.vault_id is not null and ragpg_bm25_index_available()
@@ -104,7 +104,7 @@ $$;
 -- here (installing it needs a superuser), never an error for that.
 create or replace function ragpg_enable_bm25_index(p_vault text, p_k1 float8, p_b float8) returns text
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v record;
@@ -155,7 +155,7 @@ $$;
 -- Back to the SQL BM25 for one vault (drops its table and index). True when there was one.
 create or replace function ragpg_disable_bm25_index(p_vault text) returns boolean
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     delete from bm25_indexes i using vaults v where v.id = i.vault_id and v.name = p_vault;
@@ -168,7 +168,7 @@ $$;
 -- it) and goes when an index is next built on a server that has the library.
 create or replace function ragpg_bm25_index_drop_table() returns trigger
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     if current_setting('pg_textsearch.library_version', true) is not null then
@@ -181,7 +181,7 @@ $$;
 -- Tables of vaults that have no bm25_indexes row any more (see above), dropped.
 create or replace function ragpg_bm25_drop_orphan_tables() returns integer
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     t text;
@@ -214,7 +214,7 @@ create or replace trigger bm25_indexes_drop_table
 -- like ragpg_bm25_stats_sync). Nothing to do, and one cheap probe, when no vault has an index.
 create or replace function ragpg_bm25_index_sync() returns trigger
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     i record;
@@ -274,7 +274,7 @@ create or replace function ragpg_bm25_exact_scores(p_chunk_ids bigint[], vault_i
                                                    k1 float8, b float8)
 returns table (chunk_id bigint, bm25_score float8)
 language plpgsql stable rows 60
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 begin
@@ -297,7 +297,7 @@ create or replace function ragpg_lexical_scores_indexed(query_text text, candida
                                                         weights float8[], avgdls float8[], k1 float8, b float8)
 returns table (chunk_id bigint, bm25_score float8)
 language plpgsql stable rows 60
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare

@@ -37,7 +37,7 @@ create or replace function ragpg_bm25_filtered_depth(p_containment jsonb, p_pred
                                                      p_postings bigint)
 returns integer
 language plpgsql stable
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_share float8;
@@ -68,7 +68,7 @@ create or replace function ragpg_lexical_scores_indexed_filtered(
     p_containment jsonb, p_predicate jsonpath, p_vars jsonb,
     out complete boolean, out chunk_ids bigint[], out scores float8[])
 language plpgsql stable
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     i record;

@@ -17,7 +17,7 @@
 create or replace function ragpg_check_hybrid_args(match_count integer, rrf_k integer, weights jsonb, candidate_count integer,
                                         out vector_weight float8, out lexical_weight float8)
 language plpgsql immutable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_key text;
@@ -75,7 +75,7 @@ returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal inte
                content text, metadata jsonb, vector_rank integer, similarity float8, lexical_rank integer,
                bm25_score float8, rrf_score float8)
 language plpgsql stable rows 10
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -140,7 +140,7 @@ $$;
 -- A chunk's place in the (source_path, ordinal) order that breaks ties between equal scores.
 create or replace function ragpg_chunk_sort_key(p_chunk_id bigint, out source_path text, out ordinal integer)
 language sql stable parallel safe
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
     select d.source_path, c.ordinal from chunks c join documents d on d.id = c.document_id where c.id = p_chunk_id
 $$;
@@ -154,7 +154,7 @@ returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal inte
                content text, metadata jsonb, vector_rank integer, similarity float8, lexical_rank integer,
                bm25_score float8, rrf_score float8, vector_hits integer, lexical_hits integer)
 language plpgsql stable rows 10
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -229,7 +229,7 @@ $$;
 -- Called by ragpg_create_model_functions (40_model_functions.sql) with the wrapper settings.
 create or replace function ragpg_create_hybrid_functions(m embedding_models, p_set text, p_chunk_cols text) returns void
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_label text := m.provider || '/' || m.model;
@@ -246,7 +246,7 @@ begin
                             exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, %s)
          language sql stable
-         set search_path = public, pg_catalog %s
+         set search_path = public, pg_catalog, pg_temp %s
          as %L',
         m.hybrid_function, '{}', '{"vector": 1, "lexical": 1}', p_chunk_cols, v_fusion_cols, p_set,
         format('select * from ragpg_match_hybrid_impl(%L, %s, %L, query_text, query_embedding, match_count,
@@ -267,7 +267,7 @@ begin
                             exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, %s, vector_hits integer, lexical_hits integer)
          language sql stable
-         set search_path = public, pg_catalog %s
+         set search_path = public, pg_catalog, pg_temp %s
          as %L',
         v_multi, '{}', '{"vector": 1, "lexical": 1}', p_chunk_cols, v_fusion_cols, p_set,
         format('select * from ragpg_match_hybrid_multi_impl(%L, %s, %L, query_texts, query_embeddings,

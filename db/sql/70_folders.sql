@@ -7,7 +7,7 @@ create or replace function ragpg_match_folders_impl(p_table text, p_dims integer
                                          query_embedding vector, vault_ids bigint[], match_count integer)
 returns table (vault_id bigint, vault text, folder text, chunk_count bigint, similarity float8)
 language plpgsql stable
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, 0, match_count);
@@ -33,7 +33,7 @@ $$;
 -- Called by ragpg_create_model_functions (40_model_functions.sql).
 create or replace function ragpg_create_folder_functions(m embedding_models, p_set text) returns void
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_name text := ragpg_model_function_name(m, 'folders');
@@ -43,7 +43,7 @@ begin
         '%I(query_embedding vector, vault_ids bigint[] default null, match_count integer default 50)
          returns table (vault_id bigint, vault text, folder text, chunk_count bigint, similarity float8)
          language sql stable
-         set search_path = public, pg_catalog
+         set search_path = public, pg_catalog, pg_temp
          as %L',
         v_name,
         format('select * from ragpg_match_folders_impl(%L, %s, %L, query_embedding, vault_ids, match_count)',

@@ -16,60 +16,116 @@ create or replace function ragpg_level_rank(p_level text) returns integer
 language sql immutable parallel safe
 return array_position(array['public', 'internal', 'confidential', 'restricted'], p_level);
 
--- The highest rank the invoker may read (0: nothing). SECURITY DEFINER so it reads the registry that
--- console roles cannot; the policies pass `current_user`, the role the rows are read as.
-create or replace function ragpg_scope_clearance_rank(p_invoker name) returns integer
+-- The two functions below are SECURITY DEFINER: they read the registry that console roles cannot. A
+-- definer function runs with its owner's rights on behalf of whoever calls it, so (issue 29):
+--   * its owner is ragpg_definer (made below): no login, not a superuser, and granted only what
+--     these two read (the registry, and the ids and names of vaults);
+--   * its search_path puts pg_catalog first and the caller's temp schema LAST (a path that does not
+--     name pg_temp searches it first for tables and types: a console role's temp table named
+--     ragpg_console_roles or vaults took the place of ours);
+--   * every table, function and operator in it is schema-qualified all the same.
+do $$
+begin
+    if not exists (select 1 from pg_catalog.pg_roles where rolname = 'ragpg_definer') then
+        begin
+            create role ragpg_definer nologin noinherit nosuperuser nocreatedb nocreaterole nobypassrls;
+        exception
+            when duplicate_object or unique_violation then null;  -- another database made it meanwhile
+            when insufficient_privilege then
+                raise notice 'ragpg: cannot create role ragpg_definer (needs CREATEROLE): the scope functions stay owned by %', current_user;
+        end;
+    end if;
+    if exists (select 1 from pg_catalog.pg_roles where rolname = 'ragpg_definer')
+       and not pg_catalog.pg_has_role(current_user, 'ragpg_definer', 'member') then
+        begin
+            -- to replace and re-own its functions on every upgrade
+            execute format('grant ragpg_definer to %I', current_user);
+        exception when insufficient_privilege then
+            raise notice 'ragpg: % cannot become ragpg_definer: the scope functions stay owned by it', current_user;
+        end;
+    end if;
+end
+$$;
+
+-- The highest rank the invoker may read (0: nothing). The policies pass `current_user`, the role the
+-- rows are read as.
+create or replace function public.ragpg_scope_clearance_rank(p_invoker name) returns integer
 language plpgsql stable security definer
-set search_path = public, pg_catalog
+set search_path = pg_catalog, public, pg_temp
 as $$
 declare
     v_registered text;
-    v_setting text := nullif(current_setting('ragpg.clearance', true), '');
+    v_setting text := pg_catalog.current_setting('ragpg.clearance', true);
     v_rank integer;
 begin
-    select clearance into v_registered from ragpg_console_roles where role_name = p_invoker;
+    if v_setting operator(pg_catalog.=) '' then
+        v_setting := null;
+    end if;
+    select r.clearance into v_registered from public.ragpg_console_roles r
+    where r.role_name operator(pg_catalog.=) p_invoker;
     if found then
-        v_rank := ragpg_level_rank(v_registered);
-    elsif p_invoker = 'ragpg_reader' and v_setting is not null then
+        v_rank := public.ragpg_level_rank(v_registered);
+    elsif p_invoker operator(pg_catalog.=) 'ragpg_reader'::pg_catalog.name and v_setting is not null then
         v_rank := 4;
     else
         return 0;
     end if;
     if v_setting is not null then  -- narrows only; a value that is no level narrows to nothing
-        v_rank := least(v_rank, coalesce(ragpg_level_rank(v_setting), 0));
+        v_rank := least(v_rank, coalesce(public.ragpg_level_rank(v_setting), 0));
     end if;
     return coalesce(v_rank, 0);
 end
 $$;
 
 -- The ids of the vaults the invoker may read ('{}': none). `ragpg.vaults` is '*' or a JSON array of names.
-create or replace function ragpg_scope_vault_ids(p_invoker name) returns bigint[]
+create or replace function public.ragpg_scope_vault_ids(p_invoker name) returns bigint[]
 language plpgsql stable security definer
-set search_path = public, pg_catalog
+set search_path = pg_catalog, public, pg_temp
 as $$
 declare
-    v_setting text := nullif(current_setting('ragpg.vaults', true), '');
+    v_setting text := pg_catalog.current_setting('ragpg.vaults', true);
     v_registered text[];
     v_every boolean;
     v_asked text[];
 begin
-    select vaults, vaults is null into v_registered, v_every from ragpg_console_roles where role_name = p_invoker;
+    if v_setting operator(pg_catalog.=) '' then
+        v_setting := null;
+    end if;
+    select r.vaults, r.vaults is null into v_registered, v_every from public.ragpg_console_roles r
+    where r.role_name operator(pg_catalog.=) p_invoker;
     if not found then
-        if p_invoker <> 'ragpg_reader' or v_setting is null then
+        if p_invoker operator(pg_catalog.<>) 'ragpg_reader'::pg_catalog.name or v_setting is null then
             return '{}';
         end if;
         v_every := true;
     end if;
-    if v_setting is not null and v_setting <> '*' then
+    if v_setting is not null and v_setting operator(pg_catalog.<>) '*' then
         begin
-            v_asked := array(select jsonb_array_elements_text(v_setting::jsonb));
+            v_asked := array(select pg_catalog.jsonb_array_elements_text(v_setting::pg_catalog.jsonb));
         exception when others then
             return '{}';  -- a setting that does not parse narrows to nothing
         end;
     end if;
-    return array(select v.id from vaults v
-                 where (v_every or v.name = any(v_registered))
-                   and (v_asked is null or v.name = any(v_asked)));
+    return array(select v.id from public.vaults v
+                 where (v_every or v.name operator(pg_catalog.=) any(v_registered))
+                   and (v_asked is null or v.name operator(pg_catalog.=) any(v_asked)));
+end
+$$;
+
+-- Exactly what the two read; and they read every vault's name, whatever the policies say of it.
+do $$
+begin
+    if exists (select 1 from pg_catalog.pg_roles where rolname = 'ragpg_definer')
+       and pg_catalog.pg_has_role(current_user, 'ragpg_definer', 'member') then
+        grant select on public.ragpg_console_roles to ragpg_definer;
+        grant select (id, name) on public.vaults to ragpg_definer;
+        begin
+            alter function public.ragpg_scope_clearance_rank(name) owner to ragpg_definer;
+            alter function public.ragpg_scope_vault_ids(name) owner to ragpg_definer;
+        exception when insufficient_privilege then  -- a login that is no superuser, on a schema it cannot share
+            raise notice 'ragpg: cannot give the scope functions to ragpg_definer (grant it CREATE on schema public): they stay owned by %', current_user;
+        end;
+    end if;
 end
 $$;
 
@@ -77,7 +133,7 @@ $$;
 -- bm25 index table per vault that has one.
 create or replace function ragpg_content_tables() returns setof regclass
 language sql stable
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
     -- to_regclass: a table a later revision adds is simply absent after a downgrade
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
@@ -97,7 +153,7 @@ $$;
 -- and when a model's embedding table is made).
 create or replace function ragpg_secure_content_table(p_table regclass) returns void
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_vaults constant text := '(select ragpg_scope_vault_ids(current_user))::bigint[]';  -- an array, not a subquery of rows
@@ -132,6 +188,11 @@ begin
     execute format('alter table %s enable row level security', p_table);
     execute format('drop policy if exists ragpg_scope on %s', p_table);
     execute format('create policy ragpg_scope on %s for select using (%s)', p_table, v_rule);
+    -- ragpg_scope_vault_ids (owned by ragpg_definer) maps every vault's name to its id
+    execute format('drop policy if exists ragpg_definer_reads on %s', p_table);
+    if v_name = 'vaults' and exists (select 1 from pg_roles where rolname = 'ragpg_definer') then
+        execute format('create policy ragpg_definer_reads on %s for select to ragpg_definer using (true)', p_table);
+    end if;
     execute format('drop policy if exists ragpg_reader_rows on %s', p_table);
     if v_has_reader and v_rule = v_by_chunk and v_name not like 'ragpg\_bm25\_%' then
         -- The server's reader joins every posting and embedding to its chunk, whose policy decides; a
@@ -145,7 +206,7 @@ $$;
 
 create or replace function ragpg_grant_console_select(p_role name, p_table regclass) returns void
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     execute format('grant select on %s to %I', p_table, p_role);
@@ -156,7 +217,7 @@ $$;
 -- updated, recorded and granted read access. Needs CREATEROLE; the password is set by the caller.
 create or replace function ragpg_ensure_console_role(p_clearance text, p_vaults text[]) returns name
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 declare
     v_vaults text[] := (select array_agg(distinct v order by v) from unnest(p_vaults) v);

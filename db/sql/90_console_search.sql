@@ -24,7 +24,7 @@ create or replace function ragpg_cached_query_embeddings(p_query text)
 returns table (model_id integer, provider text, model text, sql_name text, embedding vector,
                last_used_at timestamptz)
 language sql stable security definer
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
     select q.model_id, m.provider, m.model, m.sql_name, q.embedding, q.last_used_at
     from query_embeddings q
@@ -41,7 +41,7 @@ create or replace function ragpg_record_query(p_model_id integer, p_query text, 
                                               p_chunk_ids bigint[])
 returns void
 language plpgsql volatile security definer
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     if p_model_id is not null and p_embedding is not null and p_query ~ '[^[:space:]]' then
@@ -78,7 +78,7 @@ create or replace function ragpg_record_queries(p_model_ids integer[], p_queries
                                                 p_hit_queries integer[], p_hit_chunks bigint[])
 returns void
 language plpgsql volatile
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     insert into query_embeddings as q (model_id, query_key, query_text, embedding, uses)
@@ -109,7 +109,7 @@ returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal inte
                content text, metadata jsonb, score float8, similarity float8, bm25_score float8,
                vector_rank integer, lexical_rank integer, legs text)
 language sql stable
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
     select l.chunk_id, l.vault, l.source_path, l.chunk_ordinal, l.heading_path, l.content, l.metadata,
            l.bm25_score, null::float8, l.bm25_score, null::integer,
@@ -130,7 +130,7 @@ returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal inte
                content text, metadata jsonb, score float8, similarity float8, bm25_score float8,
                vector_rank integer, lexical_rank integer, legs text)
 language plpgsql stable
-set search_path = public, pg_catalog
+set search_path = public, pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare

@@ -172,7 +172,7 @@ def test_match_functions_are_stable_with_pinned_search_path(conn, small):
     assert sorted(r["proname"] for r in rows) == sorted(names)  # one overload each
     for r in rows:
         assert r["provolatile"] == "s", r["proname"]
-        assert "search_path=public, pg_catalog" in r["proconfig"], r["proname"]
+        assert "search_path=public, pg_catalog, pg_temp" in r["proconfig"], r["proname"]
     native = next(r for r in rows if r["proname"] == model.match_function)
     assert "hnsw.iterative_scan=relaxed_order" in native["proconfig"]
 

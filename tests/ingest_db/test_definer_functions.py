@@ -1,0 +1,100 @@
+"""Issue 29: the SECURITY DEFINER functions behind row-level security cannot be steered.
+
+A console role of clearance public creates temp tables, functions, operators and types named like
+everything the scope functions use (`ragpg_console_roles`, `vaults`, `ragpg_level_rank`, `=` ...) and
+reads no more than before; every definer function pins its search path (pg_catalog first, pg_temp
+last) and belongs to a role that is neither a superuser nor able to log in.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from tests.ingest_db.test_row_security import PUBLIC_NOTES, QUERY, console_conn, indexed  # noqa: F401
+
+pytestmark = [pytest.mark.security, pytest.mark.usefixtures("indexed")]
+
+PINNED_PATH = "search_path=pg_catalog, public, pg_temp"
+
+# Every shadow a session of its own can make: tables and types are looked up in pg_temp first unless
+# the path names it; functions and operators only when qualified (they are made all the same).
+SHADOWS = [
+    "create temp table ragpg_console_roles (role_name name, clearance text, vaults text[], created_at timestamptz)",
+    "insert into ragpg_console_roles values (current_user, 'restricted', null, now())",
+    "create temp table vaults (id bigint, name text, root_path text, text_search_config regconfig)",
+    "insert into vaults select g, n, '/x', 'english' from generate_series(1, 200) g, unnest(array['notes', 'other']) n",
+    "create temp table chunks (id bigint, vault_id bigint, metadata jsonb)",
+    "create temp table documents (id bigint, vault_id bigint, confidentiality text)",
+    "create function pg_temp.ragpg_level_rank(text) returns integer language sql return 1",
+    "create function pg_temp.ragpg_scope_clearance_rank(name) returns integer language sql return 4",
+    "create function pg_temp.current_setting(text, boolean) returns text language sql return 'restricted'",
+    "create function pg_temp.array_position(text[], text) returns integer language sql return 1",
+    "create function pg_temp.least(integer, integer) returns integer language sql return 4",
+    "create function pg_temp.jsonb_array_elements_text(jsonb) returns setof text language sql "
+    "as $$select unnest(array['notes', 'other'])$$",
+    "create function pg_temp.yes(name, name) returns boolean language sql return true",
+    "create operator pg_temp.= (leftarg = name, rightarg = name, function = pg_temp.yes)",
+    "create function pg_temp.yes_text(text, text) returns boolean language sql return true",
+    "create operator pg_temp.= (leftarg = text, rightarg = text, function = pg_temp.yes_text)",
+    "create function pg_temp.yes_int(integer, integer) returns boolean language sql return true",
+    "create operator pg_temp.<= (leftarg = integer, rightarg = integer, function = pg_temp.yes_int)",
+    "create domain pg_temp.jsonb as text",
+    "create domain pg_temp.regclass as text",
+]
+
+
+def visible(conn: psycopg.Connection) -> dict[str, object]:
+    """What the role reads: notes, chunks of each level, lexical hits, vaults."""
+    return {
+        "documents": {(r["vault"], r["source_path"]) for r in conn.execute(
+            "select v.name as vault, d.source_path from public.documents d join public.vaults v on v.id = d.vault_id")},
+        "levels": {r["level"] for r in conn.execute(
+            "select distinct metadata ->> 'confidentiality' as level from public.chunks")},
+        "lexical": {(r["vault"], r["source_path"]) for r in conn.execute(
+            "select * from public.match_lexical_chunks(%s, 50)", (QUERY,))},
+        "vaults": {r["name"] for r in conn.execute("select name from public.vaults")},
+        "rank": conn.execute("select public.ragpg_scope_clearance_rank(current_user) as r").fetchone()["r"],
+    }
+
+
+def shadow(conn: psycopg.Connection) -> None:
+    for statement in SHADOWS:
+        conn.execute(statement)
+
+
+def test_every_definer_function_pins_its_path_and_is_owned_by_an_unprivileged_role(
+        aconn: psycopg.Connection) -> None:
+    rows = aconn.execute("""
+        select p.oid::regprocedure::text as fn, coalesce(p.proconfig, '{}') as config, r.rolname as owner,
+               r.rolsuper as superuser, r.rolcanlogin as login, r.rolbypassrls as bypass
+        from pg_proc p join pg_roles r on r.oid = p.proowner
+        where p.prosecdef and p.pronamespace not in ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+        order by 1""").fetchall()
+    names = {r["fn"].split("(")[0] for r in rows}
+    assert {"ragpg_scope_clearance_rank", "ragpg_scope_vault_ids"} <= names
+    for r in rows:
+        assert PINNED_PATH in r["config"], f"{r['fn']} runs with {r['config']}"
+        assert not (r["superuser"] or r["login"] or r["bypass"]), f"{r['fn']} is owned by {r['owner']}"
+
+
+def test_temp_objects_do_not_steer_the_scope(cli) -> None:
+    with console_conn(cli, "--clearance", "public", "--vault", "notes") as conn:
+        before = visible(conn)
+    assert before["documents"] == PUBLIC_NOTES and before["levels"] == {"public"}
+    assert before["rank"] == 1 and before["vaults"] == {"notes"}
+
+    # a fresh session: the shadows exist before any plan of the scope functions is cached
+    with console_conn(cli, "--clearance", "public", "--vault", "notes") as conn:
+        shadow(conn)
+        assert visible(conn) == before
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # nothing of its own in public
+            conn.execute("create table public.ragpg_console_roles_x (x int)")
+
+
+def test_a_temp_vaults_table_alone_widens_nothing(cli) -> None:
+    with console_conn(cli, "--clearance", "public", "--vault", "notes") as conn:
+        conn.execute("create temp table vaults (id bigint, name text)")
+        conn.execute("insert into vaults select g, 'notes' from generate_series(1, 200) g")
+        found = visible(conn)
+    assert found["documents"] == PUBLIC_NOTES and found["lexical"] <= PUBLIC_NOTES
