@@ -12,6 +12,8 @@ def embed_command(
     ctx: typer.Context,
     text: str = typer.Argument(..., help="The question or search text, exactly as you will type it in psql."),
     json_out: bool = typer.Option(False, "--json", help="Print the model and the embedding as JSON."),
+    role: str | None = typer.Option(None, "--role", help="Cache it for this `ragpg db console` role (only it and "
+                                    "the owner can read it); default: for the owner."),
 ) -> None:
     """Embed a question with the configured model and cache it for search_hybrid() in psql."""
     from rag.retrieval.stage import embed_and_cache
@@ -19,7 +21,7 @@ def embed_command(
 
     rt = Runtime.from_settings(state(ctx).settings, pool_max_size=1)
     try:
-        model, embedding = embed_and_cache(rt, text)
+        model, embedding = embed_and_cache(rt, text, role=role)
     finally:
         rt.close()
     if json_out:

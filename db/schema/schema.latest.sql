@@ -14,7 +14,7 @@ CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public;
 
 CREATE FUNCTION public.match_lexical_chunks(query_text text, match_count integer DEFAULT 10, filter jsonb DEFAULT '{}'::jsonb, k1 double precision DEFAULT 0.9, b double precision DEFAULT 0.4) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, bm25_score double precision)
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     if query_text is null or query_text !~ '[^[:space:]]' then
@@ -30,7 +30,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_bm25_defer(p_vault_id bigint) RETURNS boolean
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     insert into bm25_deferred (vault_id, after_chunk_id)
@@ -46,7 +46,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_bm25_drop_orphan_tables() RETURNS integer
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
     t text;
@@ -69,7 +69,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_bm25_exact_scores(p_chunk_ids bigint[], vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
     LANGUAGE plpgsql STABLE ROWS 60
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 begin
@@ -90,7 +90,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_bm25_filtered_depth(p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], candidate_count integer, k1 double precision, b double precision, p_postings bigint) RETURNS integer
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_share float8;
@@ -133,7 +133,7 @@ CREATE FUNCTION public.ragpg_bm25_filtered_max_depth() RETURNS integer
 
 CREATE FUNCTION public.ragpg_bm25_index_available() RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     RETURN ((current_setting('pg_textsearch.library_version'::text, true) IS NOT NULL) AND (EXISTS (SELECT 1 FROM pg_extension WHERE (pg_extension.extname = 'pg_textsearch'::name))));
 
 --
@@ -142,7 +142,7 @@ CREATE FUNCTION public.ragpg_bm25_index_available() RETURNS boolean
 
 CREATE FUNCTION public.ragpg_bm25_index_drop_table() RETURNS trigger
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     if current_setting('pg_textsearch.library_version', true) is not null then
@@ -166,7 +166,7 @@ CREATE FUNCTION public.ragpg_bm25_index_extra_candidates() RETURNS integer
 
 CREATE FUNCTION public.ragpg_bm25_index_sync() RETURNS trigger
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
     i record;
@@ -211,7 +211,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_bm25_restore(p_vault_id bigint) RETURNS bigint
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_after bigint;
@@ -266,7 +266,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_bm25_stats_sync() RETURNS trigger
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     -- A bulk load is deferring some vault's bookkeeping (ragpg_bm25_defer): that vault's rows above
@@ -370,14 +370,14 @@ $$;
 --
 
 CREATE FUNCTION public.ragpg_cached_query_embeddings(p_query text) RETURNS TABLE(model_id integer, provider text, model text, sql_name text, embedding public.vector, last_used_at timestamp with time zone)
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_catalog'
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
     select q.model_id, m.provider, m.model, m.sql_name, q.embedding, q.last_used_at
     from query_embeddings q
     join embedding_models m on m.id = q.model_id
     where q.query_key = ragpg_query_key(p_query)
-    order by q.last_used_at desc, q.model_id
+    order by q.cached_by = current_user desc, q.last_used_at desc, q.model_id
 $$;
 
 --
@@ -386,7 +386,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_check_bm25_params(k1 double precision, b double precision) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
     if k1 is null or k1 < 0 or k1 > 1000 or k1 = 'NaN'::float8 then
@@ -406,7 +406,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_check_hybrid_args(match_count integer, rrf_k integer, weights jsonb, candidate_count integer, OUT vector_weight double precision, OUT lexical_weight double precision) RETURNS record
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_key text;
@@ -454,7 +454,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_check_match_count(p_match_count integer, p_name text DEFAULT 'match_count'::text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
     if p_match_count is null or p_match_count < 1 or p_match_count > 1000 then
@@ -470,7 +470,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_check_vault_names(p_names text[]) RETURNS void
     LANGUAGE plpgsql STABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_missing text;
@@ -497,7 +497,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_check_vector_query(p_query public.vector, p_dims integer, p_model text, p_threshold double precision, p_match_count integer) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     if p_query is null then
@@ -524,7 +524,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_chunk_sort_key(p_chunk_id bigint, OUT source_path text, OUT ordinal integer) RETURNS record
     LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
     select d.source_path, c.ordinal from chunks c join documents d on d.id = c.document_id where c.id = p_chunk_id
 $$;
@@ -535,7 +535,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_chunks_tsvector() RETURNS trigger
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     if tg_op = 'UPDATE' and new.heading_path is not distinct from old.heading_path
@@ -557,7 +557,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_compile_filter(filter jsonb, OUT containment jsonb, OUT predicate jsonpath, OUT vars jsonb, OUT vaults text[]) RETURNS record
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_part record;
@@ -594,12 +594,12 @@ $$;
 
 CREATE FUNCTION public.ragpg_content_tables() RETURNS SETOF regclass
     LANGUAGE sql STABLE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
     -- to_regclass: a table a later revision adds is simply absent after a downgrade
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
                                             'bm25_vault_stats', 'embedding_models', 'document_retrievals',
-                                            'bm25_indexes', 'bm25_deferred']) as t
+                                            'bm25_indexes', 'bm25_deferred', 'query_embeddings']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
@@ -616,7 +616,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_create_chunk_indexes() RETURNS integer
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_missing integer := 0;
@@ -652,7 +652,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_create_deferred_indexes(p_table text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     if p_table = 'chunks' then
@@ -687,7 +687,7 @@ CREATE TABLE public.embedding_models (
 
 CREATE FUNCTION public.ragpg_create_folder_functions(m public.embedding_models, p_set text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_name text := ragpg_model_function_name(m, 'folders');
@@ -697,7 +697,7 @@ begin
         '%I(query_embedding vector, vault_ids bigint[] default null, match_count integer default 50)
          returns table (vault_id bigint, vault text, folder text, chunk_count bigint, similarity float8)
          language sql stable
-         set search_path = public, pg_catalog
+         set search_path = public, pg_catalog, pg_temp
          as %L',
         v_name,
         format('select * from ragpg_match_folders_impl(%L, %s, %L, query_embedding, vault_ids, match_count)',
@@ -713,7 +713,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_create_hnsw_index(p_table text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     if not exists (select from embedding_models where embedding_table = p_table) then
@@ -731,7 +731,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_create_hybrid_functions(m public.embedding_models, p_set text, p_chunk_cols text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_label text := m.provider || '/' || m.model;
@@ -748,7 +748,7 @@ begin
                             exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, %s)
          language sql stable
-         set search_path = public, pg_catalog %s
+         set search_path = public, pg_catalog, pg_temp %s
          as %L',
         m.hybrid_function, '{}', '{"vector": 1, "lexical": 1}', p_chunk_cols, v_fusion_cols, p_set,
         format('select * from ragpg_match_hybrid_impl(%L, %s, %L, query_text, query_embedding, match_count,
@@ -769,7 +769,7 @@ begin
                             exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, %s, vector_hits integer, lexical_hits integer)
          language sql stable
-         set search_path = public, pg_catalog %s
+         set search_path = public, pg_catalog, pg_temp %s
          as %L',
         v_multi, '{}', '{"vector": 1, "lexical": 1}', p_chunk_cols, v_fusion_cols, p_set,
         format('select * from ragpg_match_hybrid_multi_impl(%L, %s, %L, query_texts, query_embeddings,
@@ -790,7 +790,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_create_model_functions(m public.embedding_models) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_label text := m.provider || '/' || m.model;
@@ -809,7 +809,7 @@ begin
             exact_scan_max_rows integer default 10000, ef_search integer default 100)
          returns table (%s, similarity float8)
          language sql stable
-         set search_path = public, pg_catalog %s
+         set search_path = public, pg_catalog, pg_temp %s
          as %L',
         m.match_function, '{}', v_chunk_cols, v_set,
         format('select * from ragpg_match_native_impl(%L, %s, %L, query_embedding, similarity_threshold,
@@ -824,7 +824,7 @@ begin
             match_count integer default 10, filter jsonb default %L)
          returns table (%s, similarity float8)
          language sql stable
-         set search_path = public, pg_catalog
+         set search_path = public, pg_catalog, pg_temp
          as %L',
         m.langchain_function, '{}', v_chunk_cols,
         format('select * from ragpg_match_langchain_impl(%s, %L, query_embedding, similarity_threshold,
@@ -845,7 +845,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_define_function(p_name text, p_arg_types text, p_definition text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     r record;
@@ -874,7 +874,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_disable_bm25_index(p_vault text) RETURNS boolean
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     delete from bm25_indexes i using vaults v where v.id = i.vault_id and v.name = p_vault;
@@ -888,7 +888,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_drop_chunk_indexes() RETURNS TABLE(index_name text, definition text)
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_name text;
@@ -916,7 +916,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_drop_deferrable_indexes(p_table text) RETURNS TABLE(index_name text, definition text)
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     if p_table = 'chunks' then
@@ -933,7 +933,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_drop_hnsw_index(p_table text) RETURNS TABLE(index_name text, definition text)
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_index regclass;
@@ -958,7 +958,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_enable_bm25_index(p_vault text, p_k1 double precision, p_b double precision) RETURNS text
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
     v record;
@@ -1012,7 +1012,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_ensure_console_role(p_clearance text, p_vaults text[]) RETURNS name
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_vaults text[] := (select array_agg(distinct v order by v) from unnest(p_vaults) v);
@@ -1049,7 +1049,7 @@ CREATE FUNCTION public.ragpg_exact_scan_max_fraction() RETURNS double precision
 
 CREATE FUNCTION public.ragpg_filter_add_var(p_vars jsonb, p_value jsonb, OUT name text, OUT vars jsonb) RETURNS record
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
  SELECT s.n,
      (ragpg_filter_add_var.p_vars || jsonb_build_object(s.n, ragpg_filter_add_var.p_value))
@@ -1064,7 +1064,7 @@ END;
 
 CREATE FUNCTION public.ragpg_filter_compile_field(p_value jsonb, p_path text, p_label text, p_depth integer, p_vars jsonb, OUT expr text, OUT vars jsonb) RETURNS record
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
     v_type text := jsonb_typeof(p_value);
@@ -1127,7 +1127,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_filter_compile_object(p_filter jsonb, p_depth integer, p_vars jsonb, p_top boolean, OUT expr text, OUT vars jsonb, OUT containment jsonb, OUT vaults text[]) RETURNS record
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
     v_key text;
@@ -1206,7 +1206,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_filter_compile_ops(p_ops jsonb, p_path text, p_label text, p_vars jsonb, OUT expr text, OUT vars jsonb) RETURNS record
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
     v_op text;
@@ -1299,7 +1299,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_filter_fraction(p_where text, p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], p_vault_ids bigint[], p_at_least double precision) RETURNS double precision
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
     v_total float8 := (select greatest(reltuples, 0) from pg_class where oid = 'chunks'::regclass);
@@ -1325,7 +1325,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_filter_has_operators(p_value jsonb) RETURNS boolean
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN jsonb_path_exists(p_value, '$.**?(@.type() == "object").keyvalue()?(@."key" starts with "$")'::jsonpath);
 
 --
@@ -1334,7 +1334,7 @@ CREATE FUNCTION public.ragpg_filter_has_operators(p_value jsonb) RETURNS boolean
 
 CREATE FUNCTION public.ragpg_filter_label(p_text text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN (to_json(CASE WHEN (length(p_text) > 60) THEN ("left"(p_text, 57) || '...'::text) ELSE p_text END))::text;
 
 --
@@ -1343,7 +1343,7 @@ CREATE FUNCTION public.ragpg_filter_label(p_text text) RETURNS text
 
 CREATE FUNCTION public.ragpg_filter_match(metadata jsonb, filter jsonb) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     f record;
@@ -1361,7 +1361,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_filter_sql(p_alias text, p_column text, p_containment jsonb, p_predicate jsonpath, p_first_param integer) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN concat(CASE WHEN ((p_containment IS NOT NULL) AND (p_containment <> '{}'::jsonb)) THEN format(' and %I.%I @> $%s'::text, p_alias, p_column, p_first_param) ELSE NULL::text END, CASE WHEN (p_predicate IS NOT NULL) THEN (format(' and jsonb_path_match(%I.%I, $%s, $%s)'::text, p_alias, p_column, (p_first_param + 1), (p_first_param + 2)) || format(' and ((%1$I.%2$I ->> ''folder'') ^@ ($%3$s ->> ''folder_prefix'') or ($%3$s ->> ''folder_prefix'') is null or jsonb_typeof(%1$I.%2$I -> ''folder'') = ''array'') and ((%1$I.%2$I ->> ''date'') collate "C" >= ($%3$s ->> ''date_from'') or ($%3$s ->> ''date_from'') is null or jsonb_typeof(%1$I.%2$I -> ''date'') = ''array'') and ((%1$I.%2$I ->> ''date'') collate "C" <= ($%3$s ->> ''date_to'') or ($%3$s ->> ''date_to'') is null or jsonb_typeof(%1$I.%2$I -> ''date'') = ''array'')'::text, p_alias, p_column, (p_first_param + 2))) ELSE NULL::text END);
 
 --
@@ -1370,7 +1370,7 @@ CREATE FUNCTION public.ragpg_filter_sql(p_alias text, p_column text, p_containme
 
 CREATE FUNCTION public.ragpg_filter_vault_names(p_value jsonb) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
     v_arg jsonb := p_value;
@@ -1405,7 +1405,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_grant_console_select(p_role name, p_table regclass) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     execute format('grant select on %s to %I', p_table, p_role);
@@ -1434,7 +1434,7 @@ CREATE FUNCTION public.ragpg_hnsw_ef_per_million_rows() RETURNS integer
 
 CREATE FUNCTION public.ragpg_hnsw_ef_search(p_table text, p_ef_search integer, p_match_count integer) RETURNS integer
     LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     RETURN LEAST(1000, GREATEST(p_ef_search, p_match_count, (ceil(((GREATEST(COALESCE((SELECT c.reltuples FROM pg_class c WHERE (c.oid = (to_regclass(quote_ident(ragpg_hnsw_ef_search.p_table)))::oid)), (0)::real), (0)::real) * (public.ragpg_hnsw_ef_per_million_rows())::double precision) / ('1000000'::numeric)::double precision)))::integer));
 
 --
@@ -1443,7 +1443,7 @@ CREATE FUNCTION public.ragpg_hnsw_ef_search(p_table text, p_ef_search integer, p
 
 CREATE FUNCTION public.ragpg_invalid_filter(p_message text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
     raise exception using errcode = '22023', message = 'invalid filter: ' || p_message;
@@ -1456,7 +1456,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_jsonpath_key(p_key text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN (('"'::text || replace(replace(p_key, '\'::text, '\\'::text), '"'::text, '\"'::text)) || '"'::text);
 
 --
@@ -1465,7 +1465,7 @@ CREATE FUNCTION public.ragpg_jsonpath_key(p_key text) RETURNS text
 
 CREATE FUNCTION public.ragpg_langchain_chunk_id(p_id text) RETURNS bigint
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN ((('x'::text || "left"(md5(p_id), 16)))::bit(64))::bigint;
 
 --
@@ -1482,7 +1482,7 @@ CREATE FUNCTION public.ragpg_level_rank(p_level text) RETURNS integer
 
 CREATE FUNCTION public.ragpg_lexical_backend(vault_names text[], filter jsonb, k1 double precision, b double precision, candidate_count integer DEFAULT 60, query_text text DEFAULT NULL::text) RETURNS text
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     f record;
@@ -1524,7 +1524,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_lexical_backends() RETURNS TABLE(vault text, backend text, reason text, k1 double precision, b double precision)
     LANGUAGE sql STABLE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
     select v.name,
            case when i.vault_id is not null and ragpg_bm25_index_available()
@@ -1550,7 +1550,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_lexical_scores(query_text text, candidate_count integer, filter jsonb, k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
     LANGUAGE plpgsql STABLE ROWS 60
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 #variable_conflict use_column
 declare
@@ -1661,7 +1661,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_lexical_scores_indexed(query_text text, candidate_count integer, vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
     LANGUAGE plpgsql STABLE ROWS 60
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 #variable_conflict use_column
 declare
@@ -1694,7 +1694,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_lexical_scores_indexed_filtered(query_text text, candidate_count integer, depth integer, vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision, p_containment jsonb, p_predicate jsonpath, p_vars jsonb, OUT complete boolean, OUT chunk_ids bigint[], OUT scores double precision[]) RETURNS record
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
     i record;
@@ -1771,7 +1771,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_match_folders_impl(p_table text, p_dims integer, p_model text, query_embedding public.vector, vault_ids bigint[], match_count integer) RETURNS TABLE(vault_id bigint, vault text, folder text, chunk_count bigint, similarity double precision)
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, 0, match_count);
@@ -1800,7 +1800,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_match_hybrid_impl(p_table text, p_dims integer, p_model text, query_text text, query_embedding public.vector, match_count integer, filter jsonb, similarity_threshold double precision, rrf_k integer, weights jsonb, candidate_count integer, k1 double precision, b double precision, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, vector_rank integer, similarity double precision, lexical_rank integer, bm25_score double precision, rrf_score double precision)
     LANGUAGE plpgsql STABLE ROWS 10
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 declare
@@ -1868,7 +1868,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_match_hybrid_multi_impl(p_table text, p_dims integer, p_model text, query_texts text[], query_embeddings public.vector[], match_count integer, filter jsonb, similarity_threshold double precision, rrf_k integer, weights jsonb, candidate_count integer, k1 double precision, b double precision, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, vector_rank integer, similarity double precision, lexical_rank integer, bm25_score double precision, rrf_score double precision, vector_hits integer, lexical_hits integer)
     LANGUAGE plpgsql STABLE ROWS 10
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 declare
@@ -1946,7 +1946,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_match_langchain_impl(p_dims integer, p_model text, query_embedding public.vector, similarity_threshold double precision, match_count integer, filter jsonb) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, similarity double precision)
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
     f record;
@@ -1985,7 +1985,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_match_lexical_impl(query_text text, match_count integer, filter jsonb, k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, bm25_score double precision)
     LANGUAGE sql STABLE ROWS 10
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
     from ragpg_lexical_scores(query_text, match_count, filter, k1, b) sc
@@ -2003,7 +2003,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_match_native_impl(p_table text, p_dims integer, p_model text, query_embedding public.vector, similarity_threshold double precision, match_count integer, filter jsonb, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, similarity double precision)
     LANGUAGE sql STABLE ROWS 10
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.similarity
     from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold, match_count,
@@ -2022,7 +2022,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_model_function_name(m public.embedding_models, p_kind text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN CASE p_kind WHEN 'hybrid_multi'::text THEN ('match_hybrid_multi_chunks_'::text || (m).sql_name) WHEN 'folders'::text THEN ('match_folders_'::text || (m).sql_name) ELSE NULL::text END;
 
 --
@@ -2031,7 +2031,7 @@ CREATE FUNCTION public.ragpg_model_function_name(m public.embedding_models, p_ki
 
 CREATE FUNCTION public.ragpg_pgvector_version_num() RETURNS integer
     LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN (SELECT ((((split_part(pg_extension.extversion, '.'::text, 1))::integer * 10000) + ((COALESCE(NULLIF("substring"(split_part(pg_extension.extversion, '.'::text, 2), '^\d+'::text), ''::text), '0'::text))::integer * 100)) + (COALESCE(NULLIF("substring"(split_part(pg_extension.extversion, '.'::text, 3), '^\d+'::text), ''::text), '0'::text))::integer) FROM pg_extension WHERE (pg_extension.extname = 'vector'::name));
 
 --
@@ -2064,7 +2064,7 @@ CREATE TABLE public.vaults (
 
 CREATE FUNCTION public.ragpg_query_lexemes(query_text text, vault_names text[] DEFAULT NULL::text[]) RETURNS TABLE(text_search_config regconfig, lexeme text, query_frequency integer)
     LANGUAGE sql STABLE ROWS 16 PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
  SELECT cfg.c,
      u.lexeme,
@@ -2082,7 +2082,7 @@ END;
 
 CREATE FUNCTION public.ragpg_query_term_stats(query_text text, vault_names text[] DEFAULT NULL::text[], readable_levels text[] DEFAULT NULL::text[]) RETURNS TABLE(lexeme text, chunk_frequency bigint, chunk_count bigint)
     LANGUAGE sql STABLE ROWS 16 PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
     with v as (
         select id, text_search_config from vaults where vault_names is null or name = any(vault_names)
@@ -2117,7 +2117,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_record_queries(p_model_ids integer[], p_queries text[], p_embeddings public.vector[], p_hit_queries integer[], p_hit_chunks bigint[]) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     insert into query_embeddings as q (model_id, query_key, query_text, embedding, uses)
@@ -2127,7 +2127,7 @@ begin
           from unnest(p_model_ids, p_queries, p_embeddings) with ordinality as u(model_id, query_text, embedding, i)
           where u.model_id is not null and u.embedding is not null and u.query_text ~ '[^[:space:]]') s
     order by s.model_id, s.query_key, s.i desc  -- a question asked twice keeps its latest embedding
-    on conflict (model_id, query_key) do update
+    on conflict (model_id, query_key, cached_by) do update
         set embedding = excluded.embedding, uses = q.uses + excluded.uses, last_used_at = now();
     insert into document_retrievals as r (document_id, retrievals, last_retrieved_at)
     select c.document_id, count(distinct h.question), now()
@@ -2141,18 +2141,18 @@ end
 $$;
 
 --
--- Name: ragpg_record_query(integer, text, public.vector, bigint[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_record_query(integer, text, public.vector, bigint[], name); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_record_query(p_model_id integer, p_query text, p_embedding public.vector, p_chunk_ids bigint[]) RETURNS void
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_catalog'
+CREATE FUNCTION public.ragpg_record_query(p_model_id integer, p_query text, p_embedding public.vector, p_chunk_ids bigint[], p_cached_by name DEFAULT NULL::name) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 begin
     if p_model_id is not null and p_embedding is not null and p_query ~ '[^[:space:]]' then
-        insert into query_embeddings as q (model_id, query_key, query_text, embedding)
-        values (p_model_id, ragpg_query_key(p_query), btrim(p_query), p_embedding)
-        on conflict (model_id, query_key) do update
+        insert into query_embeddings as q (model_id, query_key, query_text, embedding, cached_by)
+        values (p_model_id, ragpg_query_key(p_query), btrim(p_query), p_embedding, coalesce(p_cached_by, current_user))
+        on conflict (model_id, query_key, cached_by) do update
             set embedding = excluded.embedding, uses = q.uses + 1, last_used_at = now();
     end if;
     if cardinality(p_chunk_ids) > 0 then
@@ -2170,7 +2170,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_refresh_model_functions() RETURNS integer
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     m embedding_models;
@@ -2190,7 +2190,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_register_embedding_model(p_provider text, p_model text, p_dims integer) RETURNS public.embedding_models
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_name text;
@@ -2240,23 +2240,27 @@ $$;
 
 CREATE FUNCTION public.ragpg_scope_clearance_rank(p_invoker name) RETURNS integer
     LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 declare
     v_registered text;
-    v_setting text := nullif(current_setting('ragpg.clearance', true), '');
+    v_setting text := pg_catalog.current_setting('ragpg.clearance', true);
     v_rank integer;
 begin
-    select clearance into v_registered from ragpg_console_roles where role_name = p_invoker;
+    if v_setting operator(pg_catalog.=) '' then
+        v_setting := null;
+    end if;
+    select r.clearance into v_registered from public.ragpg_console_roles r
+    where r.role_name operator(pg_catalog.=) p_invoker;
     if found then
-        v_rank := ragpg_level_rank(v_registered);
-    elsif p_invoker = 'ragpg_reader' and v_setting is not null then
+        v_rank := public.ragpg_level_rank(v_registered);
+    elsif p_invoker operator(pg_catalog.=) 'ragpg_reader'::pg_catalog.name and v_setting is not null then
         v_rank := 4;
     else
         return 0;
     end if;
     if v_setting is not null then  -- narrows only; a value that is no level narrows to nothing
-        v_rank := least(v_rank, coalesce(ragpg_level_rank(v_setting), 0));
+        v_rank := least(v_rank, coalesce(public.ragpg_level_rank(v_setting), 0));
     end if;
     return coalesce(v_rank, 0);
 end
@@ -2268,31 +2272,35 @@ $$;
 
 CREATE FUNCTION public.ragpg_scope_vault_ids(p_invoker name) RETURNS bigint[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 declare
-    v_setting text := nullif(current_setting('ragpg.vaults', true), '');
+    v_setting text := pg_catalog.current_setting('ragpg.vaults', true);
     v_registered text[];
     v_every boolean;
     v_asked text[];
 begin
-    select vaults, vaults is null into v_registered, v_every from ragpg_console_roles where role_name = p_invoker;
+    if v_setting operator(pg_catalog.=) '' then
+        v_setting := null;
+    end if;
+    select r.vaults, r.vaults is null into v_registered, v_every from public.ragpg_console_roles r
+    where r.role_name operator(pg_catalog.=) p_invoker;
     if not found then
-        if p_invoker <> 'ragpg_reader' or v_setting is null then
+        if p_invoker operator(pg_catalog.<>) 'ragpg_reader'::pg_catalog.name or v_setting is null then
             return '{}';
         end if;
         v_every := true;
     end if;
-    if v_setting is not null and v_setting <> '*' then
+    if v_setting is not null and v_setting operator(pg_catalog.<>) '*' then
         begin
-            v_asked := array(select jsonb_array_elements_text(v_setting::jsonb));
+            v_asked := array(select pg_catalog.jsonb_array_elements_text(v_setting::pg_catalog.jsonb));
         exception when others then
             return '{}';  -- a setting that does not parse narrows to nothing
         end;
     end if;
-    return array(select v.id from vaults v
-                 where (v_every or v.name = any(v_registered))
-                   and (v_asked is null or v.name = any(v_asked)));
+    return array(select v.id from public.vaults v
+                 where (v_every or v.name operator(pg_catalog.=) any(v_registered))
+                   and (v_asked is null or v.name operator(pg_catalog.=) any(v_asked)));
 end
 $$;
 
@@ -2302,7 +2310,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_secure_content_table(p_table regclass) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_vaults constant text := '(select ragpg_scope_vault_ids(current_user))::bigint[]';  -- an array, not a subquery of rows
@@ -2330,6 +2338,8 @@ begin
         when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s)', v_vaults)
         -- per-note counts: visible with the note itself (the document's own policy applies inside)
         when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
+        -- questions: each role its own (the owner, not bound, all of them)
+        when v_name = 'query_embeddings' then 'cached_by = current_user'
         -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself
         -- (the chunk's own policy applies inside the subquery)
         else v_by_chunk
@@ -2337,6 +2347,11 @@ begin
     execute format('alter table %s enable row level security', p_table);
     execute format('drop policy if exists ragpg_scope on %s', p_table);
     execute format('create policy ragpg_scope on %s for select using (%s)', p_table, v_rule);
+    -- ragpg_scope_vault_ids (owned by ragpg_definer) maps every vault's name to its id
+    execute format('drop policy if exists ragpg_definer_reads on %s', p_table);
+    if v_name = 'vaults' and exists (select 1 from pg_roles where rolname = 'ragpg_definer') then
+        execute format('create policy ragpg_definer_reads on %s for select to ragpg_definer using (true)', p_table);
+    end if;
     execute format('drop policy if exists ragpg_reader_rows on %s', p_table);
     if v_has_reader and v_rule = v_by_chunk and v_name not like 'ragpg\_bm25\_%' then
         -- The server's reader joins every posting and embedding to its chunk, whose policy decides; a
@@ -2354,7 +2369,7 @@ $$;
 
 CREATE FUNCTION public.ragpg_sql_name(p_provider text, p_model text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path TO 'pg_catalog'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN (WITH base AS (SELECT TRIM(BOTH '_'::text FROM regexp_replace(lower(((ragpg_sql_name.p_provider || '_'::text) || ragpg_sql_name.p_model)), '[^a-z0-9]+'::text, '_'::text, 'g'::text)) AS n) SELECT CASE WHEN (length(base.n) <= 36) THEN base.n ELSE (("left"(base.n, 29) || '_'::text) || "left"(md5(base.n), 6)) END AS "case" FROM base);
 
 --
@@ -2372,7 +2387,7 @@ CREATE FUNCTION public.ragpg_tsvector_token_count(tsv tsvector) RETURNS integer
 
 CREATE FUNCTION public.ragpg_vector_exact_scores(p_table text, query_embedding public.vector, match_count integer, similarity_threshold double precision, p_chunk_ids bigint[]) RETURNS TABLE(chunk_id bigint, similarity double precision)
     LANGUAGE plpgsql STABLE ROWS 60
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 begin
     return query execute format(
@@ -2395,7 +2410,7 @@ $_$;
 
 CREATE FUNCTION public.ragpg_vector_scores(p_table text, p_dims integer, p_model text, query_embedding public.vector, similarity_threshold double precision, match_count integer, filter jsonb, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, similarity double precision)
     LANGUAGE plpgsql STABLE ROWS 60
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
     f record;
@@ -2530,7 +2545,7 @@ $_$;
 
 CREATE FUNCTION public.search_hybrid(question text, match_count integer DEFAULT 10, filter jsonb DEFAULT '{}'::jsonb, model text DEFAULT NULL::text) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, score double precision, similarity double precision, bm25_score double precision, vector_rank integer, lexical_rank integer, legs text)
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 #variable_conflict use_variable
 declare
@@ -2568,7 +2583,7 @@ $_$;
 
 CREATE FUNCTION public.search_lexical(question text, match_count integer DEFAULT 10, filter jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, score double precision, similarity double precision, bm25_score double precision, vector_rank integer, lexical_rank integer, legs text)
     LANGUAGE sql STABLE
-    SET search_path TO 'public', 'pg_catalog'
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
     select l.chunk_id, l.vault, l.source_path, l.chunk_ordinal, l.heading_path, l.content, l.metadata,
            l.bm25_score, null::float8, l.bm25_score, null::integer,
@@ -2814,7 +2829,8 @@ CREATE TABLE public.query_embeddings (
     embedding public.vector NOT NULL,
     uses bigint DEFAULT 1 NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    last_used_at timestamp with time zone DEFAULT now() NOT NULL
+    last_used_at timestamp with time zone DEFAULT now() NOT NULL,
+    cached_by name DEFAULT CURRENT_USER NOT NULL
 );
 
 --
@@ -3095,7 +3111,7 @@ ALTER TABLE ONLY public.index_runs
 --
 
 ALTER TABLE ONLY public.query_embeddings
-    ADD CONSTRAINT query_embeddings_pkey PRIMARY KEY (model_id, query_key);
+    ADD CONSTRAINT query_embeddings_pkey PRIMARY KEY (model_id, query_key, cached_by);
 
 --
 -- Name: ragpg_console_roles ragpg_console_roles_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3320,6 +3336,18 @@ ALTER TABLE public.document_retrievals ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.documents ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: query_embeddings; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.query_embeddings ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: vaults ragpg_definer_reads; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_definer_reads ON public.vaults FOR SELECT TO ragpg_definer USING (true);
+
+--
 -- Name: bm25_postings ragpg_reader_rows; Type: POLICY; Schema: public; Owner: -
 --
 
@@ -3364,6 +3392,12 @@ CREATE POLICY ragpg_scope ON public.document_retrievals FOR SELECT USING ((EXIST
 --
 
 CREATE POLICY ragpg_scope ON public.documents FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (COALESCE(public.ragpg_level_rank(confidentiality), 4) <= ( SELECT public.ragpg_scope_clearance_rank(CURRENT_USER) AS ragpg_scope_clearance_rank))));
+
+--
+-- Name: query_embeddings ragpg_scope; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_scope ON public.query_embeddings FOR SELECT USING ((cached_by = CURRENT_USER));
 
 --
 -- Name: vaults ragpg_scope; Type: POLICY; Schema: public; Owner: -

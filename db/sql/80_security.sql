@@ -138,7 +138,7 @@ as $$
     -- to_regclass: a table a later revision adds is simply absent after a downgrade
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
                                             'bm25_vault_stats', 'embedding_models', 'document_retrievals',
-                                            'bm25_indexes', 'bm25_deferred']) as t
+                                            'bm25_indexes', 'bm25_deferred', 'query_embeddings']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
@@ -181,6 +181,8 @@ begin
         when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s)', v_vaults)
         -- per-note counts: visible with the note itself (the document's own policy applies inside)
         when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
+        -- questions: each role its own (the owner, not bound, all of them)
+        when v_name = 'query_embeddings' then 'cached_by = current_user'
         -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself
         -- (the chunk's own policy applies inside the subquery)
         else v_by_chunk

@@ -8,9 +8,11 @@
 --   select * from ragpg_largest_notes;    ragpg_most_retrieved_notes;
 --
 -- The query-embedding cache (table query_embeddings, migration 0007) is written by every `ask`,
--- `search` and `context` and by `ragpg embed "text"`; psql reads one row of it at a time through
--- ragpg_cached_query_embeddings, which needs the exact question text. Every view runs as the
--- invoker (security_invoker), so row-level security applies to the rows behind it.
+-- `search` and `context` and by `ragpg embed "text"`; ragpg_cached_query_embeddings reads one question
+-- of it at a time. Each row records the role that cached it (`cached_by`, migration 0012): a role
+-- reads only its own rows, the owner all of them (row-level security, 80_security.sql), so nobody can
+-- confirm another's exact question or when it was asked. Every view runs as the invoker
+-- (security_invoker), so row-level security applies to the rows behind it.
 -- (create or replace: when a signature changes, add `drop function if exists <old signature>;` first.)
 
 -- The cache key of a question: md5 of the trimmed text (the text Python embeds is trimmed too).
@@ -18,36 +20,37 @@ create or replace function ragpg_query_key(p_query text) returns text
 language sql immutable parallel safe strict
 return md5(btrim(p_query));
 
--- The cached embeddings of exactly this question, one per model, most recently used first.
--- SECURITY DEFINER: the cache itself is the owner's alone (it holds every question asked).
+-- The cached embeddings of exactly this question, one per model, most recently used first: the
+-- caller's own (a console role's) or, for the owner, anyone's.
 create or replace function ragpg_cached_query_embeddings(p_query text)
 returns table (model_id integer, provider text, model text, sql_name text, embedding vector,
                last_used_at timestamptz)
-language sql stable security definer
+language sql stable
 set search_path = public, pg_catalog, pg_temp
 as $$
     select q.model_id, m.provider, m.model, m.sql_name, q.embedding, q.last_used_at
     from query_embeddings q
     join embedding_models m on m.id = q.model_id
     where q.query_key = ragpg_query_key(p_query)
-    order by q.last_used_at desc, q.model_id
+    order by q.cached_by = current_user desc, q.last_used_at desc, q.model_id
 $$;
 
--- Called by `ragpg embed` (retrieval records through ragpg_record_queries, below): caches the question's
--- embedding for its model (when given) and counts one retrieval for each note among p_chunk_ids.
--- SECURITY DEFINER so the server's scoped reader may record without reading the cache; execution is
--- granted to the owner and ragpg_reader only (below).
+-- Called by `ragpg embed` (retrieval records through ragpg_record_queries, below), on the owner's
+-- connection only: caches the question's embedding for its model (when given) as p_cached_by's (a
+-- console role, for `ragpg embed --role`; null: the caller's own) and counts one retrieval for each
+-- note among p_chunk_ids.
+drop function if exists ragpg_record_query(integer, text, vector, bigint[]);
 create or replace function ragpg_record_query(p_model_id integer, p_query text, p_embedding vector,
-                                              p_chunk_ids bigint[])
+                                              p_chunk_ids bigint[], p_cached_by name default null)
 returns void
-language plpgsql volatile security definer
+language plpgsql volatile
 set search_path = public, pg_catalog, pg_temp
 as $$
 begin
     if p_model_id is not null and p_embedding is not null and p_query ~ '[^[:space:]]' then
-        insert into query_embeddings as q (model_id, query_key, query_text, embedding)
-        values (p_model_id, ragpg_query_key(p_query), btrim(p_query), p_embedding)
-        on conflict (model_id, query_key) do update
+        insert into query_embeddings as q (model_id, query_key, query_text, embedding, cached_by)
+        values (p_model_id, ragpg_query_key(p_query), btrim(p_query), p_embedding, coalesce(p_cached_by, current_user))
+        on conflict (model_id, query_key, cached_by) do update
             set embedding = excluded.embedding, uses = q.uses + 1, last_used_at = now();
     end if;
     if cardinality(p_chunk_ids) > 0 then
@@ -58,14 +61,7 @@ begin
     end if;
 end
 $$;
-revoke all on function ragpg_record_query(integer, text, vector, bigint[]) from public;
-do $$
-begin
-    if exists (select 1 from pg_roles where rolname = 'ragpg_reader') then
-        grant execute on function ragpg_record_query(integer, text, vector, bigint[]) to ragpg_reader;
-    end if;
-end
-$$;
+revoke all on function ragpg_record_query(integer, text, vector, bigint[], name) from public;
 
 -- Many questions in one call: the query log's background writer (rag/store/query_log.py) sends what
 -- it has queued as one statement, with the same effect as one ragpg_record_query per question:
@@ -88,7 +84,7 @@ begin
           from unnest(p_model_ids, p_queries, p_embeddings) with ordinality as u(model_id, query_text, embedding, i)
           where u.model_id is not null and u.embedding is not null and u.query_text ~ '[^[:space:]]') s
     order by s.model_id, s.query_key, s.i desc  -- a question asked twice keeps its latest embedding
-    on conflict (model_id, query_key) do update
+    on conflict (model_id, query_key, cached_by) do update
         set embedding = excluded.embedding, uses = q.uses + excluded.uses, last_used_at = now();
     insert into document_retrievals as r (document_id, retrievals, last_retrieved_at)
     select c.document_id, count(distinct h.question), now()

@@ -33,17 +33,21 @@ def log_retrieval(rt: Runtime, model_id: int | None, query: str, embedding: np.n
     return rt.query_log.submit(QueryRecord(model_id, query, embedding, chunk_ids))
 
 
+RECORD_SQL = "select ragpg_record_query(%s, %s, %s, %s, %s)"
+
+
 def record_query(conn: Connection, model_id: int | None, query: str, embedding: np.ndarray | None,
-                 candidates: Sequence[Candidate] = (), top: int = 0) -> bool:
-    """Record now, on `conn` (a connection to the primary). Returns whether it was recorded."""
+                 candidates: Sequence[Candidate] = (), top: int = 0, *, cached_by: str | None = None) -> bool:
+    """Record now, on `conn` (the owner's connection to the primary); the embedding is cached as
+    `cached_by`'s (a console role's; None: the connection's own role). Returns whether it was recorded."""
     chunk_ids = [c.chunk_id for c in list(candidates)[:top]]
-    params: tuple[Any, ...] = (model_id, query, embedding if embedding is not None else None, chunk_ids)
+    params: tuple[Any, ...] = (model_id, query, embedding if embedding is not None else None, chunk_ids, cached_by)
     try:
         if conn.autocommit:
-            conn.execute("select ragpg_record_query(%s, %s, %s, %s)", params)
+            conn.execute(RECORD_SQL, params)
         else:
             with conn.transaction():  # a savepoint: a failure leaves the caller's transaction usable
-                conn.execute("select ragpg_record_query(%s, %s, %s, %s)", params)
+                conn.execute(RECORD_SQL, params)
     except psycopg.Error as exc:
         if conn.broken:
             raise

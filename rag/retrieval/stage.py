@@ -25,7 +25,7 @@ from rag.retrieval.query_log import log_retrieval, record_query
 from rag.retrieval.routes import ROUTES
 from rag.retrieval.run import PassContext, RetrievalRun
 from rag.runtime import Runtime
-from rag.store import lexical_backend, models
+from rag.store import lexical_backend, models, row_security
 from rag.types import Candidate
 
 
@@ -106,8 +106,9 @@ def _decide(ctx: PassContext, run: RetrievalRun, started: float) -> list[Candida
     return ROUTES[run.route](ctx, run, base)
 
 
-def embed_and_cache(rt: Runtime, text: str) -> tuple[models.EmbeddingModelRef, np.ndarray]:
-    """`ragpg embed`: the configured model's embedding of `text`, cached for the console.
+def embed_and_cache(rt: Runtime, text: str, *, role: str | None = None) -> tuple[models.EmbeddingModelRef, np.ndarray]:
+    """`ragpg embed`: the configured model's embedding of `text`, cached for the console: for the
+    owner, or for the console role `role` (only that role and the owner read it).
     Returns (the model's registration, the embedding)."""
     query = text.strip() if isinstance(text, str) else ""
     if not query:
@@ -115,8 +116,13 @@ def embed_and_cache(rt: Runtime, text: str) -> tuple[models.EmbeddingModelRef, n
     if len(query) > rt.settings.retrieval.max_query_chars:
         raise InputError(f"the text is {len(query)} characters; the limit is {rt.settings.retrieval.max_query_chars}")
     with rt.connection(autocommit=True) as conn:
+        if role is not None:
+            known = row_security.console_roles(conn)
+            if role not in known:
+                raise NotFoundError(f"unknown console role {role!r} (`ragpg db console` makes them; known: "
+                                    f"{', '.join(known) or 'none'})")
         model = indexed_model(conn, rt)
         embedding = rt.embedder.embed_query(query)
-        if not record_query(conn, model.id, query, embedding):
+        if not record_query(conn, model.id, query, embedding, cached_by=role):
             raise DatabaseError("the embedding could not be cached (see the warning above)")
     return model, embedding

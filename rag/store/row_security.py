@@ -88,3 +88,8 @@ def console_login(conn: Connection, url: str, clearance: str, vaults: list[str] 
         raise DatabaseError("this database predates console roles: run `ragpg db upgrade` first") from None
     params = {k: v for k, v in conninfo_to_dict(url).items() if k not in ("password", "user")}
     return ConsoleLogin(role, password, make_conninfo("", **params, user=role), valid_until)
+
+
+def console_roles(conn: Connection) -> list[str]:
+    """The login roles `ragpg db console` made (recorded in ragpg_console_roles), by name."""
+    return [str(r["role_name"]) for r in conn.execute("select role_name from ragpg_console_roles order by 1")]

@@ -71,7 +71,8 @@ def test_console_role_sees_only_its_rows_through_search_and_views(cli, aconn: ps
         assert [(r["vault"], r["folder"], r["documents"]) for r in conn.execute(
             "select * from ragpg_indexed_folders")] == [("notes", "open", 1)]
         assert [(r["vault"], r["documents"]) for r in conn.execute("select * from ragpg_indexed_vaults")] == [("notes", 1)]
-        for attempt in ("select * from query_embeddings", "select * from ragpg_index_runs_recent",
+        assert conn.execute("select * from query_embeddings").fetchall() == []  # the owner's questions
+        for attempt in ("select * from ragpg_index_runs_recent",
                         "select ragpg_record_query(1, 'x', null, array[1]::bigint[])"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(attempt)
