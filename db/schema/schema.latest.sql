@@ -206,6 +206,29 @@ end
 $_$;
 
 --
+-- Name: ragpg_bm25_lock_down(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_lock_down() RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_fn regprocedure;
+begin
+    for v_fn in select d.objid::regprocedure from pg_depend d join pg_extension e on e.oid = d.refobjid
+                where e.extname = 'pg_textsearch' and d.classid = 'pg_proc'::regclass and d.deptype = 'e' loop
+        execute format('revoke all on function %s from public', v_fn);
+    end loop;
+    return not exists (
+        select 1 from pg_depend d join pg_extension e on e.oid = d.refobjid join pg_proc p on p.oid = d.objid
+        where e.extname = 'pg_textsearch' and d.classid = 'pg_proc'::regclass and d.deptype = 'e'
+          and (p.proacl is null  -- the default: PUBLIC may execute
+               or exists (select 1 from aclexplode(p.proacl) a where a.grantee = 0 and a.privilege_type = 'EXECUTE')));
+end
+$$;
+
+--
 -- Name: ragpg_bm25_restore(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -222,24 +245,26 @@ begin
         return 0;
     end if;
     with n as (
-        select count(*) as chunk_count, coalesce(sum(c.lexeme_count), 0) as total_length
+        select ragpg_chunk_level(c.metadata) as level, count(*) as chunk_count,
+               coalesce(sum(c.lexeme_count), 0) as total_length
         from chunks c where c.vault_id = p_vault_id and c.id > v_after
+        group by 1
     ), added as (
-        insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
-        select p_vault_id, n.chunk_count, n.total_length from n where n.chunk_count > 0
-        on conflict (vault_id) do update
+        insert into bm25_vault_stats as s (vault_id, level, chunk_count, total_length)
+        select p_vault_id, n.level, n.chunk_count, n.total_length from n
+        on conflict (vault_id, level) do update
             set chunk_count = s.chunk_count + excluded.chunk_count,
                 total_length = s.total_length + excluded.total_length
     )
-    select n.chunk_count into v_chunks from n;
+    select sum(n.chunk_count) into v_chunks from n;
 
-    insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
-    select c.vault_id, u.lexeme, count(*)
+    insert into bm25_term_stats as t (vault_id, lexeme, level, chunk_frequency)
+    select c.vault_id, u.lexeme, ragpg_chunk_level(c.metadata), count(*)
     from chunks c cross join lateral unnest(c.content_tsv) as u
     where c.vault_id = p_vault_id and c.id > v_after
-    group by c.vault_id, u.lexeme
-    order by c.vault_id, u.lexeme collate "C"
-    on conflict (vault_id, lexeme) do update
+    group by 1, 2, 3
+    order by c.vault_id, u.lexeme collate "C", 3
+    on conflict (vault_id, lexeme, level) do update
         set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
 
     -- In primary-key order while the key's index exists (its leaf pages then fill left to right);
@@ -294,11 +319,11 @@ begin
     if v_old then
         update bm25_vault_stats s
         set chunk_count = s.chunk_count - o.n, total_length = s.total_length - o.len
-        from (select vault_id, count(*) as n, sum(lexeme_count) as len
+        from (select vault_id, ragpg_chunk_level(metadata) as level, count(*) as n, sum(lexeme_count) as len
               from (select * from old_rows r where not v_deferring or not exists (
                   select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
-              group by vault_id) o
-        where s.vault_id = o.vault_id;
+              group by 1, 2) o
+        where s.vault_id = o.vault_id and s.level = o.level;
 
         -- By primary key: every posting of an old row is (its vault, one of its lexemes, its id).
         delete from bm25_postings p
@@ -308,31 +333,31 @@ begin
         where p.vault_id = o.vault_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
 
         with gone as (
-            select o.vault_id, u.lexeme, count(*) as n
+            select o.vault_id, u.lexeme, ragpg_chunk_level(o.metadata) as level, count(*) as n
             from (select * from old_rows r where not v_deferring or not exists (
                   select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
                  cross join lateral unnest(o.content_tsv) as u
-            group by o.vault_id, u.lexeme
+            group by 1, 2, 3
         )
         update bm25_term_stats t
         set chunk_frequency = t.chunk_frequency - g.n
         from gone g
-        where t.vault_id = g.vault_id and t.lexeme = g.lexeme;
+        where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.level = g.level;
 
         -- Only the lexemes just touched can have dropped to zero.
         delete from bm25_term_stats t
-        using (select distinct o.vault_id, u.lexeme
+        using (select distinct o.vault_id, u.lexeme, ragpg_chunk_level(o.metadata) as level
                from old_rows o cross join lateral unnest(o.content_tsv) as u) g
-        where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.chunk_frequency <= 0;
+        where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.level = g.level and t.chunk_frequency <= 0;
     end if;
 
     if v_new then
-        insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
-        select vault_id, count(*), sum(lexeme_count)
+        insert into bm25_vault_stats as s (vault_id, level, chunk_count, total_length)
+        select vault_id, ragpg_chunk_level(metadata), count(*), sum(lexeme_count)
         from (select * from new_rows r where not v_deferring or not exists (
                   select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
-        group by vault_id
-        on conflict (vault_id) do update
+        group by 1, 2
+        on conflict (vault_id, level) do update
             set chunk_count = s.chunk_count + excluded.chunk_count,
                 total_length = s.total_length + excluded.total_length;
 
@@ -340,14 +365,14 @@ begin
         -- use collate "C" (byte order): the database's default collation may be a libc one (the
         -- embedded server's C.UTF-8 is), whose strcoll comparisons made sorting a bulk load's
         -- postings ~40% slower; the order only needs to be consistent and close to the btree's.
-        insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
-        select n.vault_id, u.lexeme, count(*)
+        insert into bm25_term_stats as t (vault_id, lexeme, level, chunk_frequency)
+        select n.vault_id, u.lexeme, ragpg_chunk_level(n.metadata), count(*)
         from (select * from new_rows r where not v_deferring or not exists (
                   select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
              cross join lateral unnest(n.content_tsv) as u
-        group by n.vault_id, u.lexeme
-        order by n.vault_id, u.lexeme collate "C"
-        on conflict (vault_id, lexeme) do update
+        group by 1, 2, 3
+        order by n.vault_id, u.lexeme collate "C", 3
+        on conflict (vault_id, lexeme, level) do update
             set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
 
         -- tf: the lexeme's positions in the chunk (1 when the tsvector holds none). In primary-key
@@ -517,6 +542,22 @@ begin
     perform ragpg_check_match_count(p_match_count);
 end
 $$;
+
+--
+-- Name: ragpg_level_rank(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_level_rank(p_level text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN array_position(ARRAY['public'::text, 'internal'::text, 'confidential'::text, 'restricted'::text], p_level);
+
+--
+-- Name: ragpg_chunk_level(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_chunk_level(p_metadata jsonb) RETURNS smallint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (COALESCE(public.ragpg_level_rank((p_metadata ->> 'confidentiality'::text)), 4))::smallint;
 
 --
 -- Name: ragpg_chunk_sort_key(bigint); Type: FUNCTION; Schema: public; Owner: -
@@ -981,6 +1022,10 @@ begin
         exception when insufficient_privilege or undefined_file or feature_not_supported then
             return 'sql';
         end;
+    end if;
+    if not ragpg_bm25_lock_down() then
+        raise notice 'ragpg: pg_textsearch''s functions stay executable by every role (% does not own the extension): no bm25 index is built', current_user;
+        return 'sql';
     end if;
     select * into i from bm25_indexes where vault_id = v.id;
     if found and i.k1 = p_k1 and i.b = p_b and i.text_search_config = v.text_search_config
@@ -1469,14 +1514,6 @@ CREATE FUNCTION public.ragpg_langchain_chunk_id(p_id text) RETURNS bigint
     RETURN ((('x'::text || "left"(md5(p_id), 16)))::bit(64))::bigint;
 
 --
--- Name: ragpg_level_rank(text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.ragpg_level_rank(p_level text) RETURNS integer
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN array_position(ARRAY['public'::text, 'internal'::text, 'confidential'::text, 'restricted'::text], p_level);
-
---
 -- Name: ragpg_lexical_backend(text[], jsonb, double precision, double precision, integer, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1487,7 +1524,9 @@ CREATE FUNCTION public.ragpg_lexical_backend(vault_names text[], filter jsonb, k
 declare
     f record;
 begin
-    if not ragpg_bm25_index_available() then
+    if not ragpg_bm25_index_available() or row_security_active('public.chunks'::regclass) then
+        -- (the index ranks with the statistics of every chunk of a vault: it is the owner's alone, and
+        -- a caller row-level security binds takes the SQL BM25 over what it may read, 50_lexical.sql)
         return 'sql';
     end if;
     select * into f from ragpg_compile_filter(coalesce(filter, '{}'));
@@ -1559,6 +1598,10 @@ declare
     r record;
     v_filter text;
     v_depth integer;
+    -- Only a caller row-level security does not bind (the owner) sees every chunk of a vault: the
+    -- bm25 index (which ranks with every chunk's statistics) and the unchecked cut below are its
+    -- alone; any other caller's candidates are cut only after its policy on chunks has kept them.
+    v_whole boolean := not row_security_active('public.chunks'::regclass);
 begin
     perform ragpg_check_match_count(candidate_count, 'match_count');
     perform ragpg_check_bm25_params(k1, b);
@@ -1568,9 +1611,10 @@ begin
         return;
     end if;
     -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
-    -- the vault's average chunk length. Each pair is one primary-key probe of bm25_term_stats
-    -- (limit 1 keeps the lateral subquery from being flattened into a join on lexeme alone, which
-    -- reads the whole table). Empty vaults are skipped: no postings, and avgdl would divide by zero.
+    -- the vault's average chunk length, from the statistics of the levels the caller reads. Each pair
+    -- is one primary-key range probe of bm25_term_stats (an aggregate, so the lateral subquery is
+    -- not flattened into a join on lexeme alone, which reads the whole table). Empty vaults are
+    -- skipped: no postings, and avgdl would divide by zero.
     select array_agg(s.vault_id) as vault_ids, array_agg(q.text_search_config) as cfgs,
            array_agg(q.lexeme) as lexemes,
            array_agg(q.query_frequency
@@ -1578,24 +1622,26 @@ begin
            array_agg(s.total_length::float8 / s.chunk_count) as avgdls,
            sum(ts.chunk_frequency)::bigint as postings
     into t
-    from bm25_vault_stats s
+    from (select sv.vault_id, sum(sv.chunk_count)::bigint as chunk_count, sum(sv.total_length)::bigint as total_length
+          from bm25_vault_stats sv
+          where f.vaults is null or sv.vault_id in (select vv.id from vaults vv where vv.name = any(f.vaults))
+          group by sv.vault_id) s
     cross join ragpg_query_lexemes(query_text, f.vaults) q
-    cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
-                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts
-    where s.chunk_count > 0
-      and (f.vaults is null or s.vault_id in (select vv.id from vaults vv where vv.name = any(f.vaults)));
+    cross join lateral (select sum(tt.chunk_frequency)::bigint as chunk_frequency from bm25_term_stats tt
+                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme having count(*) > 0) ts
+    where s.chunk_count > 0;
     if t.vault_ids is null then
         return;
     end if;
     v_filter := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 4);
-    if v_filter = '' and ragpg_lexical_backend(f.vaults, null, k1, b) = 'pg_textsearch' then
+    if v_filter = '' and v_whole and ragpg_lexical_backend(f.vaults, null, k1, b) = 'pg_textsearch' then
         -- Every vault searched has a bm25 index (55_bm25_index.sql): it picks the candidates, the
         -- postings score them (the same scores as below, for far fewer chunks).
         return query select * from ragpg_lexical_scores_indexed(query_text, candidate_count, t.vault_ids, t.cfgs,
                                                                 t.lexemes, t.weights, t.avgdls, k1, b);
         return;
     end if;
-    if v_filter = '' then
+    if v_filter = '' and v_whole then
         -- The common case (no metadata filter; vaults are already in the term list): static SQL,
         -- so the plan is cached instead of being made again on every call. The terms arrive as
         -- arrays so the planner expects a handful of rows and probes bm25_postings by (vault,
@@ -1621,9 +1667,12 @@ begin
         return;
     end if;
     -- With a metadata filter, every vault's bm25 index read deep enough for the filter's share of
-    -- chunks, when it can prove the answer (56_bm25_filtered.sql); else the SQL BM25 below.
-    v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b,
-                                         t.postings);
+    -- chunks, when it can prove the answer (56_bm25_filtered.sql; the owner's only); else the SQL BM25
+    -- below.
+    if v_filter <> '' and v_whole then
+        v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b,
+                                             t.postings);
+    end if;
     if v_depth is not null then
         select * into r from ragpg_lexical_scores_indexed_filtered(
             query_text, candidate_count, v_depth, t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, k1, b,
@@ -1633,9 +1682,10 @@ begin
             return;
         end if;
     end if;
-    -- The SQL BM25 with a metadata filter: parameters $1 k1, $2 b, $3 candidate_count, $4 containment,
-    -- $5 predicate, $6 vars, $7..$11 the term arrays; v_filter holds only fixed text. The filter
-    -- needs the chunk row, so it is checked once per scored chunk, before the cut.
+    -- The SQL BM25 with each scored chunk checked before the cut: against a metadata filter, and (for
+    -- a caller row-level security binds) against the caller's policy on chunks, so chunks it may not
+    -- read take no candidate's place. Parameters $1 k1, $2 b, $3 candidate_count, $4 containment,
+    -- $5 predicate, $6 vars, $7..$11 the term arrays; v_filter holds only fixed text (or nothing).
     return query execute
         'with scored as materialized (
              select r.id, r.score
@@ -2332,10 +2382,10 @@ begin
         when v_name = 'vaults' then format('id = any(%s)', v_vaults)
         when v_name = 'documents' then format(
             'vault_id = any(%s) and coalesce(ragpg_level_rank(confidentiality), 4) <= %s', v_vaults, v_rank)
-        when v_name = 'chunks' then format(
-            'vault_id = any(%s) and coalesce(ragpg_level_rank(metadata ->> ''confidentiality''), 4) <= %s',
-            v_vaults, v_rank)
-        when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s)', v_vaults)
+        when v_name = 'chunks' then format('vault_id = any(%s) and ragpg_chunk_level(metadata) <= %s', v_vaults, v_rank)
+        -- BM25 statistics are kept per level (20_bm25_stats.sql): each reader sums only its own levels
+        when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s) and level <= %s',
+                                                                           v_vaults, v_rank)
         -- per-note counts: visible with the note itself (the document's own policy applies inside)
         when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
         -- questions: each role its own (the owner, not bound, all of them)
@@ -2679,7 +2729,9 @@ CREATE TABLE public.bm25_term_stats (
     vault_id bigint NOT NULL,
     lexeme text NOT NULL,
     chunk_frequency integer NOT NULL,
-    CONSTRAINT bm25_term_stats_chunk_frequency_check CHECK ((chunk_frequency >= 0))
+    level smallint NOT NULL,
+    CONSTRAINT bm25_term_stats_chunk_frequency_check CHECK ((chunk_frequency >= 0)),
+    CONSTRAINT bm25_term_stats_level_check CHECK (((level >= 1) AND (level <= 4)))
 );
 
 --
@@ -2689,7 +2741,9 @@ CREATE TABLE public.bm25_term_stats (
 CREATE TABLE public.bm25_vault_stats (
     vault_id bigint NOT NULL,
     chunk_count bigint DEFAULT 0 NOT NULL,
-    total_length bigint DEFAULT 0 NOT NULL
+    total_length bigint DEFAULT 0 NOT NULL,
+    level smallint NOT NULL,
+    CONSTRAINT bm25_vault_stats_level_check CHECK (((level >= 1) AND (level <= 4)))
 );
 
 --
@@ -3020,14 +3074,14 @@ ALTER TABLE ONLY public.bm25_postings
 --
 
 ALTER TABLE ONLY public.bm25_term_stats
-    ADD CONSTRAINT bm25_term_stats_pkey PRIMARY KEY (vault_id, lexeme);
+    ADD CONSTRAINT bm25_term_stats_pkey PRIMARY KEY (vault_id, lexeme, level);
 
 --
 -- Name: bm25_vault_stats bm25_vault_stats_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.bm25_vault_stats
-    ADD CONSTRAINT bm25_vault_stats_pkey PRIMARY KEY (vault_id);
+    ADD CONSTRAINT bm25_vault_stats_pkey PRIMARY KEY (vault_id, level);
 
 --
 -- Name: chunks chunks_document_id_ordinal_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3365,19 +3419,19 @@ CREATE POLICY ragpg_scope ON public.bm25_postings FOR SELECT USING ((EXISTS ( SE
 -- Name: bm25_term_stats ragpg_scope; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY ragpg_scope ON public.bm25_term_stats FOR SELECT USING ((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])));
+CREATE POLICY ragpg_scope ON public.bm25_term_stats FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (level <= ( SELECT public.ragpg_scope_clearance_rank(CURRENT_USER) AS ragpg_scope_clearance_rank))));
 
 --
 -- Name: bm25_vault_stats ragpg_scope; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY ragpg_scope ON public.bm25_vault_stats FOR SELECT USING ((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])));
+CREATE POLICY ragpg_scope ON public.bm25_vault_stats FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (level <= ( SELECT public.ragpg_scope_clearance_rank(CURRENT_USER) AS ragpg_scope_clearance_rank))));
 
 --
 -- Name: chunks ragpg_scope; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY ragpg_scope ON public.chunks FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (COALESCE(public.ragpg_level_rank((metadata ->> 'confidentiality'::text)), 4) <= ( SELECT public.ragpg_scope_clearance_rank(CURRENT_USER) AS ragpg_scope_clearance_rank))));
+CREATE POLICY ragpg_scope ON public.chunks FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (public.ragpg_chunk_level(metadata) <= ( SELECT public.ragpg_scope_clearance_rank(CURRENT_USER) AS ragpg_scope_clearance_rank))));
 
 --
 -- Name: document_retrievals ragpg_scope; Type: POLICY; Schema: public; Owner: -

@@ -3,6 +3,12 @@
 -- maintained by statement-level triggers so a batch insert updates each lexeme once and writes
 -- all its postings in one set-based insert.
 --
+-- The statistics are kept per vault AND confidentiality level (ragpg_chunk_level, migration 0012):
+-- a reader sums the levels it may read (row-level security on the level, 80_security.sql), so its
+-- BM25 idf and average length come only from chunks it can see and move not at all when a note
+-- above its clearance is added or removed; the owner sums every level, the same figures as one row
+-- per vault gave.
+--
 -- One function serves insert, delete and update: an update must remove the old rows' postings
 -- before adding the new rows' (same primary keys), and two separate update triggers would fire
 -- in name order, not in that one. Transition tables: old_rows (delete, update), new_rows
@@ -64,11 +70,11 @@ begin
     if v_old then
         update bm25_vault_stats s
         set chunk_count = s.chunk_count - o.n, total_length = s.total_length - o.len
-        from (select vault_id, count(*) as n, sum(lexeme_count) as len
+        from (select vault_id, ragpg_chunk_level(metadata) as level, count(*) as n, sum(lexeme_count) as len
               from (select * from old_rows r where not v_deferring or not exists (
                   select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
-              group by vault_id) o
-        where s.vault_id = o.vault_id;
+              group by 1, 2) o
+        where s.vault_id = o.vault_id and s.level = o.level;
 
         -- By primary key: every posting of an old row is (its vault, one of its lexemes, its id).
         delete from bm25_postings p
@@ -78,31 +84,31 @@ begin
         where p.vault_id = o.vault_id and p.lexeme = u.lexeme and p.chunk_id = o.id;
 
         with gone as (
-            select o.vault_id, u.lexeme, count(*) as n
+            select o.vault_id, u.lexeme, ragpg_chunk_level(o.metadata) as level, count(*) as n
             from (select * from old_rows r where not v_deferring or not exists (
                   select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) o
                  cross join lateral unnest(o.content_tsv) as u
-            group by o.vault_id, u.lexeme
+            group by 1, 2, 3
         )
         update bm25_term_stats t
         set chunk_frequency = t.chunk_frequency - g.n
         from gone g
-        where t.vault_id = g.vault_id and t.lexeme = g.lexeme;
+        where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.level = g.level;
 
         -- Only the lexemes just touched can have dropped to zero.
         delete from bm25_term_stats t
-        using (select distinct o.vault_id, u.lexeme
+        using (select distinct o.vault_id, u.lexeme, ragpg_chunk_level(o.metadata) as level
                from old_rows o cross join lateral unnest(o.content_tsv) as u) g
-        where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.chunk_frequency <= 0;
+        where t.vault_id = g.vault_id and t.lexeme = g.lexeme and t.level = g.level and t.chunk_frequency <= 0;
     end if;
 
     if v_new then
-        insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
-        select vault_id, count(*), sum(lexeme_count)
+        insert into bm25_vault_stats as s (vault_id, level, chunk_count, total_length)
+        select vault_id, ragpg_chunk_level(metadata), count(*), sum(lexeme_count)
         from (select * from new_rows r where not v_deferring or not exists (
                   select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
-        group by vault_id
-        on conflict (vault_id) do update
+        group by 1, 2
+        on conflict (vault_id, level) do update
             set chunk_count = s.chunk_count + excluded.chunk_count,
                 total_length = s.total_length + excluded.total_length;
 
@@ -110,14 +116,14 @@ begin
         -- use collate "C" (byte order): the database's default collation may be a libc one (the
         -- embedded server's C.UTF-8 is), whose strcoll comparisons made sorting a bulk load's
         -- postings ~40% slower; the order only needs to be consistent and close to the btree's.
-        insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
-        select n.vault_id, u.lexeme, count(*)
+        insert into bm25_term_stats as t (vault_id, lexeme, level, chunk_frequency)
+        select n.vault_id, u.lexeme, ragpg_chunk_level(n.metadata), count(*)
         from (select * from new_rows r where not v_deferring or not exists (
                   select from bm25_deferred d where d.vault_id = r.vault_id and r.id > d.after_chunk_id)) n
              cross join lateral unnest(n.content_tsv) as u
-        group by n.vault_id, u.lexeme
-        order by n.vault_id, u.lexeme collate "C"
-        on conflict (vault_id, lexeme) do update
+        group by 1, 2, 3
+        order by n.vault_id, u.lexeme collate "C", 3
+        on conflict (vault_id, lexeme, level) do update
             set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
 
         -- tf: the lexeme's positions in the chunk (1 when the tsvector holds none). In primary-key
@@ -187,24 +193,26 @@ begin
         return 0;
     end if;
     with n as (
-        select count(*) as chunk_count, coalesce(sum(c.lexeme_count), 0) as total_length
+        select ragpg_chunk_level(c.metadata) as level, count(*) as chunk_count,
+               coalesce(sum(c.lexeme_count), 0) as total_length
         from chunks c where c.vault_id = p_vault_id and c.id > v_after
+        group by 1
     ), added as (
-        insert into bm25_vault_stats as s (vault_id, chunk_count, total_length)
-        select p_vault_id, n.chunk_count, n.total_length from n where n.chunk_count > 0
-        on conflict (vault_id) do update
+        insert into bm25_vault_stats as s (vault_id, level, chunk_count, total_length)
+        select p_vault_id, n.level, n.chunk_count, n.total_length from n
+        on conflict (vault_id, level) do update
             set chunk_count = s.chunk_count + excluded.chunk_count,
                 total_length = s.total_length + excluded.total_length
     )
-    select n.chunk_count into v_chunks from n;
+    select sum(n.chunk_count) into v_chunks from n;
 
-    insert into bm25_term_stats as t (vault_id, lexeme, chunk_frequency)
-    select c.vault_id, u.lexeme, count(*)
+    insert into bm25_term_stats as t (vault_id, lexeme, level, chunk_frequency)
+    select c.vault_id, u.lexeme, ragpg_chunk_level(c.metadata), count(*)
     from chunks c cross join lateral unnest(c.content_tsv) as u
     where c.vault_id = p_vault_id and c.id > v_after
-    group by c.vault_id, u.lexeme
-    order by c.vault_id, u.lexeme collate "C"
-    on conflict (vault_id, lexeme) do update
+    group by 1, 2, 3
+    order by c.vault_id, u.lexeme collate "C", 3
+    on conflict (vault_id, lexeme, level) do update
         set chunk_frequency = t.chunk_frequency + excluded.chunk_frequency;
 
     -- In primary-key order while the key's index exists (its leaf pages then fill left to right);

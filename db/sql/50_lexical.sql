@@ -5,7 +5,9 @@
 --
 -- tf is the number of positions of t in the chunk's tsvector, dl the chunk's lexeme_count, N and
 -- avgdl come from bm25_vault_stats and df from bm25_term_stats, all per vault (maintained by the
--- triggers in 20_bm25_stats.sql). qtf is how often t occurs in the query (Anserini's bag-of-words
+-- triggers in 20_bm25_stats.sql), summed over the confidentiality levels the caller may read: a
+-- caller bound by row-level security (a console role, the server's scoped reader) scores with the
+-- statistics of the chunks it can see, the owner with those of every chunk. qtf is how often t occurs in the query (Anserini's bag-of-words
 -- query weights repeated terms the same way). Query lexemes come from to_tsvector(<config>, query)
 -- for each text search configuration of the vaults searched, and every chunk is scored with the
 -- lexemes of its own config. tf and dl come from bm25_postings (one row per vault, lexeme and
@@ -64,6 +66,10 @@ declare
     r record;
     v_filter text;
     v_depth integer;
+    -- Only a caller row-level security does not bind (the owner) sees every chunk of a vault: the
+    -- bm25 index (which ranks with every chunk's statistics) and the unchecked cut below are its
+    -- alone; any other caller's candidates are cut only after its policy on chunks has kept them.
+    v_whole boolean := not row_security_active('public.chunks'::regclass);
 begin
     perform ragpg_check_match_count(candidate_count, 'match_count');
     perform ragpg_check_bm25_params(k1, b);
@@ -73,9 +79,10 @@ begin
         return;
     end if;
     -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
-    -- the vault's average chunk length. Each pair is one primary-key probe of bm25_term_stats
-    -- (limit 1 keeps the lateral subquery from being flattened into a join on lexeme alone, which
-    -- reads the whole table). Empty vaults are skipped: no postings, and avgdl would divide by zero.
+    -- the vault's average chunk length, from the statistics of the levels the caller reads. Each pair
+    -- is one primary-key range probe of bm25_term_stats (an aggregate, so the lateral subquery is
+    -- not flattened into a join on lexeme alone, which reads the whole table). Empty vaults are
+    -- skipped: no postings, and avgdl would divide by zero.
     select array_agg(s.vault_id) as vault_ids, array_agg(q.text_search_config) as cfgs,
            array_agg(q.lexeme) as lexemes,
            array_agg(q.query_frequency
@@ -83,24 +90,26 @@ begin
            array_agg(s.total_length::float8 / s.chunk_count) as avgdls,
            sum(ts.chunk_frequency)::bigint as postings
     into t
-    from bm25_vault_stats s
+    from (select sv.vault_id, sum(sv.chunk_count)::bigint as chunk_count, sum(sv.total_length)::bigint as total_length
+          from bm25_vault_stats sv
+          where f.vaults is null or sv.vault_id in (select vv.id from vaults vv where vv.name = any(f.vaults))
+          group by sv.vault_id) s
     cross join ragpg_query_lexemes(query_text, f.vaults) q
-    cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
-                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts
-    where s.chunk_count > 0
-      and (f.vaults is null or s.vault_id in (select vv.id from vaults vv where vv.name = any(f.vaults)));
+    cross join lateral (select sum(tt.chunk_frequency)::bigint as chunk_frequency from bm25_term_stats tt
+                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme having count(*) > 0) ts
+    where s.chunk_count > 0;
     if t.vault_ids is null then
         return;
     end if;
     v_filter := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 4);
-    if v_filter = '' and ragpg_lexical_backend(f.vaults, null, k1, b) = 'pg_textsearch' then
+    if v_filter = '' and v_whole and ragpg_lexical_backend(f.vaults, null, k1, b) = 'pg_textsearch' then
         -- Every vault searched has a bm25 index (55_bm25_index.sql): it picks the candidates, the
         -- postings score them (the same scores as below, for far fewer chunks).
         return query select * from ragpg_lexical_scores_indexed(query_text, candidate_count, t.vault_ids, t.cfgs,
                                                                 t.lexemes, t.weights, t.avgdls, k1, b);
         return;
     end if;
-    if v_filter = '' then
+    if v_filter = '' and v_whole then
         -- The common case (no metadata filter; vaults are already in the term list): static SQL,
         -- so the plan is cached instead of being made again on every call. The terms arrive as
         -- arrays so the planner expects a handful of rows and probes bm25_postings by (vault,
@@ -126,9 +135,12 @@ begin
         return;
     end if;
     -- With a metadata filter, every vault's bm25 index read deep enough for the filter's share of
-    -- chunks, when it can prove the answer (56_bm25_filtered.sql); else the SQL BM25 below.
-    v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b,
-                                         t.postings);
+    -- chunks, when it can prove the answer (56_bm25_filtered.sql; the owner's only); else the SQL BM25
+    -- below.
+    if v_filter <> '' and v_whole then
+        v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b,
+                                             t.postings);
+    end if;
     if v_depth is not null then
         select * into r from ragpg_lexical_scores_indexed_filtered(
             query_text, candidate_count, v_depth, t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, k1, b,
@@ -138,9 +150,10 @@ begin
             return;
         end if;
     end if;
-    -- The SQL BM25 with a metadata filter: parameters $1 k1, $2 b, $3 candidate_count, $4 containment,
-    -- $5 predicate, $6 vars, $7..$11 the term arrays; v_filter holds only fixed text. The filter
-    -- needs the chunk row, so it is checked once per scored chunk, before the cut.
+    -- The SQL BM25 with each scored chunk checked before the cut: against a metadata filter, and (for
+    -- a caller row-level security binds) against the caller's policy on chunks, so chunks it may not
+    -- read take no candidate's place. Parameters $1 k1, $2 b, $3 candidate_count, $4 containment,
+    -- $5 predicate, $6 vars, $7..$11 the term arrays; v_filter holds only fixed text (or nothing).
     return query execute
         'with scored as materialized (
              select r.id, r.score

@@ -43,7 +43,9 @@ as $$
 declare
     f record;
 begin
-    if not ragpg_bm25_index_available() then
+    if not ragpg_bm25_index_available() or row_security_active('public.chunks'::regclass) then
+        -- (the index ranks with the statistics of every chunk of a vault: it is the owner's alone, and
+        -- a caller row-level security binds takes the SQL BM25 over what it may read, 50_lexical.sql)
         return 'sql';
     end if;
     select * into f from ragpg_compile_filter(coalesce(filter, '{}'));
@@ -99,6 +101,32 @@ as $$
     order by v.name
 $$;
 
+-- pg_textsearch's functions (to_bm25query, bm25_text_bm25query_score, the <@> operator's, and its
+-- index dumps) read an index's own corpus statistics, of every chunk of the vault: whoever may run
+-- them learns whether a word occurs in notes above their clearance. So nobody but their owner may:
+-- execution is revoked from PUBLIC (console roles and ragpg_reader have no grant of their own), and
+-- ragpg searches through the index only for the owner (ragpg_lexical_backend). True when no
+-- function of the extension is left to PUBLIC (a login that does not own the extension cannot
+-- revoke: then the index is not used).
+create or replace function ragpg_bm25_lock_down() returns boolean
+language plpgsql volatile
+set search_path = public, pg_catalog, pg_temp
+as $$
+declare
+    v_fn regprocedure;
+begin
+    for v_fn in select d.objid::regprocedure from pg_depend d join pg_extension e on e.oid = d.refobjid
+                where e.extname = 'pg_textsearch' and d.classid = 'pg_proc'::regclass and d.deptype = 'e' loop
+        execute format('revoke all on function %s from public', v_fn);
+    end loop;
+    return not exists (
+        select 1 from pg_depend d join pg_extension e on e.oid = d.refobjid join pg_proc p on p.oid = d.objid
+        where e.extname = 'pg_textsearch' and d.classid = 'pg_proc'::regclass and d.deptype = 'e'
+          and (p.proacl is null  -- the default: PUBLIC may execute
+               or exists (select 1 from aclexplode(p.proacl) a where a.grantee = 0 and a.privilege_type = 'EXECUTE')));
+end
+$$;
+
 -- Build (or rebuild, when its configuration, k1 or b differ) the bm25 index of one vault. Returns the
 -- backend the vault has afterwards: 'sql' when pg_textsearch is not loaded or cannot be installed
 -- here (installing it needs a superuser), never an error for that.
@@ -127,6 +155,10 @@ begin
         exception when insufficient_privilege or undefined_file or feature_not_supported then
             return 'sql';
         end;
+    end if;
+    if not ragpg_bm25_lock_down() then
+        raise notice 'ragpg: pg_textsearch''s functions stay executable by every role (% does not own the extension): no bm25 index is built', current_user;
+        return 'sql';
     end if;
     select * into i from bm25_indexes where vault_id = v.id;
     if found and i.k1 = p_k1 and i.b = p_b and i.text_search_config = v.text_search_config
@@ -321,5 +353,14 @@ begin
     from ragpg_bm25_exact_scores(v_ids, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) s
     order by s.bm25_score desc, s.chunk_id
     limit candidate_count;
+end
+$$;
+
+-- Re-applied with every upgrade (an extension update may bring functions of its own).
+do $$
+begin
+    if exists (select 1 from pg_extension where extname = 'pg_textsearch') and not ragpg_bm25_lock_down() then
+        raise notice 'ragpg: pg_textsearch''s functions stay executable by every role: ask the extension''s owner to revoke them from PUBLIC';
+    end if;
 end
 $$;

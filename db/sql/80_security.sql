@@ -10,11 +10,7 @@
 -- The owner (the server's own login, migrations, index runs) is not bound: RLS is enabled, not forced.
 -- match_* functions run as the invoker (none is SECURITY DEFINER), so the policies apply inside them.
 
--- Ranks 1 (public) .. 4 (restricted); anything else is null, which callers read as the most restricted.
--- No SET clause and pg_catalog only, so the planner inlines it into the policies.
-create or replace function ragpg_level_rank(p_level text) returns integer
-language sql immutable parallel safe
-return array_position(array['public', 'internal', 'confidential', 'restricted'], p_level);
+-- ragpg_level_rank and ragpg_chunk_level: 15_clearance_levels.sql.
 
 -- The two functions below are SECURITY DEFINER: they read the registry that console roles cannot. A
 -- definer function runs with its owner's rights on behalf of whoever calls it, so (issue 29):
@@ -175,10 +171,10 @@ begin
         when v_name = 'vaults' then format('id = any(%s)', v_vaults)
         when v_name = 'documents' then format(
             'vault_id = any(%s) and coalesce(ragpg_level_rank(confidentiality), 4) <= %s', v_vaults, v_rank)
-        when v_name = 'chunks' then format(
-            'vault_id = any(%s) and coalesce(ragpg_level_rank(metadata ->> ''confidentiality''), 4) <= %s',
-            v_vaults, v_rank)
-        when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s)', v_vaults)
+        when v_name = 'chunks' then format('vault_id = any(%s) and ragpg_chunk_level(metadata) <= %s', v_vaults, v_rank)
+        -- BM25 statistics are kept per level (20_bm25_stats.sql): each reader sums only its own levels
+        when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s) and level <= %s',
+                                                                           v_vaults, v_rank)
         -- per-note counts: visible with the note itself (the document's own policy applies inside)
         when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
         -- questions: each role its own (the owner, not bound, all of them)

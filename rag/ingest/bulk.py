@@ -104,7 +104,7 @@ class Deferral:
             return True
         if expected < policy.min_vectors:
             return False
-        row = self.conn.execute("select coalesce(max(chunk_count), 0) as n from bm25_vault_stats where vault_id = %s",
+        row = self.conn.execute("select coalesce(sum(chunk_count), 0) as n from bm25_vault_stats where vault_id = %s",
                                 (self.vault_id,)).fetchone()
         return row is not None and row["n"] <= expected / policy.min_fraction
 

@@ -54,10 +54,12 @@ def snapshot(conn: psycopg.Connection, vault: str) -> dict[str, Any]:
         "select d.source_path, c.ordinal, c.heading_path, c.content, c.start_byte, c.end_byte, c.metadata "
         "from chunks c join documents d on d.id = c.document_id join vaults v on v.id = c.vault_id "
         "where v.name = %s order by 1, 2", (vault,)).fetchall()
-    stats = conn.execute(
-        "select s.chunk_count, s.total_length, (select count(*) from bm25_term_stats t where t.vault_id = v.id) "
-        "as terms, (select sum(chunk_frequency) from bm25_term_stats t where t.vault_id = v.id) as postings "
-        "from vaults v left join bm25_vault_stats s on s.vault_id = v.id where v.name = %s", (vault,)).fetchone()
+    stats = conn.execute(  # (kept per confidentiality level: one figure per level and lexeme)
+        "select (select array_agg(array[s.level, s.chunk_count, s.total_length] order by s.level) "
+        "        from bm25_vault_stats s where s.vault_id = v.id) as levels, "
+        "(select count(*) from bm25_term_stats t where t.vault_id = v.id) as terms, "
+        "(select sum(chunk_frequency) from bm25_term_stats t where t.vault_id = v.id) as postings "
+        "from vaults v where v.name = %s", (vault,)).fetchone()
     return {"documents": [dict(r) for r in docs], "chunks": [dict(r) for r in chunks], "stats": dict(stats or {})}
 
 

@@ -132,9 +132,11 @@ def test_a_filtered_index_read_that_cannot_prove_its_answer_gives_way(settings: 
                array_agg(q.query_frequency * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8)
                                                 / (ts.chunk_frequency + 0.5::float8))) as w,
                array_agg(s.total_length::float8 / s.chunk_count) as a
-        from bm25_vault_stats s cross join ragpg_query_lexemes('install a community plugin', null) q
-        cross join lateral (select tt.chunk_frequency from bm25_term_stats tt
-                            where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme limit 1) ts""").fetchone()
+        from (select vault_id, sum(chunk_count)::bigint as chunk_count, sum(total_length)::bigint as total_length
+              from bm25_vault_stats group by vault_id) s
+        cross join ragpg_query_lexemes('install a community plugin', null) q
+        cross join lateral (select sum(tt.chunk_frequency)::bigint as chunk_frequency from bm25_term_stats tt
+                            where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme having count(*) > 0) ts""").fetchone()
     compiled = aconn.execute("select * from ragpg_compile_filter(%s)", (f,)).fetchone()
 
     def indexed(depth: int) -> dict[str, Any]:
