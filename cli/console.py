@@ -59,8 +59,10 @@ def open_console(settings: Settings, clearance: str, vaults: list[str], psql_arg
     scope = ", ".join(sorted(set(vaults))) or "every vault"
     print(f"psql as {login.role}: clearance {clearance}, {scope} (login valid until "
           f"{login.valid_until:%Y-%m-%d %H:%M} UTC)", file=sys.stderr)
-    env = {**os.environ, "PGPASSWORD": login.password}
-    env.pop("PGUSER", None)
+    # psql gets the login's conninfo and password, none of the owner's libpq settings (user, password
+    # file, service, options, client key)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    env["PGPASSWORD"] = login.password
     try:
         return subprocess.run([str(_psql()), login.conninfo, *psql_args], env=env).returncode
     except KeyboardInterrupt:  # psql handles ^C itself; this only ends ragpg quietly

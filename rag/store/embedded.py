@@ -2,7 +2,9 @@
 
 One server per data dir, shared by every ragpg process: starting takes an inter-process
 lock, adopts a server already running on the data dir (even one whose starter was killed),
-and otherwise initialises and starts one that listens only on a Unix socket in the data dir.
+and otherwise initialises and starts one that listens only on a Unix socket in the data dir. Who may
+log in, and how, is `client_auth`'s pg_hba.conf (the owner over that socket; every other role with its
+password).
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import fasteners
 import psutil
 
 from rag.errors import DatabaseError, InputError
+from rag.store.client_auth import write_hba
 from rag.store.server_options import server_options
 
 DATABASE_NAME = "ragpg"
@@ -29,6 +33,9 @@ SYSTEM_USER_WHEN_ROOT = "embedded_postgres"
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 STAGING_PREFIX = "pgdata.init-"
+
+if TYPE_CHECKING:
+    import psycopg
 
 log = logging.getLogger("ragpg.embedded")
 
@@ -124,13 +131,14 @@ class EmbeddedServer:
         with self._lock():
             current = self.status()
             if current.running:
-                self._ensure_database(current.url)
+                self._ensure_database(current.url, reload_hba=write_hba(self.pgdata, SUPERUSER))
                 return ServerStatus(True, self.pgdata, current.pid, current.url, adopted=True)
             self._remove_stale_staging()
             if self._half_made():
                 self._discard_half_made()
             if not (self.pgdata / "PG_VERSION").exists():
                 self._initdb()
+            write_hba(self.pgdata, SUPERUSER)  # also a cluster made before ragpg wrote its own
             self._pg_ctl_start()
             status = self._wait_ready()
             self._ensure_database(status.url)
@@ -219,8 +227,11 @@ class EmbeddedServer:
         staging.mkdir(mode=0o700)
         try:
             self._prepare_permissions(staging)
+            # (trust only until the rename: no server runs on the staging folder, and write_hba
+            # replaces initdb's pg_hba.conf before one does)
             self._run([str(_bin("initdb")), "-D", str(staging), "--auth=trust", "--auth-local=trust",
                        "--encoding=utf8", "--no-instructions", "-U", SUPERUSER])
+            write_hba(staging, SUPERUSER)
             staging.rename(self.pgdata)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -265,13 +276,30 @@ class EmbeddedServer:
             time.sleep(0.05)
         raise DatabaseError(f"the embedded server did not become ready (log: {self.log_path})")
 
-    def _ensure_database(self, url: str | None) -> None:
+    def _reload_config(self, conn: psycopg.Connection[Any], admin_url: str) -> None:
+        """Reload the server's configuration and wait until new logins get it (the postmaster rereads
+        it after the signal, a moment later)."""
+        import psycopg
+
+        loaded = conn.execute("select pg_conf_load_time()").fetchone()
+        conn.execute("select pg_reload_conf()")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            with psycopg.connect(admin_url) as fresh:
+                if fresh.execute("select pg_conf_load_time()").fetchone() != loaded:
+                    return
+            time.sleep(0.02)
+        raise DatabaseError(f"the embedded server did not reload its configuration (log: {self.log_path})")
+
+    def _ensure_database(self, url: str | None, *, reload_hba: bool = False) -> None:
         import psycopg
         from psycopg import sql
 
         assert url is not None
         admin_url = url.replace(f"/{DATABASE_NAME}?", "/postgres?", 1)
         with psycopg.connect(admin_url, autocommit=True) as conn:
+            if reload_hba:  # a server started before its pg_hba.conf was ragpg's
+                self._reload_config(conn, admin_url)
             exists = conn.execute("select 1 from pg_database where datname = %s", (DATABASE_NAME,)).fetchone()
             if not exists:
                 try:

@@ -86,8 +86,18 @@ def console_login(conn: Connection, url: str, clearance: str, vaults: list[str] 
         raise DatabaseError("making a console role needs CREATEROLE: run this as the database owner") from None
     except psycopg.errors.UndefinedFunction:
         raise DatabaseError("this database predates console roles: run `ragpg db upgrade` first") from None
-    params = {k: v for k, v in conninfo_to_dict(url).items() if k not in ("password", "user")}
-    return ConsoleLogin(role, password, make_conninfo("", **params, user=role), valid_until)
+    return ConsoleLogin(role, password, console_conninfo(url, role), valid_until)
+
+
+# What of the owner's connection string a console login may carry: where the server is and how to
+# reach it safely. Never the owner's user, password, password file, client key, options or service.
+CONSOLE_CONNINFO_KEYS = ("host", "hostaddr", "port", "dbname", "sslmode", "sslrootcert", "connect_timeout")
+
+
+def console_conninfo(url: str, role: str) -> str:
+    """How `role` connects to the server `url` points at (without its password: pass it as PGPASSWORD)."""
+    params = {k: v for k, v in conninfo_to_dict(url).items() if k in CONSOLE_CONNINFO_KEYS}
+    return make_conninfo("", **params, user=role)
 
 
 def console_roles(conn: Connection) -> list[str]:

@@ -171,11 +171,11 @@ def test_console_roles_by_clearance_and_narrowing_setting(indexed: None, cli) ->
 
 def test_a_role_ragpg_did_not_make_sees_nothing(indexed: None, aconn: psycopg.Connection, db_url: str) -> None:
     aconn.execute("drop role if exists ragpg_test_stranger")
-    aconn.execute("create role ragpg_test_stranger login")
+    aconn.execute("create role ragpg_test_stranger login password 'stranger'")
     try:
         aconn.execute("grant select on documents, chunks, vaults to ragpg_test_stranger")
         info = psycopg.conninfo.conninfo_to_dict(db_url)
-        info["user"] = "ragpg_test_stranger"
+        info.update(user="ragpg_test_stranger", password="stranger")
         with psycopg.connect(**info, autocommit=True) as conn:
             conn.execute("set ragpg.clearance = 'restricted'")
             conn.execute("set ragpg.vaults = '*'")
