@@ -262,3 +262,29 @@ end
 $$;
 
 select ragpg_secure_content_table(t) from ragpg_content_tables() t;
+
+-- Row counts that row-level security cannot hide (issue 29). PostgreSQL's activity statistics count
+-- every row of a table, hidden or not (pg_stat_user_tables and its kin: live, dead, inserted and
+-- deleted rows, scans), and so do table sizes; both are open to every role by default. In this
+-- database they are taken from PUBLIC and left to the owner and monitoring roles (pg_monitor). What
+-- stays visible (planner estimates in pg_class and EXPLAIN, EXPLAIN ANALYZE's "Rows Removed by
+-- Filter", timing, other databases' pg_stat_database) is a known limit: README, Security. Only a
+-- superuser may change grants in pg_catalog; any other login leaves them as they are, with a notice.
+do $$
+declare
+    v_fn regprocedure;
+begin
+    if not (select rolsuper from pg_catalog.pg_roles where rolname = current_user) then
+        raise notice 'ragpg: % is not a superuser: the activity statistics (pg_stat_user_tables) stay readable by every role, hidden rows included', current_user;
+        return;
+    end if;
+    for v_fn in select p.oid::regprocedure from pg_catalog.pg_proc p
+                where p.pronamespace = 'pg_catalog'::regnamespace
+                  and ((p.proname like 'pg\_stat\_get\_%' and p.pronargs = 1 and p.proargtypes[0] = 'oid'::regtype)
+                       or p.proname in ('pg_relation_size', 'pg_total_relation_size', 'pg_table_size',
+                                        'pg_indexes_size')) loop
+        execute format('revoke execute on function %s from public', v_fn);
+        execute format('grant execute on function %s to pg_monitor', v_fn);
+    end loop;
+end
+$$;
