@@ -79,6 +79,12 @@ def test_every_definer_function_pins_its_path_and_is_owned_by_an_unprivileged_ro
     for r in rows:
         assert PINNED_PATH in r["config"], f"{r['fn']} runs with {r['config']}"
         assert not (r["superuser"] or r["login"] or r["bypass"]), f"{r['fn']} is owned by {r['owner']}"
+    # nothing else reads with its owner's rights: every view runs as the invoker
+    owners_views = aconn.execute("""
+        select c.relname from pg_class c
+        where c.relkind in ('v', 'm') and c.relnamespace = 'public'::regnamespace
+          and not coalesce(c.reloptions @> array['security_invoker=true'], false)""").fetchall()
+    assert owners_views == []
 
 
 def test_temp_objects_do_not_steer_the_scope(cli) -> None:
