@@ -9,6 +9,8 @@
 --   * any other role that is not the tables' owner: nothing (fail closed).
 -- The owner (the server's own login, migrations, index runs) is not bound: RLS is enabled, not forced.
 -- match_* functions run as the invoker (none is SECURITY DEFINER), so the policies apply inside them.
+-- BM25 statistics are read per confidentiality level (20_bm25_stats.sql) and cached questions per
+-- role (90_console_search.sql); pg_textsearch's functions are the owner's alone (55_bm25_index.sql).
 
 -- ragpg_level_rank and ragpg_chunk_level: 15_clearance_levels.sql.
 
