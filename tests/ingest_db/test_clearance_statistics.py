@@ -18,6 +18,9 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from rag.access import Scope
+from rag.config import Settings
+from rag.notes.ask import search
+from rag.runtime import Runtime
 from rag.store.database import open_connection
 from rag.store.row_security import apply_read_scope
 from tests.ingest_db.helpers import write_files
@@ -87,6 +90,17 @@ def refused_pg_textsearch(conn: psycopg.Connection, aconn: psycopg.Connection) -
                          {"w": RARE, "idx": index["index_name"], "vault": index["vault_id"]})
 
 
+def key_view(settings: Settings) -> dict[str, Any]:
+    """What an API key scoped to public notes gets from the library (the server's path): passages and scores."""
+    rt = Runtime(settings)
+    try:
+        key = Scope(vaults=("notes",), clearance="public", principal="key:test")
+        return {q: [(i.source_path, i.ordinal, i.score) for i in search(q, runtime=rt, scope=key).items]
+                for q in QUERIES}
+    finally:
+        rt.close()
+
+
 @pytest.fixture
 def readers(cli, db_url: str) -> Iterator[dict[str, psycopg.Connection]]:
     """A public console role bound to the notes vault, and the server's reader scoped the same way."""
@@ -98,10 +112,18 @@ def readers(cli, db_url: str) -> Iterator[dict[str, psycopg.Connection]]:
 
 
 def test_a_hidden_note_moves_no_statistic_or_score_a_public_reader_sees(
-        cli, aconn: psycopg.Connection, readers: dict[str, psycopg.Connection], tmp_path: Path) -> None:
+        cli, aconn: psycopg.Connection, readers: dict[str, psycopg.Connection], tmp_path: Path,
+        settings: Settings) -> None:
     suffix = model_suffix(aconn)
     before = {name: reachable(conn, suffix) for name, conn in readers.items()}
+    key_before = key_view(settings)
+    assert key_before[QUERY]
     assert before["console"][f"lexical {QUERY}"] and before["reader"][f"lexical {QUERY}"]
+    # the bm25 index ranks with every chunk's statistics: the owner's alone, the SQL BM25 for the rest
+    owners_backend = aconn.execute("select ragpg_lexical_backend(null, '{}', 0.9, 0.4) as b").fetchone()["b"]
+    assert owners_backend == ("pg_textsearch" if aconn.execute("select ragpg_bm25_index_available() as a"
+                                                               ).fetchone()["a"] else "sql")
+    assert {b[f"backend {QUERY}"] for b in before.values()} == {"sql"}
 
     write_files(tmp_path / "notes", HIDDEN)
     code, _, err = cli("index", "--quiet")
@@ -111,6 +133,7 @@ def test_a_hidden_note_moves_no_statistic_or_score_a_public_reader_sees(
     for name, conn in readers.items():
         assert reachable(conn, suffix) == before[name], name
         refused_pg_textsearch(conn, aconn)
+    assert key_view(settings) == key_before
 
     (tmp_path / "notes" / "vault" / "hidden.md").unlink()
     code, _, err = cli("index", "--quiet")
@@ -119,3 +142,4 @@ def test_a_hidden_note_moves_no_statistic_or_score_a_public_reader_sees(
         "select source_path from documents d join vaults v on v.id = d.vault_id where v.name = 'notes'")}
     for name, conn in readers.items():
         assert reachable(conn, suffix) == before[name], name
+    assert key_view(settings) == key_before
