@@ -25,7 +25,7 @@ SPLIT_HELP = ("Which cases run: dev, test, or all. --baseline and --save-baselin
 
 def _exit_code(exc: BaseException) -> int:
     from rag.errors import InputError
-    from rag.eval import EvalExit
+    from rag.eval.errors import EvalExit
 
     return int(EvalExit.MALFORMED_INPUT if isinstance(exc, InputError) else EvalExit.RUNTIME_FAILURE)
 
@@ -62,6 +62,9 @@ def eval_command(
 ) -> None:
     """Score retrieval (recall@k, recall@5, MRR, nDCG@10) and answers (abstention, expected facts,
     forbidden claims) against a golden file, per dev/test split; exit 3 when worse than --baseline."""
+    from rag.extras import require_extra
+
+    require_extra("eval", "ragpg eval")
     from rag.errors import RagError
     from rag.eval import evaluate_command
     from rag.eval.search import make_search_fn, resolve_mode
@@ -125,6 +128,9 @@ def eval_beir_command(
 
     Load the corpus first: `ragpg vault add-beir NAME DIR`, then `ragpg index NAME`.
     """
+    from rag.extras import require_extra
+
+    require_extra("eval", "ragpg eval-beir")
     import psycopg
 
     from rag.errors import RagError

@@ -19,6 +19,7 @@ from ragpg_cli.app import info, print_json, state
 # The indexer (numpy, markdown-it, psycopg, rich, watchfiles) loads when a command runs, not when
 # `ragpg` starts: every other command pays nothing for it.
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import TaskID
 
     from rag.ingest.report import IndexReport
@@ -29,33 +30,42 @@ QUIET_HELP = "No progress bars."
 
 class RichProgress:
     """Two bars on stderr, files (of the total, with an ETA) and chunks; nothing at all when quiet or
-    stderr is not a terminal."""
+    stderr is not a terminal. The bars live for one index run: `finish` removes them and stops the
+    display, so what is printed next (a run's summary, in `watch` the next run's bars) starts on a
+    clean line instead of under bars that keep ticking."""
 
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, console: Console | None = None) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from ragpg_cli.progress import EtaColumn
 
-        self.enabled = not quiet and sys.stderr.isatty()
+        self.enabled = not quiet and (console is not None or sys.stderr.isatty())
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), EtaColumn(), console=Console(stderr=True), transient=True,
-                                 disable=not self.enabled)
+                                 TimeElapsedColumn(), EtaColumn(), console=console or Console(stderr=True),
+                                 transient=True, disable=not self.enabled)
         self.files: TaskID | None = None
         self.chunks: TaskID | None = None
+        self.live = False
 
     def __enter__(self) -> RichProgress:
-        self.progress.start()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.progress.stop()
+        self.finish()
 
-    def begin_vault(self, vault: str, files: int) -> None:
+    def _drop_bars(self) -> None:
         for task in (self.files, self.chunks):
             if task is not None:
                 self.progress.remove_task(task)
+        self.files = self.chunks = None
+
+    def begin_vault(self, vault: str, files: int) -> None:
+        self._drop_bars()
+        if not self.live:
+            self.progress.start()
+            self.live = True
         self.files = self.progress.add_task(f"{vault}: files", total=files)
         self.chunks = self.progress.add_task(f"{vault}: chunks", total=None)
 
@@ -66,6 +76,14 @@ class RichProgress:
     def chunks_done(self, n: int) -> None:
         if self.chunks is not None:
             self.progress.advance(self.chunks, n)
+
+    def finish(self) -> None:
+        """The run is over: stop redrawing (the last frame shows the totals, then the transient bars
+        are cleared) and drop the bars."""
+        if self.live:
+            self.progress.stop()
+            self.live = False
+        self._drop_bars()
 
 
 def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bool) -> None:
@@ -166,8 +184,10 @@ def watch(
     from rag.ingest.watch import watch_vaults
 
     settings = state(ctx).settings
+    bars = RichProgress(quiet)
 
     def on_report(report: IndexReport) -> None:
+        bars.finish()  # the run's bars go before its summary is printed
         if json_out:
             sys.stdout.write(json.dumps(report.to_dict(), default=str, ensure_ascii=False) + "\n")
             sys.stdout.flush()
@@ -180,8 +200,8 @@ def watch(
 
     if not quiet:
         info(f"Watching (debounce {settings.ingest.watch_debounce_ms} ms); Ctrl-C to stop.")
-    with RichProgress(quiet) as progress:
-        watch_vaults(settings, list(vaults) if vaults else None, on_report=on_report, progress=progress)
+    with bars:
+        watch_vaults(settings, list(vaults) if vaults else None, on_report=on_report, progress=bars)
 
 
 def _warn(report: IndexReport) -> None:

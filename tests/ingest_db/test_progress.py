@@ -75,3 +75,29 @@ def test_count_bar_shows_done_of_total_and_an_eta() -> None:
     with CountBar("cases", 4, quiet=True, console=Console(file=quiet, force_terminal=True)) as bar:
         bar.advance()
     assert quiet.getvalue() == ""
+
+
+def test_index_bars_last_one_run_and_are_cleared_before_the_summary() -> None:
+    """`ragpg watch` indexes again and again in one process: each run's bars are removed and the
+    display stopped when the run ends, so the summary is not glued to bars that keep ticking and the
+    next run starts with bars of its own."""
+    import io
+
+    from rich.console import Console
+
+    from ragpg_cli.index import RichProgress
+
+    out = io.StringIO()
+    with RichProgress(False, console=Console(file=out, force_terminal=True, width=100)) as bars:
+        bars.begin_vault("v", 3)
+        bars.files_done(3)
+        assert bars.live and len(bars.progress.tasks) == 2
+        bars.finish()
+        assert not bars.live and bars.progress.tasks == [] and not bars.progress.live.is_started
+        shown = len(out.getvalue())
+        out.write("v: 3 files seen, 3 indexed\n")  # the summary, on a line of its own
+        bars.begin_vault("v", 1)  # the next run in `watch`
+        assert bars.live and [t.description for t in bars.progress.tasks] == ["v: files", "v: chunks"]
+        assert [t.completed for t in bars.progress.tasks] == [0, 0]  # fresh bars, not the old ones
+    assert not bars.live and bars.progress.tasks == []
+    assert out.getvalue()[shown:].startswith("v: 3 files seen")

@@ -14,6 +14,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 #: installed package name -> folder in the repository
 PACKAGES = {"rag": "rag", "ragpg_server": "server", "ragpg_cli": "cli"}
+#: folders of scripts, which import each other by file name (the script's folder is on sys.path)
+SCRIPT_FOLDERS = ("bench", "eval")
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,9 @@ def module_files() -> dict[str, Path]:
             if parts[-1] == "__init__":
                 parts.pop()
             found[".".join(parts)] = path
+    for folder in SCRIPT_FOLDERS:
+        for path in sorted((REPO / folder).glob("*.py")):
+            found[path.stem] = path
     return found
 
 

@@ -27,6 +27,15 @@ def external_refs(html: str) -> list[str]:
     return [r for r in refs if re.match(r"^(?:[a-z][a-z0-9+.-]*:)?//", r.strip(), re.IGNORECASE)]
 
 
+def test_the_page_has_an_icon(client: TestClient) -> None:
+    page = client.get("/").text
+    assert 'rel="icon" href="static/favicon.svg"' in page
+    for path in ("/static/favicon.svg", "/favicon.ico"):  # no 404 in the browser's console
+        icon = client.get(path)
+        assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+        assert icon.text.startswith("<svg")
+
+
 def test_external_refs_detector() -> None:
     assert external_refs('<script src="https://cdn.example/x.js"></script><link href="//cdn/x.css">') == [
         "https://cdn.example/x.js", "//cdn/x.css"]

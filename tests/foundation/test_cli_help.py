@@ -1,0 +1,34 @@
+"""Every `ragpg` command has help text, and its options read as what they take: a flag shows no
+type (it takes no value), an option with a value shows what kind."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import typer
+from typer.testing import CliRunner
+
+from ragpg_cli.main import app
+
+
+def _commands(group: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
+    yield path, group
+    if hasattr(group, "commands"):  # a group (typer ships its own copy of click's classes)
+        for name, command in group.commands.items():
+            yield from _commands(command, [*path, name])
+
+
+def test_every_command_has_help_and_flags_show_no_type() -> None:
+    root = typer.main.get_command(app)
+    runner = CliRunner()
+    seen = 0
+    for path, command in _commands(root, []):
+        assert (command.help or "").strip(), f"ragpg {' '.join(path)} has no help text"
+        out = runner.invoke(app, [*path, "--help"], terminal_width=120)
+        assert out.exit_code == 0 and "Usage" in out.output, path
+        assert "<bool>" not in out.output, f"ragpg {' '.join(path)} --help shows <bool> on a flag"
+        seen += 1
+    assert seen > 20  # every subcommand was walked
+    ask = runner.invoke(app, ["ask", "--help"], terminal_width=120).output
+    assert "<int>" in ask and "--json" in ask  # values still show their type
