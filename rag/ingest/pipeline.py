@@ -35,6 +35,7 @@ from rag.ingest.parse import DATE_KEYS, UNKNOWN_CONFIDENTIALITY, parse_document
 from rag.ingest.report import IndexReport, SkipRecord, VaultReport, peak_rss_mb
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
+from rag.secrets import mask_path, mask_text
 from rag.store import lexical_backend
 from rag.store.database import Connection
 from rag.store.locate import connect
@@ -186,9 +187,10 @@ class _VaultRun:
         presence.check_root_unchanged(self.vault.root, self.identity)
         unreadable = [s.path for s in self.report.skipped if s.reason == "unreadable"]
         candidates = {p for p in candidates if not presence.under_any(p, unreadable)}
-        vanished = {s.path for s in self.report.skipped if s.reason == "vanished"} & candidates
-        confirmed = presence.confirm_vanished(self.vault.root, sorted(vanished))
-        return sorted((candidates - vanished) | confirmed)
+        vanished = sorted({(s.path, s.disk_path) for s in self.report.skipped
+                           if s.reason == "vanished" and s.path in candidates})
+        confirmed = presence.confirm_vanished(self.vault.root, vanished)
+        return sorted((candidates - {path for path, _ in vanished}) | confirmed)
 
     def visit(self, source: Source, stored: dict[str, str]) -> bool:
         """Handle one candidate; True when its document stays (indexed or unchanged)."""
@@ -313,7 +315,7 @@ def _folder_sources(vault: Vault, settings: Settings) -> tuple[list[Source], lis
 
 
 def _skip(s: SkippedFile) -> SkipRecord:
-    return SkipRecord(s.source_path, s.reason, s.detail)
+    return SkipRecord(s.source_path, s.reason, s.detail, s.disk_path)
 
 
 def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
@@ -329,7 +331,10 @@ def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
 
 def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
                  settings: Settings) -> tuple[store.PreparedDocument, list[str]]:
-    """Parse frontmatter and chunk one file (markdown structure, or blank-line blocks for .txt)."""
+    """Parse frontmatter and chunk one file (markdown structure, or blank-line blocks for .txt).
+
+    The body is masked (rag/secrets.py) before it is chunked; the parsed fields are masked with the
+    chunks (`store.attach_chunks`). Nothing of the file leaves this function unmasked."""
     text = data.decode("utf-8")
     parsed = parse_document(text, f.source_path)
     folder = str(PurePosixPath(f.source_path).parent)
@@ -346,7 +351,7 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
     )
     chunker = chunk_markdown if f.kind == "markdown" else chunk_plain_text
     c = settings.chunking
-    result = chunker(parsed.body(text), body_start_line=parsed.body_start_line,
+    result = chunker(mask_text(parsed.body(text)), body_start_line=parsed.body_start_line,
                      body_start_byte=parsed.body_start_byte, soft_bytes=c.soft_bytes, hard_bytes=c.hard_bytes,
                      overlap_bytes=c.overlap_bytes, max_chunks=c.max_chunks_per_document)
     store.attach_chunks(doc, vault_name, result.chunks)
@@ -366,4 +371,4 @@ def _entry_source(corpus: beir.BeirCorpus, ref: beir.BeirEntryRef, vault: Vault,
     def prepare(data: bytes, version: str) -> tuple[store.PreparedDocument, list[str]]:
         return beir.prepare_entry(corpus.entry(ref, data), vault.name, version, settings.chunking)
 
-    return Source(ref.doc_id, lambda: corpus.read(ref), prepare)
+    return Source(mask_path(ref.doc_id), lambda: corpus.read(ref), prepare)

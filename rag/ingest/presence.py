@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from rag.errors import RagError
 from rag.ingest.names import disk_name
+from rag.secrets import mask_path
 
 NOTHING_DELETED = "nothing was deleted; run the index again once the folder is back"
 
@@ -52,20 +53,21 @@ def under_any(path: str, folders: Iterable[str]) -> bool:
     return any(f == "." or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def confirm_vanished(root: Path, source_paths: Iterable[str]) -> set[str]:
-    """Of files the walk saw but the read did not find, those whose folder, listed now, lacks them.
+def confirm_vanished(root: Path, files: Iterable[tuple[str, str]]) -> set[str]:
+    """Of files the walk saw but the read did not find, given as (stored path, path on disk), the
+    stored paths of those whose folder, listed now, lacks them.
 
     A folder that is itself gone raises VaultChangedError: a whole subtree disappearing mid-run is
     an unmount or a move, not the user deleting notes. An unreadable folder proves nothing: kept."""
     gone: set[str] = set()
     listings: dict[str, set[str] | None] = {}
-    for rel in source_paths:
+    for stored, rel in files:
         parent = str(PurePosixPath(rel).parent)
         if parent not in listings:
             listings[parent] = _listing(root, parent)
         names = listings[parent]
         if names is not None and disk_name(PurePosixPath(rel).name) not in names:
-            gone.add(rel)
+            gone.add(stored)
     return gone
 
 
@@ -74,6 +76,6 @@ def _listing(root: Path, parent: str) -> set[str] | None:
     try:
         return set(os.listdir(folder))
     except (FileNotFoundError, NotADirectoryError):
-        raise VaultChangedError(f"folder '{parent}' vanished during the run; {NOTHING_DELETED}") from None
+        raise VaultChangedError(f"folder '{mask_path(parent)}' vanished during the run; {NOTHING_DELETED}") from None
     except OSError:
         return None
