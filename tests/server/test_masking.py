@@ -19,7 +19,6 @@ import yaml
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from psycopg import sql
 
 from rag.compute import compute_context
 from rag.config import Settings
@@ -28,7 +27,7 @@ from rag.runtime import Runtime
 from rag.store import keys as key_store
 from rag.store.vaults import NewVault, add_vault
 from ragpg_cli.main import main
-from tests.ingest_db.helpers import cli_env
+from tests.ingest_db.helpers import cli_env, tables_holding
 from tests.server.support import bearer
 
 SECRETS = ("AKIAIOSFODNN7EXAMPLE", "sk-live-abcdefghijklmnop1234567890")
@@ -162,30 +161,6 @@ hostile_notes = st.builds(
     HostileNote, folder=one_line, file=one_line,
     fields=st.fixed_dictionaries({**{name: one_line for name in FIELD_NAMES}, "body_pem": any_kind}),
     pem=SECRET_KINDS["private_key"])
-
-
-def text_columns(conn: psycopg.Connection) -> list[tuple[str, str]]:
-    """(table, column) of every column of the schema that can hold text: text, varchar, name, arrays,
-    json, jsonb, tsvector."""
-    rows = conn.execute(
-        "select c.table_name, c.column_name from information_schema.columns c "
-        "join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name "
-        "where c.table_schema = 'public' and t.table_type = 'BASE TABLE' "
-        "and c.data_type in ('text', 'character varying', 'name', 'ARRAY', 'json', 'jsonb', 'tsvector', "
-        "'USER-DEFINED') and c.udt_name <> 'vector' order by 1, 2").fetchall()
-    return [(r["table_name"], r["column_name"]) for r in rows]
-
-
-def tables_holding(conn: psycopg.Connection, needles: list[str]) -> list[str]:
-    patterns = [f"%{n.lower()}%" for n in needles]
-    found = []
-    for table, column in text_columns(conn):
-        query = sql.SQL("select count(*) as n from {} where lower({}::text) like any(%s)").format(
-            sql.Identifier(table), sql.Identifier(column))
-        if conn.execute(query, (patterns,)).fetchone()["n"]:
-            found.append(f"{table}.{column}")
-    conn.commit()
-    return found
 
 
 def leaked(text: str, needles: list[str]) -> list[str]:
