@@ -94,13 +94,25 @@ def walk_vault(
         raise InputError(f"vault path is not a folder: {root}")
     walker = _Walker(os.path.realpath(root), tuple(denylist), frozenset(skip_hidden), max_document_bytes)
     walker.walk_dir(root, "", (os.path.realpath(root),))
+    walker.run()
     return WalkResult(
         files=sorted(walker.files, key=lambda f: f.source_path),
         skipped=sorted(walker.skipped, key=lambda s: (s.source_path, s.reason)),
     )
 
 
+@dataclass(frozen=True)
+class _Folder:
+    path: Path
+    rel: str
+    ancestors: tuple[str, ...]  # real paths of the folders on the way here, the root first
+    via_link: bool
+
+
 class _Walker:
+    """Folders wait on a stack, not on the call stack: a vault nested any depth is walked (a
+    recursive walk stopped with RecursionError near 500 levels, and the vaults after it went unindexed)."""
+
     def __init__(self, root_real: str, denylist: tuple[str, ...], hidden: frozenset[str], max_bytes: int):
         self.root_real = root_real
         self.denylist = denylist
@@ -108,11 +120,20 @@ class _Walker:
         self.max_bytes = max_bytes
         self.files: list[VaultFile] = []
         self.skipped: list[SkippedFile] = []
+        self.pending: list[_Folder] = []
+
+    def run(self) -> None:
+        while self.pending:
+            self.list_dir(self.pending.pop())
 
     def skip(self, rel: str, reason: SkipReason, detail: str = "") -> None:
         self.skipped.append(SkippedFile(mask_path(stored_name(rel)), reason, detail, stored_name(rel)))
 
     def walk_dir(self, path: Path, rel: str, ancestors: tuple[str, ...], via_link: bool = False) -> None:
+        self.pending.append(_Folder(path, rel, ancestors, via_link))
+
+    def list_dir(self, folder: _Folder) -> None:
+        path, rel, ancestors, via_link = folder.path, folder.rel, folder.ancestors, folder.via_link
         try:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
