@@ -125,6 +125,9 @@ def index_vault(conn: Connection, vault: Vault, settings: Settings, embedder: Em
         run.report.error, run.report.error_code = str(exc), exc.exit_code
     except psycopg.DataError as exc:  # a value Postgres refused: this vault fails, the others still run
         run.report.error, run.report.error_code = f"the database refused a value: {exc}".splitlines()[0], 1
+    except Exception as exc:  # nobody planned for it: still this vault's failure alone, in one line
+        detail = (str(exc).strip().splitlines() or [""])[0]
+        run.report.error, run.report.error_code = f"unexpected {type(exc).__name__}: {detail}".rstrip(": "), 1
     run.report.seconds = time.perf_counter() - started
     return run.report
 
