@@ -75,8 +75,12 @@ class Source:
 
 
 def index_vaults(settings: Settings, names: Sequence[str] | None = None, *,
-                 progress: IndexProgress | None = None, embedder: Embedder | None = None) -> IndexReport:
-    """Index the named vaults (none = all). A vault that fails is reported; the others still run."""
+                 progress: IndexProgress | None = None, embedder: Embedder | None = None,
+                 allow_empty: bool = False) -> IndexReport:
+    """Index the named vaults (none = all). A vault that fails is reported; the others still run.
+
+    `allow_empty` confirms that a vault folder found empty (or without the `.obsidian` folder it had)
+    was really emptied: its documents are then removed instead of the vault being reported unavailable."""
     embedder = embedder or get_embedder(settings.embedding.model, settings.embedding)
     report = IndexReport(embedding_model=embedder.model_key)
     started = time.perf_counter()
@@ -89,7 +93,8 @@ def index_vaults(settings: Settings, names: Sequence[str] | None = None, *,
             except RagError as exc:
                 report.vaults.append(_failed(vault.name, embedder, exc))
                 continue
-            report.vaults.append(index_vault(conn, vault, settings, embedder, model, progress or NoProgress()))
+            report.vaults.append(index_vault(conn, vault, settings, embedder, model, progress or NoProgress(),
+                                             allow_empty=allow_empty))
     report.seconds = time.perf_counter() - started
     report.peak_rss_mb = peak_rss_mb()
     return report
@@ -114,9 +119,9 @@ def ensure_model(conn: Connection, embedder: Embedder) -> EmbeddingModelRef:
 
 
 def index_vault(conn: Connection, vault: Vault, settings: Settings, embedder: Embedder,
-                model: EmbeddingModelRef, progress: IndexProgress) -> VaultReport:
+                model: EmbeddingModelRef, progress: IndexProgress, *, allow_empty: bool = False) -> VaultReport:
     """One incremental run over one vault, on an autocommit connection (transactions are explicit)."""
-    run = _VaultRun(conn, vault, settings, embedder, model, progress)
+    run = _VaultRun(conn, vault, settings, embedder, model, progress, allow_empty)
     started = time.perf_counter()
     try:
         with store.vault_lock(conn, vault.id):
@@ -134,8 +139,8 @@ def index_vault(conn: Connection, vault: Vault, settings: Settings, embedder: Em
 
 class _VaultRun:
     def __init__(self, conn: Connection, vault: Vault, settings: Settings, embedder: Embedder,
-                 model: EmbeddingModelRef, progress: IndexProgress) -> None:
-        self.conn, self.vault, self.settings = conn, vault, settings
+                 model: EmbeddingModelRef, progress: IndexProgress, allow_empty: bool = False) -> None:
+        self.conn, self.vault, self.settings, self.allow_empty = conn, vault, settings, allow_empty
         self.embedder, self.model, self.progress = embedder, model, progress
         self.report = VaultReport(vault.name, embedder.model_key)
         self.pending: list[store.PreparedDocument] = []
@@ -157,6 +162,7 @@ class _VaultRun:
         self.report.files_seen = len(sources) + len(skipped)
         self.progress.begin_vault(self.vault.name, len(sources))
         stored = store.stored_versions(self.conn, self.vault.id)
+        marker = self.check_available(len(sources) + len(skipped), len(stored))
         keep = {s.path for s in skipped if s.reason in KEEP_ON_SKIP}
         bulk.Deferral.finish_leftovers(self.conn, self.vault.id)  # what a killed run or load left deferred
         self.new_documents = sum(1 for s in sources if s.path not in stored)
@@ -179,7 +185,18 @@ class _VaultRun:
         r = self.settings.retrieval
         self.report.lexical_backend = lexical_backend.choose_for_vault(
             self.conn, self.vault.name, r.lexical_backend, r.bm25_k1, r.bm25_b)
+        if marker is not None and marker != self.vault.settings.get(store.MARKER_SETTING):
+            store.record_root_marker(self.conn, self.vault.id, marker)
         mark_indexed(self.conn, self.vault.id)
+
+    def check_available(self, files_found: int, stored_documents: int) -> bool | None:
+        """Whether a folder vault's root holds its marker (None for a BEIR vault); raises, before
+        anything is written or deleted, when the root looks unmounted (rag.ingest.presence)."""
+        if self.vault.kind == "beir":
+            return None
+        return presence.check_available(
+            self.vault.root, self.vault.name, files_found=files_found, stored_documents=stored_documents,
+            had_marker=self.vault.settings.get(store.MARKER_SETTING) is True, allow_empty=self.allow_empty)
 
     def deletable(self, stored: dict[str, str], keep: set[str]) -> list[str]:
         """Stored documents whose files are positively gone (see rag.ingest.presence); raises, deleting

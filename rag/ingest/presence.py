@@ -4,7 +4,9 @@ An index run deletes a stored document only on positive evidence that its file i
 folder that could be read: the walk listed the folder and the name was not there, or (for a file
 that vanished between the walk and the read) the folder, listed again, no longer holds it. A folder
 that vanished mid-run, or a vault root that changed identity (an unmounted disk, a moved folder),
-aborts the vault's run before anything is deleted.
+aborts the vault's run before anything is deleted. So does a root that holds no file at all, or lost
+the `.obsidian` folder it had at the last run, while the index holds documents of it (what an
+unmounted share looks like), unless the run is told `allow_empty`.
 """
 
 from __future__ import annotations
@@ -46,6 +48,36 @@ def check_root_unchanged(root: Path, identity: tuple[int, int]) -> None:
     if root_identity(root) != identity:
         raise VaultChangedError(f"vault folder {root} was replaced during the run (unmounted or moved?); "
                                 f"{NOTHING_DELETED}")
+
+
+class VaultUnavailableError(VaultChangedError):
+    """The vault's folder looks unmounted or replaced: empty, or without the marker it had."""
+
+
+MARKER = ".obsidian"  # Obsidian's settings folder: its loss says another folder is mounted at the root
+ALLOW_EMPTY_OPTION = "--allow-empty"
+
+
+def check_available(root: Path, vault: str, *, files_found: int, stored_documents: int, had_marker: bool,
+                    allow_empty: bool) -> bool:
+    """Whether the root holds the marker now; raises VaultUnavailableError, before anything is
+    deleted, when the index holds documents of a root that is empty or lost the marker it had.
+
+    An unmounted network share or disk shows an empty folder at the mount point: taken at its word,
+    the nightly reindex would remove the whole vault. Only the user can tell a real emptying apart,
+    by running the index again with `--allow-empty`."""
+    has_marker = (root / MARKER).is_dir()
+    if allow_empty or stored_documents == 0:
+        return has_marker
+    confirm = (f"{NOTHING_DELETED}; if the notes are really gone, confirm with "
+               f"`ragpg index {vault} {ALLOW_EMPTY_OPTION}`")
+    if files_found == 0:
+        raise VaultUnavailableError(f"vault folder {root} is empty but the index holds {stored_documents} of its "
+                                    f"documents (an unmounted share or disk?); {confirm}")
+    if had_marker and not has_marker:
+        raise VaultUnavailableError(f"vault folder {root} has lost the {MARKER} folder it had at the last run "
+                                    f"(another folder mounted there?); {confirm}")
+    return has_marker
 
 
 def under_any(path: str, folders: Iterable[str]) -> bool:

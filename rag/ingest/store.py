@@ -153,6 +153,14 @@ def restrict_documents(conn: Connection, vault_id: int, source_paths: Sequence[s
         return cur.rowcount
 
 
+MARKER_SETTING = "root_marker"  # vaults.settings: whether the root held the .obsidian folder at the last run
+
+
+def record_root_marker(conn: Connection, vault_id: int, present: bool) -> None:
+    conn.execute("update vaults set settings = jsonb_set(settings, array[%s], to_jsonb(%s::boolean)) "
+                 "where id = %s", (MARKER_SETTING, present, vault_id))
+
+
 def _delete_chunks_of(conn: Connection, vault_id: int, source_paths: Sequence[str]) -> None:
     # One statement for all documents: a cascade from documents would fire the BM25 trigger per document.
     conn.execute(
