@@ -4,7 +4,12 @@ import json
 
 import pytest
 
-from rag.ingest.parse import CONFIDENTIALITY_LEVELS, confidentiality_rank, normalise_line_endings, parse_document
+from rag.ingest.parse import (
+    CONFIDENTIALITY_LEVELS,
+    confidentiality_rank,
+    normalise_line_endings,
+    parse_document,
+)
 
 
 def test_full_frontmatter() -> None:

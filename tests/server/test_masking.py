@@ -4,7 +4,6 @@ no surface serves them (POST /v1/context, /v1/search, /v1/ask, GET /v1/chunks, c
 
 from __future__ import annotations
 
-import json
 import os
 import string
 from collections.abc import Iterator
@@ -168,6 +167,9 @@ def leaked(text: str, needles: list[str]) -> list[str]:
     return [n for n in needles if n.lower() in lowered]
 
 
+_vault_numbers = count()  # each example indexes its own vault in the test's database
+
+
 @pytest.fixture
 def cli_run(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
             capsys: pytest.CaptureFixture[str]) -> Iterator:
@@ -223,8 +225,6 @@ def test_no_secret_in_any_table_or_response(note: HostileNote, conn: psycopg.Con
         assert code == 0, out
         assert leaked(out, needles) == [], out
 
-
-_vault_numbers = count()
 
 
 @pytest.mark.security
