@@ -88,8 +88,11 @@ WORDS = "tomato harvest rotation"
 @dataclass(frozen=True)
 class Secret:
     text: str  # as written in the note
-    needle: str  # the random part: it must appear nowhere (compared in lower case)
-    one_line: bool = True  # fits a file name, a heading, a tag
+    needles: tuple[str, ...]  # its random parts: none may appear anywhere (compared in lower case)
+
+    @property
+    def needle(self) -> str:
+        return self.needles[0]
 
 
 def _core(alphabet: str, size: int) -> st.SearchStrategy[str]:
@@ -98,24 +101,46 @@ def _core(alphabet: str, size: int) -> st.SearchStrategy[str]:
     return st.text(alphabet, min_size=size, max_size=size + 6).map(lambda s: f"{s}7Q")
 
 
-def _pem(lines: list[str]) -> str:
-    return "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END RSA PRIVATE KEY-----"
+def _secret(template: str, core: st.SearchStrategy[str]) -> st.SearchStrategy[Secret]:
+    return core.map(lambda c: Secret(template.format(c), (c,)))
 
 
-SECRET_KINDS: dict[str, st.SearchStrategy[Secret]] = {
-    "github": _core(ALNUM, 36).map(lambda c: Secret(f"ghp_{c}", c)),
-    "github_pat": _core(ALNUM, 40).map(lambda c: Secret(f"github_pat_{c}", c)),
-    "aws_key_id": st.text(UPPER, min_size=16, max_size=16).map(lambda c: Secret(f"AKIA{c}", c)),
-    "aws_secret": _core(ALNUM, 38).map(lambda c: Secret(f"aws_secret_access_key={c}", c)),
-    "slack": _core(ALNUM, 24).map(lambda c: Secret(f"xoxb-1234-{c}", c)),
-    "password": _core(ALNUM, 12).map(lambda c: Secret(f"password={c}", c)),
-    "secret": _core(ALNUM, 12).map(lambda c: Secret(f"secret={c}", c)),
-    "token": _core(ALNUM, 16).map(lambda c: Secret(f"token: {c}", c)),
-    "private_key": st.lists(_core(B64, 58), min_size=2, max_size=3).map(
-        lambda lines: Secret(_pem(lines), lines[0], one_line=False)),
+def _pem(lines: list[str]) -> Secret:
+    return Secret("-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END RSA PRIVATE KEY-----",
+                  tuple(lines))
+
+
+def _jwt(parts: tuple[str, str, str]) -> Secret:
+    return Secret(f"eyJ{parts[0]}.eyJ{parts[1]}.{parts[2]}", parts)
+
+
+# Every kind rag/secrets.py detects. NAME_SAFE ones fit a file or folder name (no "/").
+NAME_SAFE: dict[str, st.SearchStrategy[Secret]] = {
+    "github": _secret("ghp_{}", _core(ALNUM, 36)),
+    "github_pat": _secret("github_pat_{}", _core(ALNUM, 40)),
+    "aws_key_id": _secret("AKIA{}", st.text(UPPER, min_size=16, max_size=16)),
+    "aws_secret": _secret("aws_secret_access_key={}", _core(ALNUM, 38)),
+    "slack": _secret("xoxb-1234-{}", _core(ALNUM, 24)),
+    "slack_app": _secret("xapp-1-{}", _core(ALNUM, 24)),
+    "openai": _secret("sk-proj-{}", _core(ALNUM, 24)),
+    "stripe": _secret("sk_live_{}", _core(ALNUM, 20)),
+    "google": _secret("AIza{}", st.text(ALNUM, min_size=35, max_size=35)),
+    "jwt": st.tuples(_core(ALNUM, 10), _core(ALNUM, 12), _core(ALNUM, 20)).map(_jwt),
+    "password": _secret("password={}", _core(ALNUM, 12)),
+    "api_key": _secret("api_key={}", _core(ALNUM, 12)),
+    "secret": _secret("secret={}", _core(ALNUM, 12)),
+    "token": _secret("token: {}", _core(ALNUM, 16)),
+    "bearer": _secret("Authorization: Bearer {}", _core(ALNUM, 20)),
 }
-one_line = st.one_of(*(s for k, s in SECRET_KINDS.items() if k != "private_key"))
-any_kind = st.one_of(*SECRET_KINDS.values())
+ONE_LINE: dict[str, st.SearchStrategy[Secret]] = {
+    **NAME_SAFE,
+    "url_password": _secret("postgres://app:{}@db.internal:5432/prod", _core(ALNUM, 12)),
+    "slack_webhook": _secret("https://hooks.slack.com/services/T0123/B0123/{}", _core(ALNUM, 24)),
+}
+name_safe = st.one_of(*NAME_SAFE.values())
+one_line = st.one_of(*ONE_LINE.values())
+private_key = st.lists(_core(B64, 58), min_size=2, max_size=3).map(_pem)
+any_kind = st.one_of(one_line, private_key)
 
 
 @dataclass(frozen=True)
@@ -157,9 +182,9 @@ class HostileNote:
 FIELD_NAMES = ("title", "tag", "alias", "project", "url", "bare_value", "nested", "nested_list", "as_key",
                "heading", "body", "code")
 hostile_notes = st.builds(
-    HostileNote, folder=one_line, file=one_line,
+    HostileNote, folder=name_safe, file=name_safe,
     fields=st.fixed_dictionaries({**{name: one_line for name in FIELD_NAMES}, "body_pem": any_kind}),
-    pem=SECRET_KINDS["private_key"])
+    pem=private_key)
 
 
 def leaked(text: str, needles: list[str]) -> list[str]:
@@ -188,7 +213,7 @@ def cli_run(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 
 @pytest.mark.security
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(note=hostile_notes)
 def test_no_secret_in_any_table_or_response(note: HostileNote, conn: psycopg.Connection, settings: Settings,
                                             client: TestClient, cli_run, tmp_path: Path) -> None:
@@ -201,7 +226,7 @@ def test_no_secret_in_any_table_or_response(note: HostileNote, conn: psycopg.Con
     report = index_vaults(settings, [name])
     assert not report.failed and report.vaults[0].files_indexed == 1, report.to_dict()
     key = key_store.create_key(conn, f"k-{name}", vaults=[name], clearance="restricted")[1]
-    needles = [s.needle for s in note.secrets]
+    needles = [n for s in note.secrets for n in s.needles]
 
     assert tables_holding(conn, needles) == []
 
