@@ -64,11 +64,17 @@ def _credential_like(word: str) -> bool:
     return len(word) >= _CREDENTIAL_MIN_CHARS or (mixed and len(word) >= _MIXED_CREDENTIAL_MIN_CHARS)
 
 
+# A value that names or computes a secret rather than being one: `token = get_token()`,
+# `TOKEN=$GITHUB_TOKEN`, `secret == None`, `token: <your token>`. Left as written (code stays readable).
+_REFERENCE = re.compile(r"^=|[(\[{$<]")
+_NON_VALUES = frozenset({"none", "null", "nil", "true", "false", "undefined"})
+
+
 def _generic_assignment(kind: str, key: str) -> Rule:
     """`secret=...` and `token=...` always; `secret: ...` only when the value looks like a credential."""
     def replace(m: re.Match[str]) -> str:
         value = m["value"]
-        if value.startswith("[REDACTED:"):
+        if value.startswith("[REDACTED:") or _REFERENCE.search(value) or value.lower() in _NON_VALUES:
             return m[0]
         head, marker = f"{m['key']}{m['sep']}{m['q'] or ''}", _REDACTED.format(kind)
         if "=" in m["sep"]:

@@ -42,8 +42,13 @@ def test_generic_and_missing_detectors(text: str, expected: str) -> None:
     "max_tokens: 1024",
     "The secret to good soup is time.",
     "tokens: 5 per request",
+    "token = get_token(session)",
+    "TOKEN=$GITHUB_TOKEN ./deploy.sh",
+    "if secret == None:",
+    "secret: <your secret here>",
+    "token = null",
 ])
-def test_prose_about_secrets_and_tokens_is_left_alone(text: str) -> None:
+def test_prose_and_code_about_secrets_and_tokens_are_left_alone(text: str) -> None:
     assert mask_secrets(text) == text
 
 
