@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from rag.ingest.report import IndexReport
 
 JSON_HELP = "Print a machine-readable JSON summary."
+ALLOW_EMPTY_HELP = ("Confirm that a vault folder found empty (or without the .obsidian folder it had) was really "
+                    "emptied: remove its documents. Without it such a vault is reported unavailable (an "
+                    "unmounted share looks empty) and nothing is removed.")
 QUIET_HELP = "No progress bars."
 
 
@@ -86,7 +89,7 @@ class RichProgress:
         self._drop_bars()
 
 
-def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bool) -> None:
+def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bool, allow_empty: bool = False) -> None:
     from datetime import UTC, datetime
 
     from rag.errors import RagError
@@ -96,7 +99,7 @@ def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bo
 
     started = datetime.now(UTC)
     with RichProgress(quiet) as progress:
-        report = index_vaults(settings, vaults, progress=progress)
+        report = index_vaults(settings, vaults, progress=progress, allow_empty=allow_empty)
     if report.vaults:
         try:
             with connect(settings, autocommit=True) as conn:  # psql: select * from ragpg_index_runs_recent
@@ -160,18 +163,20 @@ def index(
     vaults: list[str] = typer.Argument(None, help="Vaults to index (default: all)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help=ALLOW_EMPTY_HELP),
 ) -> None:
     """Index vaults incrementally: only new and changed files are parsed and embedded."""
-    _run(state(ctx).settings, list(vaults) if vaults else None, quiet, json_out)
+    _run(state(ctx).settings, list(vaults) if vaults else None, quiet, json_out, allow_empty)
 
 
 def reindex(
     ctx: typer.Context,
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help=ALLOW_EMPTY_HELP),
 ) -> None:
     """Bring every vault up to date (for cron). Idempotent and resumable; exit 0 unless a vault failed."""
-    _run(state(ctx).settings, None, quiet, json_out)
+    _run(state(ctx).settings, None, quiet, json_out, allow_empty)
 
 
 def watch(

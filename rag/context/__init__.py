@@ -2,5 +2,5 @@
 and the evidence packs built from it (`assemble`, `evidence`).
 
 May import: the shared basics (`rag.errors`, `rag.config`, `rag.types`, `rag.tokens`, `rag.text`)
-and the secret masking of `rag.ingest.guard`; never retrieval, the store, the CLI or the server.
+and the secret masking of `rag.secrets`; never retrieval, the store, the CLI or the server.
 """

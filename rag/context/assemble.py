@@ -362,7 +362,7 @@ def _fill(ranked: Sequence[RankedChunk], budget: int) -> _Fill:
 
 
 def assemble_context(ranked: Sequence[RankedChunk], *, budget_tokens: int) -> AssembledContext:
-    """Blocks are the candidates' text, which the retrieval passes already secret-masked."""
+    """Blocks are the candidates' text, stored secret-masked by the indexer."""
     if budget_tokens < 0:
         raise InputError(f"budget_tokens must be ≥ 0, got {budget_tokens}")
     fill = _fill(ranked, budget_tokens)

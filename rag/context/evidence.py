@@ -5,7 +5,7 @@
 - `evidence_llm`: the compact pack for a model — an alias table `{"S1": "notes/a.md"}` and one
   item per chunk in the context, `{"id": "S1#3", "snippet", "score", "notes"}`.
 
-Snippets are the candidates' text, secret-masked where it left the database (rag/passes.py).
+Snippets are the candidates' text, which the indexer stored secret-masked (rag/secrets.py).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ DROP_NOTES = {
 
 
 def snippet(text: str, max_chars: int) -> str:
-    """Whitespace-collapsed, cut at a word boundary when longer than `max_chars` (the text comes
-    secret-masked from the retrieval passes)."""
+    """Whitespace-collapsed, cut at a word boundary when longer than `max_chars` (the text was
+    stored secret-masked)."""
     flat = " ".join(text.split())
     if len(flat) <= max_chars:
         return flat

@@ -1,6 +1,6 @@
 """BEIR-format datasets as vaults: each `corpus.jsonl` entry becomes one document.
 
-An entry `{"_id", "title", "text", "metadata"?}` is stored with `source_path = _id`, the corpus
+An entry `{"_id", "title", "text", "metadata"?}` is stored with `source_path = _id` (secrets masked), the corpus
 title, and content `title + "\\n\\n" + text` chunked as plain text with the vault chunking limits.
 Its `document_version` is the sha256 of the entry's own line, so re-loading an unchanged corpus
 writes nothing. Line and byte positions of chunks refer to that content, not to corpus.jsonl.
@@ -18,6 +18,7 @@ from rag.config import ChunkingSettings
 from rag.errors import InputError, NotFoundError
 from rag.ingest.chunk import chunk_plain_text
 from rag.ingest.store import PreparedDocument, attach_chunks
+from rag.secrets import mask_path, mask_text
 
 CORPUS_FILE = "corpus.jsonl"
 
@@ -141,17 +142,18 @@ def _parse_entry(raw: bytes, line_no: int, problems: list[CorpusProblem]) -> Bei
 def prepare_entry(entry: BeirEntry, vault_name: str, version: str,
                   chunking: ChunkingSettings) -> tuple[PreparedDocument, list[str]]:
     """The entry as a document with its chunks (vectors still to come), plus warnings."""
-    metadata = {**entry.metadata, "beir_id": entry.doc_id}
+    doc_id = mask_path(entry.doc_id)  # the identity the run compares, as for a file's path
+    metadata = {**entry.metadata, "beir_id": doc_id}
     doc = PreparedDocument(
-        source_path=entry.doc_id, folder="", title=entry.title or entry.doc_id, url=None, doc_type=None,
+        source_path=doc_id, folder="", title=entry.title or doc_id, url=None, doc_type=None,
         persona=None, tags=[], project=None, confidentiality="public", doc_date=None,
         document_version=version, size_bytes=len(entry.raw), metadata=metadata,
     )
-    result = chunk_plain_text(entry.content, soft_bytes=chunking.soft_bytes, hard_bytes=chunking.hard_bytes,
+    result = chunk_plain_text(mask_text(entry.content), soft_bytes=chunking.soft_bytes, hard_bytes=chunking.hard_bytes,
                               overlap_bytes=chunking.overlap_bytes, max_chunks=chunking.max_chunks_per_document)
-    attach_chunks(doc, vault_name, result.chunks, {"beir_id": entry.doc_id})
+    attach_chunks(doc, vault_name, result.chunks, {"beir_id": doc_id})
     warnings = []
     if result.truncated:
-        warnings.append(f"{entry.doc_id}: {result.total} chunks, only the first "
+        warnings.append(f"{doc_id}: {result.total} chunks, only the first "
                         f"{chunking.max_chunks_per_document} indexed")
     return doc, warnings

@@ -7,8 +7,9 @@ boundaries, and a single over-long line at UTF-8 character boundaries.
 
 Conventions (both chunkers):
 - `text` is the document *body*: the file text from `body_start_byte` (= line `body_start_line`,
-  0-based) onward, e.g. `ParsedDocument.body(file_text)`. Chunk positions are in whole-file terms,
-  so `file_bytes[c.start_byte:c.end_byte].decode("utf-8") == c.text`.
+  0-based) onward, e.g. `ParsedDocument.body(file_text)`, which normalises line endings (and the
+  indexer masks secrets keeping every line). Chunk positions are in whole-text terms, so
+  `text_bytes[c.start_byte:c.end_byte].decode("utf-8") == c.text`, and lines are the file's lines.
 - Lines are "\\n"-terminated (a CRLF line keeps its "\\r"); `start_line`/`end_line` are 1-based and
   inclusive, `end_line` being the line that holds the chunk's last byte.
 - Whitespace-only lines are trimmed from chunk edges; whitespace-only chunks are dropped.

@@ -1,5 +1,9 @@
 """Frontmatter and document metadata: YAML between `---` fences, plus title fallbacks.
 
+Line endings are normalised first (CRLF and a lone CR become LF), so front matter written on any
+platform parses, and line numbers count the lines an editor shows. Positions (`body_start_byte`,
+and the chunks' positions after it) are in the normalised text.
+
 A broken frontmatter block never loses the document: it is reported in `warnings` and the body
 is still indexed. Invalid YAML between the fences: the body starts after the closing fence. YAML
 that is not a mapping (e.g. a `---` rule, a line of prose, `---`): the whole file is body. No
@@ -7,13 +11,17 @@ closing fence: the whole file is body.
 
 Fail closed: whenever the frontmatter cannot be trusted to say what the note asked for (it does not
 parse, or `confidentiality` is present but not one known level given once), the note is stored at
-the most restricted level and `failed_closed` is set, so the run summary can count it.
+the most restricted level and `failed_closed` is set, so the run summary can count it. So is a note
+that starts with something that looks like front matter but is not parsed as such: a `+++` (TOML)
+fence, a `---` after blank lines or indented, or a `confidentiality:` line without fences. Its
+whole text is indexed, at the most restricted level, with a warning naming the file.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
+import itertools
 import math
 import re
 from dataclasses import dataclass, field
@@ -99,8 +107,8 @@ class ParsedDocument:
     warnings: list[str] = field(default_factory=list)
 
     def body(self, text: str) -> str:
-        """The part of `text` after the frontmatter (what the chunker takes)."""
-        return text.encode("utf-8")[self.body_start_byte :].decode("utf-8")
+        """The part of `text` (line endings normalised) after the frontmatter: what the chunker takes."""
+        return normalise_line_endings(text).encode("utf-8")[self.body_start_byte :].decode("utf-8")
 
 
 class _FrontmatterError(Exception):
@@ -111,10 +119,17 @@ class _NotAMapping(_FrontmatterError):
     pass
 
 
+def normalise_line_endings(text: str) -> str:
+    """CRLF and lone CR as LF: the one line ending parsing, chunking and line numbers assume."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def parse_document(text: str, source_path: str) -> ParsedDocument:
     warnings: list[str] = []
+    text = normalise_line_endings(text)
     lines = text.split("\n")
     raw, body_line, problem = _split_frontmatter(lines)
+    lookalike = raw is None and problem is None and (problem := _lookalike_frontmatter(lines)) is not None
     frontmatter: dict[str, Any] = {}
     if problem is None and raw is not None:
         try:
@@ -132,7 +147,8 @@ def parse_document(text: str, source_path: str) -> ParsedDocument:
     conf_problem: str | None
     if problem is not None:
         confidentiality, conf_problem = UNKNOWN_CONFIDENTIALITY, problem
-        warnings.append(f"broken frontmatter in {source_path}: {problem} (treated as {confidentiality})")
+        what = "unrecognised" if lookalike else "broken"
+        warnings.append(f"{what} frontmatter in {source_path}: {problem} (treated as {confidentiality})")
     else:
         confidentiality, conf_problem = _confidentiality(fm)
         mentions = len(_MENTIONS_CONFIDENTIALITY.findall("\n".join(lines[:body_line])))
@@ -177,6 +193,26 @@ def _split_frontmatter(lines: list[str]) -> tuple[str | None, int, str | None]:
             return "\n".join(lines[1:i]), i + 1, None
     # Without a closing fence there is no telling where metadata ends; keep everything as body.
     return None, 0, "no closing '---' fence"
+
+
+_FENCE_LOOKALIKE = re.compile(r"^\s*(?:-{3,}|\+{3,}|\.{3})\s*$")
+_SETS_CONFIDENTIALITY = re.compile(r"confidentiality\s*['\"]?\s*[:=]", re.IGNORECASE)
+
+
+def _lookalike_frontmatter(lines: list[str]) -> str | None:
+    """Why a note without parsed front matter may still have meant some: its first non-blank line is
+    a fence (`+++`, or `---` after blank lines or spaces), or its first paragraph sets a level."""
+    for i, line in enumerate(lines):
+        line = line.lstrip("\ufeff")
+        if not line.strip():
+            continue
+        if _FENCE_LOOKALIKE.match(line):
+            return f"line {i + 1} looks like a front matter fence, but front matter must start with '---' on line 1"
+        paragraph = itertools.takewhile(str.strip, lines[i:])
+        if any(_SETS_CONFIDENTIALITY.search(p) for p in paragraph):
+            return "a confidentiality line outside front matter"
+        return None
+    return None
 
 
 def _safe_load(raw: str) -> Any:

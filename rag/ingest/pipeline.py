@@ -35,6 +35,7 @@ from rag.ingest.parse import DATE_KEYS, UNKNOWN_CONFIDENTIALITY, parse_document
 from rag.ingest.report import IndexReport, SkipRecord, VaultReport, peak_rss_mb
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
+from rag.secrets import mask_path, mask_text
 from rag.store import lexical_backend
 from rag.store.database import Connection
 from rag.store.locate import connect
@@ -74,8 +75,12 @@ class Source:
 
 
 def index_vaults(settings: Settings, names: Sequence[str] | None = None, *,
-                 progress: IndexProgress | None = None, embedder: Embedder | None = None) -> IndexReport:
-    """Index the named vaults (none = all). A vault that fails is reported; the others still run."""
+                 progress: IndexProgress | None = None, embedder: Embedder | None = None,
+                 allow_empty: bool = False) -> IndexReport:
+    """Index the named vaults (none = all). A vault that fails is reported; the others still run.
+
+    `allow_empty` confirms that a vault folder found empty (or without the `.obsidian` folder it had)
+    was really emptied: its documents are then removed instead of the vault being reported unavailable."""
     embedder = embedder or get_embedder(settings.embedding.model, settings.embedding)
     report = IndexReport(embedding_model=embedder.model_key)
     started = time.perf_counter()
@@ -88,7 +93,8 @@ def index_vaults(settings: Settings, names: Sequence[str] | None = None, *,
             except RagError as exc:
                 report.vaults.append(_failed(vault.name, embedder, exc))
                 continue
-            report.vaults.append(index_vault(conn, vault, settings, embedder, model, progress or NoProgress()))
+            report.vaults.append(index_vault(conn, vault, settings, embedder, model, progress or NoProgress(),
+                                             allow_empty=allow_empty))
     report.seconds = time.perf_counter() - started
     report.peak_rss_mb = peak_rss_mb()
     return report
@@ -113,9 +119,9 @@ def ensure_model(conn: Connection, embedder: Embedder) -> EmbeddingModelRef:
 
 
 def index_vault(conn: Connection, vault: Vault, settings: Settings, embedder: Embedder,
-                model: EmbeddingModelRef, progress: IndexProgress) -> VaultReport:
+                model: EmbeddingModelRef, progress: IndexProgress, *, allow_empty: bool = False) -> VaultReport:
     """One incremental run over one vault, on an autocommit connection (transactions are explicit)."""
-    run = _VaultRun(conn, vault, settings, embedder, model, progress)
+    run = _VaultRun(conn, vault, settings, embedder, model, progress, allow_empty)
     started = time.perf_counter()
     try:
         with store.vault_lock(conn, vault.id):
@@ -124,14 +130,17 @@ def index_vault(conn: Connection, vault: Vault, settings: Settings, embedder: Em
         run.report.error, run.report.error_code = str(exc), exc.exit_code
     except psycopg.DataError as exc:  # a value Postgres refused: this vault fails, the others still run
         run.report.error, run.report.error_code = f"the database refused a value: {exc}".splitlines()[0], 1
+    except Exception as exc:  # nobody planned for it: still this vault's failure alone, in one line
+        detail = (str(exc).strip().splitlines() or [""])[0]
+        run.report.error, run.report.error_code = f"unexpected {type(exc).__name__}: {detail}".rstrip(": "), 1
     run.report.seconds = time.perf_counter() - started
     return run.report
 
 
 class _VaultRun:
     def __init__(self, conn: Connection, vault: Vault, settings: Settings, embedder: Embedder,
-                 model: EmbeddingModelRef, progress: IndexProgress) -> None:
-        self.conn, self.vault, self.settings = conn, vault, settings
+                 model: EmbeddingModelRef, progress: IndexProgress, allow_empty: bool = False) -> None:
+        self.conn, self.vault, self.settings, self.allow_empty = conn, vault, settings, allow_empty
         self.embedder, self.model, self.progress = embedder, model, progress
         self.report = VaultReport(vault.name, embedder.model_key)
         self.pending: list[store.PreparedDocument] = []
@@ -153,6 +162,7 @@ class _VaultRun:
         self.report.files_seen = len(sources) + len(skipped)
         self.progress.begin_vault(self.vault.name, len(sources))
         stored = store.stored_versions(self.conn, self.vault.id)
+        marker = self.check_available(len(sources) + len(skipped), len(stored))
         keep = {s.path for s in skipped if s.reason in KEEP_ON_SKIP}
         bulk.Deferral.finish_leftovers(self.conn, self.vault.id)  # what a killed run or load left deferred
         self.new_documents = sum(1 for s in sources if s.path not in stored)
@@ -175,7 +185,18 @@ class _VaultRun:
         r = self.settings.retrieval
         self.report.lexical_backend = lexical_backend.choose_for_vault(
             self.conn, self.vault.name, r.lexical_backend, r.bm25_k1, r.bm25_b)
+        if marker is not None and marker != self.vault.settings.get(store.MARKER_SETTING):
+            store.record_root_marker(self.conn, self.vault.id, marker)
         mark_indexed(self.conn, self.vault.id)
+
+    def check_available(self, files_found: int, stored_documents: int) -> bool | None:
+        """Whether a folder vault's root holds its marker (None for a BEIR vault); raises, before
+        anything is written or deleted, when the root looks unmounted (rag.ingest.presence)."""
+        if self.vault.kind == "beir":
+            return None
+        return presence.check_available(
+            self.vault.root, self.vault.name, files_found=files_found, stored_documents=stored_documents,
+            had_marker=self.vault.settings.get(store.MARKER_SETTING) is True, allow_empty=self.allow_empty)
 
     def deletable(self, stored: dict[str, str], keep: set[str]) -> list[str]:
         """Stored documents whose files are positively gone (see rag.ingest.presence); raises, deleting
@@ -186,9 +207,10 @@ class _VaultRun:
         presence.check_root_unchanged(self.vault.root, self.identity)
         unreadable = [s.path for s in self.report.skipped if s.reason == "unreadable"]
         candidates = {p for p in candidates if not presence.under_any(p, unreadable)}
-        vanished = {s.path for s in self.report.skipped if s.reason == "vanished"} & candidates
-        confirmed = presence.confirm_vanished(self.vault.root, sorted(vanished))
-        return sorted((candidates - vanished) | confirmed)
+        vanished = sorted({(s.path, s.disk_path) for s in self.report.skipped
+                           if s.reason == "vanished" and s.path in candidates})
+        confirmed = presence.confirm_vanished(self.vault.root, vanished)
+        return sorted((candidates - {path for path, _ in vanished}) | confirmed)
 
     def visit(self, source: Source, stored: dict[str, str]) -> bool:
         """Handle one candidate; True when its document stays (indexed or unchanged)."""
@@ -313,7 +335,7 @@ def _folder_sources(vault: Vault, settings: Settings) -> tuple[list[Source], lis
 
 
 def _skip(s: SkippedFile) -> SkipRecord:
-    return SkipRecord(s.source_path, s.reason, s.detail)
+    return SkipRecord(s.source_path, s.reason, s.detail, s.disk_path)
 
 
 def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
@@ -329,7 +351,10 @@ def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
 
 def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
                  settings: Settings) -> tuple[store.PreparedDocument, list[str]]:
-    """Parse frontmatter and chunk one file (markdown structure, or blank-line blocks for .txt)."""
+    """Parse frontmatter and chunk one file (markdown structure, or blank-line blocks for .txt).
+
+    The body is masked (rag/secrets.py) before it is chunked; the parsed fields are masked with the
+    chunks (`store.attach_chunks`). Nothing of the file leaves this function unmasked."""
     text = data.decode("utf-8")
     parsed = parse_document(text, f.source_path)
     folder = str(PurePosixPath(f.source_path).parent)
@@ -346,7 +371,7 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
     )
     chunker = chunk_markdown if f.kind == "markdown" else chunk_plain_text
     c = settings.chunking
-    result = chunker(parsed.body(text), body_start_line=parsed.body_start_line,
+    result = chunker(mask_text(parsed.body(text)), body_start_line=parsed.body_start_line,
                      body_start_byte=parsed.body_start_byte, soft_bytes=c.soft_bytes, hard_bytes=c.hard_bytes,
                      overlap_bytes=c.overlap_bytes, max_chunks=c.max_chunks_per_document)
     store.attach_chunks(doc, vault_name, result.chunks)
@@ -366,4 +391,4 @@ def _entry_source(corpus: beir.BeirCorpus, ref: beir.BeirEntryRef, vault: Vault,
     def prepare(data: bytes, version: str) -> tuple[store.PreparedDocument, list[str]]:
         return beir.prepare_entry(corpus.entry(ref, data), vault.name, version, settings.chunking)
 
-    return Source(ref.doc_id, lambda: corpus.read(ref), prepare)
+    return Source(mask_path(ref.doc_id), lambda: corpus.read(ref), prepare)

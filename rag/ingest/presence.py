@@ -4,7 +4,9 @@ An index run deletes a stored document only on positive evidence that its file i
 folder that could be read: the walk listed the folder and the name was not there, or (for a file
 that vanished between the walk and the read) the folder, listed again, no longer holds it. A folder
 that vanished mid-run, or a vault root that changed identity (an unmounted disk, a moved folder),
-aborts the vault's run before anything is deleted.
+aborts the vault's run before anything is deleted. So does a root that holds no file at all, or lost
+the `.obsidian` folder it had at the last run, while the index holds documents of it (what an
+unmounted share looks like), unless the run is told `allow_empty`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from rag.errors import RagError
 from rag.ingest.names import disk_name
+from rag.secrets import mask_path
 
 NOTHING_DELETED = "nothing was deleted; run the index again once the folder is back"
 
@@ -47,25 +50,56 @@ def check_root_unchanged(root: Path, identity: tuple[int, int]) -> None:
                                 f"{NOTHING_DELETED}")
 
 
+class VaultUnavailableError(VaultChangedError):
+    """The vault's folder looks unmounted or replaced: empty, or without the marker it had."""
+
+
+MARKER = ".obsidian"  # Obsidian's settings folder: its loss says another folder is mounted at the root
+ALLOW_EMPTY_OPTION = "--allow-empty"
+
+
+def check_available(root: Path, vault: str, *, files_found: int, stored_documents: int, had_marker: bool,
+                    allow_empty: bool) -> bool:
+    """Whether the root holds the marker now; raises VaultUnavailableError, before anything is
+    deleted, when the index holds documents of a root that is empty or lost the marker it had.
+
+    An unmounted network share or disk shows an empty folder at the mount point: taken at its word,
+    the nightly reindex would remove the whole vault. Only the user can tell a real emptying apart,
+    by running the index again with `--allow-empty`."""
+    has_marker = (root / MARKER).is_dir()
+    if allow_empty or stored_documents == 0:
+        return has_marker
+    confirm = (f"{NOTHING_DELETED}; if the notes are really gone, confirm with "
+               f"`ragpg index {vault} {ALLOW_EMPTY_OPTION}`")
+    if files_found == 0:
+        raise VaultUnavailableError(f"vault folder {root} is empty but the index holds {stored_documents} of its "
+                                    f"documents (an unmounted share or disk?); {confirm}")
+    if had_marker and not has_marker:
+        raise VaultUnavailableError(f"vault folder {root} has lost the {MARKER} folder it had at the last run "
+                                    f"(another folder mounted there?); {confirm}")
+    return has_marker
+
+
 def under_any(path: str, folders: Iterable[str]) -> bool:
     """True when `path` lies below one of `folders` (rel paths; "." is the root)."""
     return any(f == "." or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def confirm_vanished(root: Path, source_paths: Iterable[str]) -> set[str]:
-    """Of files the walk saw but the read did not find, those whose folder, listed now, lacks them.
+def confirm_vanished(root: Path, files: Iterable[tuple[str, str]]) -> set[str]:
+    """Of files the walk saw but the read did not find, given as (stored path, path on disk), the
+    stored paths of those whose folder, listed now, lacks them.
 
     A folder that is itself gone raises VaultChangedError: a whole subtree disappearing mid-run is
     an unmount or a move, not the user deleting notes. An unreadable folder proves nothing: kept."""
     gone: set[str] = set()
     listings: dict[str, set[str] | None] = {}
-    for rel in source_paths:
+    for stored, rel in files:
         parent = str(PurePosixPath(rel).parent)
         if parent not in listings:
             listings[parent] = _listing(root, parent)
         names = listings[parent]
         if names is not None and disk_name(PurePosixPath(rel).name) not in names:
-            gone.add(rel)
+            gone.add(stored)
     return gone
 
 
@@ -74,6 +108,6 @@ def _listing(root: Path, parent: str) -> set[str] | None:
     try:
         return set(os.listdir(folder))
     except (FileNotFoundError, NotADirectoryError):
-        raise VaultChangedError(f"folder '{parent}' vanished during the run; {NOTHING_DELETED}") from None
+        raise VaultChangedError(f"folder '{mask_path(parent)}' vanished during the run; {NOTHING_DELETED}") from None
     except OSError:
         return None

@@ -16,9 +16,10 @@ def peak_rss_mb() -> float:
 
 @dataclass(frozen=True)
 class SkipRecord:
-    path: str
+    path: str  # the stored (masked) path: what reports show
     reason: str
     detail: str = ""
+    disk_path: str = ""  # the real relative path, for looking on disk; never reported
 
     @property
     def message(self) -> str:

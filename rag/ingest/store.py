@@ -21,6 +21,7 @@ from psycopg.types.json import Jsonb
 from rag.ingest.chunk import Chunk
 from rag.ingest.guard import assess_injection
 from rag.ingest.hnsw import BulkLoadPolicy, indexes_rebuilt
+from rag.secrets import mask_structure, mask_text
 from rag.store.database import Connection
 from rag.store.models import EmbeddingModelRef
 from rag.tokens import count_tokens
@@ -150,6 +151,14 @@ def restrict_documents(conn: Connection, vault_id: int, source_paths: Sequence[s
         cur = conn.execute("update documents set confidentiality = %s where vault_id = %s and source_path = any(%s)",
                            (level, vault_id, list(source_paths)))
         return cur.rowcount
+
+
+MARKER_SETTING = "root_marker"  # vaults.settings: whether the root held the .obsidian folder at the last run
+
+
+def record_root_marker(conn: Connection, vault_id: int, present: bool) -> None:
+    conn.execute("update vaults set settings = jsonb_set(settings, array[%s], to_jsonb(%s::boolean)) "
+                 "where id = %s", (MARKER_SETTING, present, vault_id))
 
 
 def _delete_chunks_of(conn: Connection, vault_id: int, source_paths: Sequence[str]) -> None:
@@ -301,16 +310,32 @@ def document_metadata(vault_name: str, doc: PreparedDocument) -> dict[str, Any]:
 
 def attach_chunks(doc: PreparedDocument, vault_name: str, chunks: Sequence[Chunk],
                   extra_metadata: dict[str, Any] | None = None) -> None:
-    """Turn chunker output into rows: token counts, injection flags, denormalised metadata."""
-    base = {**document_metadata(vault_name, doc), **(extra_metadata or {})}
+    """Turn chunker output into rows: secrets masked, token counts, injection flags, denormalised metadata.
+
+    Every way of building a document's rows goes through here, so this is where its fields are
+    masked (rag/secrets.py), before anything is embedded or written. The caller masks the whole
+    text before chunking (`mask_text`: a token cut by a chunk boundary is still whole there), and
+    the path in the walk (`mask_path`: it is the document's identity); each chunk is masked again,
+    which changes nothing unless a cut made a new match."""
+    _mask_document(doc)
+    base = {**document_metadata(vault_name, doc), **mask_structure(extra_metadata or {})}
     doc.chunks = [_prepared_chunk(c, base) for c in chunks]
 
 
+def _mask_document(doc: PreparedDocument) -> None:
+    doc.title, doc.url, doc.doc_type, doc.persona, doc.project = (
+        None if v is None else mask_text(v) for v in (doc.title, doc.url, doc.doc_type, doc.persona, doc.project))
+    doc.tags = [mask_text(t) for t in doc.tags]
+    doc.aliases = [mask_text(a) for a in doc.aliases]
+    doc.metadata = mask_structure(doc.metadata)
+
+
 def _prepared_chunk(c: Chunk, base: dict[str, Any]) -> PreparedChunk:
-    risk = assess_injection(c.text)
+    text, heading_path = mask_text(c.text), mask_text(c.heading_path)
+    risk = assess_injection(text)
     return PreparedChunk(
-        ordinal=c.ordinal, heading_path=c.heading_path, content=c.text, token_count=count_tokens(c.text),
+        ordinal=c.ordinal, heading_path=heading_path, content=text, token_count=count_tokens(text),
         start_line=c.start_line, end_line=c.end_line, start_byte=c.start_byte, end_byte=c.end_byte,
         risk_flags=list(risk.flags), risk_score=risk.risk_score,
-        metadata={**base, "ordinal": c.ordinal, "heading_path": c.heading_path},
+        metadata={**base, "ordinal": c.ordinal, "heading_path": heading_path},
     )

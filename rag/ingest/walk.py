@@ -22,6 +22,7 @@ from rag.errors import InputError, NotFoundError
 from rag.ingest.globs import compile_glob, glob_match
 from rag.ingest.names import stored_name
 from rag.ingest.presence import NOTHING_DELETED, VaultChangedError
+from rag.secrets import mask_path
 
 _INGEST = IngestSettings()
 
@@ -37,20 +38,22 @@ _BINARY_SNIFF_BYTES = 8192
 
 @dataclass(frozen=True)
 class VaultFile:
-    source_path: str  # posix, relative to the vault root, through symlink names; `names.stored_name` form
+    source_path: str  # the document's identity: `disk_path` with secrets masked (rag.secrets.mask_path)
     abs_path: Path
     kind: Kind
     size_bytes: int
     root_real: str = ""  # the vault root's real path: what the opened file must lie inside
     via_link: bool = False  # reached through a symlink the walk checked (the open must follow it)
     mtime: float | None = None  # modification time at the walk (seconds since the epoch): the fallback date
+    disk_path: str = ""  # posix, relative to the vault root, through symlink names; `names.stored_name` form
 
 
 @dataclass(frozen=True)
 class SkippedFile:
-    source_path: str
+    source_path: str  # masked, as VaultFile.source_path
     reason: SkipReason
     detail: str = ""
+    disk_path: str = ""  # as VaultFile.disk_path: what deciding that a file is gone looks up
 
     @property
     def message(self) -> str:
@@ -91,13 +94,25 @@ def walk_vault(
         raise InputError(f"vault path is not a folder: {root}")
     walker = _Walker(os.path.realpath(root), tuple(denylist), frozenset(skip_hidden), max_document_bytes)
     walker.walk_dir(root, "", (os.path.realpath(root),))
+    walker.run()
     return WalkResult(
         files=sorted(walker.files, key=lambda f: f.source_path),
         skipped=sorted(walker.skipped, key=lambda s: (s.source_path, s.reason)),
     )
 
 
+@dataclass(frozen=True)
+class _Folder:
+    path: Path
+    rel: str
+    ancestors: tuple[str, ...]  # real paths of the folders on the way here, the root first
+    via_link: bool
+
+
 class _Walker:
+    """Folders wait on a stack, not on the call stack: a vault nested any depth is walked (a
+    recursive walk stopped with RecursionError near 500 levels, and the vaults after it went unindexed)."""
+
     def __init__(self, root_real: str, denylist: tuple[str, ...], hidden: frozenset[str], max_bytes: int):
         self.root_real = root_real
         self.denylist = denylist
@@ -105,17 +120,26 @@ class _Walker:
         self.max_bytes = max_bytes
         self.files: list[VaultFile] = []
         self.skipped: list[SkippedFile] = []
+        self.pending: list[_Folder] = []
+
+    def run(self) -> None:
+        while self.pending:
+            self.list_dir(self.pending.pop())
 
     def skip(self, rel: str, reason: SkipReason, detail: str = "") -> None:
-        self.skipped.append(SkippedFile(stored_name(rel), reason, detail))
+        self.skipped.append(SkippedFile(mask_path(stored_name(rel)), reason, detail, stored_name(rel)))
 
     def walk_dir(self, path: Path, rel: str, ancestors: tuple[str, ...], via_link: bool = False) -> None:
+        self.pending.append(_Folder(path, rel, ancestors, via_link))
+
+    def list_dir(self, folder: _Folder) -> None:
+        path, rel, ancestors, via_link = folder.path, folder.rel, folder.ancestors, folder.via_link
         try:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except (FileNotFoundError, NotADirectoryError):
             # Its files are unseen, not deleted: carrying on would delete their documents.
-            raise VaultChangedError(f"folder '{stored_name(rel or '.')}' vanished during the walk; "
+            raise VaultChangedError(f"folder '{mask_path(stored_name(rel or '.'))}' vanished during the walk; "
                                     f"{NOTHING_DELETED}") from None
         except OSError as exc:
             if not rel:
@@ -184,8 +208,9 @@ class _Walker:
         if st.st_size > self.max_bytes:
             self.skip(rel, "too_large", f"{st.st_size} bytes > limit {self.max_bytes}")
             return
-        self.files.append(VaultFile(stored_name(rel), Path(path), kind, st.st_size, self.root_real, via_link,
-                                    st.st_mtime))
+        name = stored_name(rel)
+        self.files.append(VaultFile(mask_path(name), Path(path), kind, st.st_size, self.root_real, via_link,
+                                    st.st_mtime, name))
 
     def _real_rel(self, path: str) -> str:
         # A symlink must not smuggle a denylisted file in under an innocent name.
@@ -233,12 +258,13 @@ def read_document(f: VaultFile, max_document_bytes: int = _INGEST.max_document_b
         fd = os.open(f.abs_path, flags)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return SkippedFile(f.source_path, "symlink_outside_vault", "became a symlink after the walk")
+            return SkippedFile(f.source_path, "symlink_outside_vault", "became a symlink after the walk", f.disk_path)
         return _open_failed(f, exc)
     if f.root_real and not _inside(opened_path(fd, f.abs_path), f.root_real):
         # A folder on the way (or a link's target) was swapped since the walk: what is open is not ours.
         os.close(fd)
-        return SkippedFile(f.source_path, "symlink_outside_vault", "resolved outside the vault when opened")
+        return SkippedFile(f.source_path, "symlink_outside_vault", "resolved outside the vault when opened",
+                           f.disk_path)
     return _read_open(f, fd, max_document_bytes)
 
 
@@ -265,21 +291,22 @@ def _inside(path: str, root_real: str) -> bool:
 
 def _open_failed(f: VaultFile, exc: OSError) -> SkippedFile:
     if isinstance(exc, FileNotFoundError):
-        return SkippedFile(f.source_path, "vanished", "deleted before it could be read")
-    return SkippedFile(f.source_path, "unreadable", exc.strerror or type(exc).__name__)
+        return SkippedFile(f.source_path, "vanished", "deleted before it could be read", f.disk_path)
+    return SkippedFile(f.source_path, "unreadable", exc.strerror or type(exc).__name__, f.disk_path)
 
 
 def _read_open(f: VaultFile, fd: int, max_document_bytes: int) -> bytes | SkippedFile:
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return SkippedFile(f.source_path, "unreadable", "not a regular file")
+            return SkippedFile(f.source_path, "unreadable", "not a regular file", f.disk_path)
         if st.st_size > max_document_bytes:
-            return SkippedFile(f.source_path, "too_large", f"{st.st_size} bytes > limit {max_document_bytes}")
+            return SkippedFile(f.source_path, "too_large", f"{st.st_size} bytes > limit {max_document_bytes}",
+                               f.disk_path)
         try:
             data = fh.read(max_document_bytes + 1)
         except OSError as exc:
-            return SkippedFile(f.source_path, "unreadable", exc.strerror or type(exc).__name__)
+            return SkippedFile(f.source_path, "unreadable", exc.strerror or type(exc).__name__, f.disk_path)
     return classify_bytes(f.source_path, data, max_document_bytes)
 
 

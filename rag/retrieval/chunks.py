@@ -9,7 +9,7 @@ a missing chunk, so its existence is not revealed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +18,6 @@ from psycopg.rows import class_row
 
 from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
 from rag.errors import AuthError, InputError, NotFoundError
-from rag.secrets import mask_secrets
 from rag.store.database import Connection
 
 MAX_SOURCE_PATH_CHARS = 4096
@@ -115,4 +114,4 @@ def get_chunk(conn: Connection, vault: str, source_path: str, ordinal: int, *,
     if row is None:
         # The same message whether the chunk is absent or above the caller's clearance.
         raise NotFoundError(f"no chunk {vault}/{source_path}#{ordinal}")
-    return replace(row, content=mask_secrets(row.content))  # as the retrieval passes mask theirs
+    return row  # stored masked (rag/secrets.py), like every chunk the retrieval passes return

@@ -16,7 +16,6 @@ from psycopg import sql
 
 from rag.config import RetrievalSettings
 from rag.retrieval import retrieve
-from rag.secrets import mask_secrets
 from rag.store import models
 from rag.store.database import Connection
 from rag.types import Candidate
@@ -32,11 +31,10 @@ class PassSpec:
 
 
 def _candidate(row: Any, **extra: Any) -> Candidate:
-    # Secrets are masked here, where text leaves the database, so every surface downstream (context,
-    # evidence, answers, search results, traces) only ever holds the masked form.
+    # No masking here: the indexer masked every stored field before writing it (rag/secrets.py).
     return Candidate(
         chunk_id=row.chunk_id, vault=row.vault, source_path=row.source_path, ordinal=row.chunk_ordinal,
-        heading_path=row.heading_path, content=mask_secrets(row.content), metadata=row.metadata, **extra)
+        heading_path=row.heading_path, content=row.content, metadata=row.metadata, **extra)
 
 
 def run_pass(conn: Connection, model: models.EmbeddingModelRef, spec: PassSpec, *, retrieval: str,

@@ -4,11 +4,11 @@ import pytest
 
 from rag.errors import InputError
 from rag.ingest.chunk import Chunk, chunk_markdown, chunk_plain_text
-from rag.ingest.parse import parse_document
+from rag.ingest.parse import normalise_line_endings, parse_document
 
 
 def assert_slices_back(file_text: str, chunks: list[Chunk]) -> None:
-    data = file_text.encode()
+    data = normalise_line_endings(file_text).encode()  # positions are in the normalised text
     for c in chunks:
         assert data[c.start_byte:c.end_byte].decode() == c.text
         assert c.start_line == data[:c.start_byte].count(b"\n") + 1
@@ -100,12 +100,13 @@ def test_oversized_block_split_at_lines_and_long_line_at_char_boundaries() -> No
     assert "".join(c.text for c in chunks if "漢" in c.text or "😀" in c.text).rstrip("\n") == long_line
 
 
-def test_crlf_document() -> None:
-    text = "# A\r\n\r\nline one\r\n\r\n## B\r\n\r\nline two\r\n"
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+def test_crlf_and_cr_documents(newline: str) -> None:
+    text = "# A\n\nline one\n\n## B\n\nline two\n".replace("\n", newline)
     chunks = chunk_file(text)
     assert [c.heading_path for c in chunks] == ["# A", "# A > ## B"]
-    assert chunks[0].text == "# A\r\n\r\nline one\r\n"
-    assert (chunks[1].start_line, chunks[1].end_line) == (5, 7)
+    assert chunks[0].text == "# A\n\nline one\n"  # stored with line endings normalised
+    assert (chunks[1].start_line, chunks[1].end_line) == (5, 7)  # the lines an editor shows
 
 
 def test_overlap_shares_bytes_within_a_section_only() -> None:

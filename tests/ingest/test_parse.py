@@ -4,7 +4,12 @@ import json
 
 import pytest
 
-from rag.ingest.parse import CONFIDENTIALITY_LEVELS, confidentiality_rank, parse_document
+from rag.ingest.parse import (
+    CONFIDENTIALITY_LEVELS,
+    confidentiality_rank,
+    normalise_line_endings,
+    parse_document,
+)
 
 
 def test_full_frontmatter() -> None:
@@ -50,7 +55,8 @@ def test_body_offsets_with_multibyte_frontmatter_and_crlf() -> None:
     doc = parse_document(text, "x.md")
     assert doc.title == "Crème brûlée 漢字"
     assert doc.body_start_line == 3
-    assert text.encode()[doc.body_start_byte:] == b"body line\r\n"
+    assert normalise_line_endings(text).encode()[doc.body_start_byte:] == b"body line\n"
+    assert doc.body(text) == "body line\n"
 
 
 def test_title_fallbacks() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -72,3 +73,50 @@ def test_stored_level_is_never_lower_than_asked(case: tuple[str, int]) -> None:
 def test_arbitrary_text_never_crashes_and_confidentiality_is_a_known_level(text: str) -> None:
     doc = parse_document("---\n" + text, "r.md")
     assert doc.confidentiality in CONFIDENTIALITY_LEVELS
+
+
+# --- front matter in a form the parser does not take (issue 29) ----------------------------------
+
+LOOKALIKES = {
+    "toml": "+++\nconfidentiality = 'restricted'\n+++\nbody text\n",
+    "blank first line": "\n---\nconfidentiality: restricted\n---\nbody text\n",
+    "space before the fence": " ---\nconfidentiality: restricted\n---\nbody text\n",
+    "tab before the fence": "\t---\nconfidentiality: restricted\n---\nbody text\n",
+    "bom then blank line": "\ufeff\n---\nconfidentiality: restricted\n---\nbody text\n",
+    "no fences at all": "confidentiality: restricted\ntitle: plan\n\nbody text\n",
+    "public in toml": "+++\nconfidentiality = 'public'\n+++\nbody text\n",
+}
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("name", LOOKALIKES)
+def test_lookalike_front_matter_fails_closed_with_a_warning(name: str) -> None:
+    doc = parse_document(LOOKALIKES[name], "notes/plan.md")
+    assert doc.confidentiality == "restricted" and doc.failed_closed
+    assert [w for w in doc.warnings if "notes/plan.md" in w and "(treated as restricted)" in w]
+    assert "body text" in doc.body(LOOKALIKES[name])  # nothing is lost: the whole note is indexed
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("text", [
+    "---\rconfidentiality: restricted\r---\rbody text\r",  # CR-only (classic Mac)
+    "---\r\nconfidentiality: restricted\r\n---\r\nbody text\r\n",  # CRLF
+    "\ufeff---\nconfidentiality: restricted\n---\nbody text\n",  # BOM
+    "\ufeff---\r\nconfidentiality: restricted\r\n---\r\nbody text\r\n",
+])
+def test_front_matter_with_any_line_ending_parses(text: str) -> None:
+    doc = parse_document(text, "n.md")
+    assert doc.confidentiality == "restricted" and not doc.failed_closed and doc.warnings == []
+    assert doc.body(text) == "body text\n" and doc.body_start_line == 3
+
+
+@pytest.mark.parametrize("text", [
+    "---\ntitle: Plan\nconfidentiality: internal\n---\nbody text\n",
+    "# Plan\n\nbody text\n",
+    "plain words first\n\n---\n\nmore\n",
+    "",
+])
+def test_ordinary_notes_are_unchanged(text: str) -> None:
+    doc = parse_document(text, "n.md")
+    assert not doc.failed_closed and doc.warnings == []
+    assert doc.confidentiality in ("public", "internal")

@@ -163,3 +163,12 @@ def test_non_regular_files_are_ignored(tmp_path: Path) -> None:
     write(tmp_path, "n.md")
     result = walk_vault(tmp_path)
     assert rels(result.files) == ["n.md"] and result.skipped == []
+
+
+@pytest.mark.security
+def test_a_folder_nested_500_deep_is_walked_without_recursion(tmp_path: Path) -> None:
+    deep = "/".join(["d"] * 500)
+    write(tmp_path, f"{deep}/bottom.md")
+    write(tmp_path, "top.md")
+    result = walk_vault(tmp_path)
+    assert rels(result.files) == [f"{deep}/bottom.md", "top.md"] and result.skipped == []

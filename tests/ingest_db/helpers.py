@@ -72,6 +72,34 @@ def embedding_count(conn: psycopg.Connection, table: str, vault: str) -> int:
     return int(row["n"])
 
 
+def text_columns(conn: psycopg.Connection) -> list[tuple[str, str]]:
+    """(table, column) of every column of the schema that can hold text: text, varchar, name, arrays,
+    json, jsonb, tsvector (every table, the per-vault BM25 index tables included)."""
+    rows = conn.execute(
+        "select c.table_name, c.column_name from information_schema.columns c "
+        "join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name "
+        "where c.table_schema = 'public' and t.table_type = 'BASE TABLE' "
+        "and c.data_type in ('text', 'character varying', 'name', 'ARRAY', 'json', 'jsonb', 'tsvector', "
+        "'USER-DEFINED') and c.udt_name <> 'vector' order by 1, 2").fetchall()
+    return [(r["table_name"], r["column_name"]) for r in rows]
+
+
+def tables_holding(conn: psycopg.Connection, needles: list[str]) -> list[str]:
+    """`table.column` of every text column where one of `needles` occurs (case-insensitive), as the owner."""
+    from psycopg import sql
+
+    patterns = [f"%{n.lower()}%" for n in needles]
+    found = []
+    for table, column in text_columns(conn):
+        query = sql.SQL("select count(*) as n from {} where lower({}::text) like any(%s)").format(
+            sql.Identifier(table), sql.Identifier(column))
+        if conn.execute(query, (patterns,)).fetchone()["n"]:
+            found.append(f"{table}.{column}")
+    if not conn.autocommit:
+        conn.commit()
+    return found
+
+
 def cli_env(db_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_")}
     env.update({"DATABASE_URL": db_url, "RAGPG_EMBEDDING__MODEL": "hash",

@@ -9,9 +9,14 @@ import json
 from pathlib import Path
 
 import psycopg
+import pytest
+from fastapi.testclient import TestClient
 
 from rag.config import Settings
 from rag.ingest import pipeline
+from rag.runtime import Runtime
+from rag.store import keys as key_store
+from ragpg_server.app import create_app, pool_size_for
 from tests.ingest_db.helpers import add, index, write_files
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -114,3 +119,61 @@ def test_edit_the_parser_rejects_keeps_the_old_version_restricted(aconn: psycopg
     assert levels(aconn)["n.md"] == {"restricted"}
     assert aconn.execute("select content from chunks c join documents d on d.id = c.document_id "
                          "where d.source_path = 'n.md'").fetchone()["content"] == "secret plan\n"
+
+
+# --- front matter in a form the parser does not take (issue 29) ----------------------------------
+
+LOOKALIKE_NOTES = {
+    "cr-only.md": "---\rconfidentiality: restricted\r---\rThe quince orchard plan, cr only.\r",
+    "toml.md": "+++\nconfidentiality = 'restricted'\n+++\nThe quince orchard plan, toml.\n",
+    "blank-first.md": "\n---\nconfidentiality: restricted\n---\nThe quince orchard plan, blank line.\n",
+    "space-first.md": " ---\nconfidentiality: restricted\n---\nThe quince orchard plan, space.\n",
+    "bom-blank.md": "\ufeff\n---\nconfidentiality: restricted\n---\nThe quince orchard plan, bom.\n",
+}
+OPEN_NOTE = {"open.md": "---\nconfidentiality: public\n---\nThe quince orchard plan, open to all.\n"}
+
+
+@pytest.mark.security
+def test_lookalike_front_matter_never_reaches_a_public_key(aconn: psycopg.Connection, settings: Settings,
+                                                           tmp_path: Path) -> None:
+    root = write_files(tmp_path / "v", {**LOOKALIKE_NOTES, **OPEN_NOTE})
+    add(aconn, "v", root)
+    report = index(settings).vaults[0]
+    assert report.error is None and report.files_indexed == len(LOOKALIKE_NOTES) + 1
+    assert levels(aconn) == {**{p: {"restricted"} for p in LOOKALIKE_NOTES}, "open.md": {"public"}}
+    # CR-only front matter now parses (line endings are normalised first): restricted as it asked.
+    assert report.files_failed_closed == len(LOOKALIKE_NOTES) - 1
+    warned = sorted(w.split(" in ", 1)[1].split(":")[0] for w in report.warnings if "(treated as restricted)" in w)
+    assert warned == sorted(set(LOOKALIKE_NOTES) - {"cr-only.md"})
+
+    public = key_store.create_key(aconn, "pub", vaults=["v"], clearance="public")[1]
+    restricted = key_store.create_key(aconn, "all", vaults=["v"], clearance="restricted")[1]
+    runtime = Runtime.from_settings(settings, pool_max_size=pool_size_for(settings.server.concurrency))
+    try:
+        with TestClient(create_app(runtime), base_url="http://localhost", client=("127.0.0.1", 50123)) as client:
+            seen = served_paths(client, public)
+            assert seen == {"open.md"}
+            assert all(client.get(f"/v1/chunks/v/{p}/0", headers=auth(public)).status_code == 404
+                       for p in LOOKALIKE_NOTES)
+            assert served_paths(client, restricted) == set(LOOKALIKE_NOTES) | {"open.md"}  # they are indexed
+    finally:
+        runtime.close()
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def served_paths(client: TestClient, key: str) -> set[str]:
+    """Every source path /v1/search, /v1/context and /v1/ask return for the orchard question."""
+    search = client.post("/v1/search", json={"query": "quince orchard plan", "k": 50}, headers=auth(key))
+    context = client.post("/v1/context", json={"query": "quince orchard plan", "mode": "base"}, headers=auth(key))
+    ask = client.post("/v1/ask", json={"question": "what is the quince orchard plan?", "debug": True},
+                      headers=auth(key))
+    assert [r.status_code for r in (search, context, ask)] == [200, 200, 200], (search.text, context.text, ask.text)
+    paths = {i["source_path"] for i in search.json()["items"]}
+    paths |= {c["source_path"] for c in context.json()["ranked"]}
+    for name in LOOKALIKE_NOTES:
+        if name in ask.text or name in context.text:
+            paths.add(name)
+    return paths

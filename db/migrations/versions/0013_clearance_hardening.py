@@ -1,7 +1,7 @@
-"""Clearance that holds (issue 29): BM25 statistics per confidentiality level, cached questions per role.
+"""Clearance that holds: BM25 statistics per confidentiality level, cached questions per role.
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-02
 
 `bm25_vault_stats` and `bm25_term_stats` gain a `level` (1 public .. 4 restricted, as the chunks'
@@ -17,8 +17,8 @@ question; db/sql/80_security.sql lets a role read only its own rows (the owner a
 
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
@@ -53,7 +53,7 @@ alter table query_embeddings drop constraint query_embeddings_pkey;
 alter table query_embeddings add primary key (model_id, query_key, cached_by);
 """
 
-# Back to 0011: the previous release's db/sql knows nothing of the per-role rows. Only the owner's
+# Back to 0012 (the tables of 0011): the previous release's db/sql knows nothing of the per-role rows. Only the owner's
 # kind of row is kept (one per question and model, the most recently used), and nobody but the owner
 # reads the cache again.
 DOWNGRADE = r"""

@@ -1,4 +1,4 @@
-"""Revision 0012 on a populated database: the BM25 statistics split by confidentiality level, the cached
+"""Revision 0013 on a populated database: the BM25 statistics split by confidentiality level, the cached
 questions kept (as the owner's), searches unchanged, nothing lost; and back to 0011 and up again."""
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ def owner_view(conn: psycopg.Connection) -> dict[str, Any]:
 
 
 @pytest.mark.usefixtures("indexed")
-def test_0012_splits_the_statistics_of_a_populated_database(cli, db_url: str, aconn: psycopg.Connection) -> None:
+def test_0013_splits_the_statistics_of_a_populated_database(cli, db_url: str, aconn: psycopg.Connection) -> None:
     assert cli("search", QUERY)[0] == 0 and cli("embed", "tomatoes need sun")[0] == 0
     head = owner_view(aconn)
     assert len({r["level"] for r in stored(aconn)["vault"]}) >= 3  # public, internal and restricted notes
 
-    migrate.downgrade(db_url, "0011")  # the shape the previous release left
+    migrate.downgrade(db_url, "0012")  # the tables the previous release left (0012 changed none)
     old_vault = aconn.execute("select vault_id, chunk_count, total_length from bm25_vault_stats"
                               " where chunk_count > 0 order by 1").fetchall()
     assert old_vault == aconn.execute(
