@@ -91,12 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         # Outside standalone mode click returns a typer.Exit's code instead of raising it.
         result = app(args=argv, prog_name="ragpg", standalone_mode=False)
     except RagError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(for_terminal(f"error: {exc}"), err=True)  # messages name paths and vaults
         return exc.exit_code
     except psycopg.Error as exc:
         # A database error no layer anticipated: still one line, never a traceback.
         first = str(exc).strip().splitlines()
-        typer.echo(f"error: database error: {first[0] if first else type(exc).__name__}", err=True)
+        typer.echo(for_terminal(f"error: database error: {first[0] if first else type(exc).__name__}"), err=True)
         return DatabaseError.exit_code
     except (click.exceptions.Exit, typer.exceptions.Exit) as exc:
         return exc.exit_code

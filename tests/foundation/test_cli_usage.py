@@ -50,6 +50,7 @@ def test_database(db_url, tmp_path, monkeypatch):
     for key, value in {"DATABASE_URL": db_url, "RAGPG_EMBEDDING__MODEL": "hash",
                        "RAGPG_CONFIG": str(tmp_path / "none.toml"), "RAGPG_DATA_DIR": str(tmp_path / "data")}.items():
         monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp_path)  # a command that writes a file (config init) writes it here
     return tmp_path
 
 
@@ -80,3 +81,38 @@ def test_non_utf8_bytes_from_the_shell(test_database):
                               env=os.environ.copy(), stdin=subprocess.DEVNULL, timeout=120)
         lines = done.stderr.decode("utf-8").splitlines()
         assert done.returncode == 2 and len(lines) == 1 and "is not valid UTF-8" in lines[0], done.stderr
+
+
+# -- paths holding escape sequences (issue 29) -----------------------------------------------------
+
+HOSTILE_DIR = "v\x1b[31mred\x1b]52;c;ZXZpbA==\x07\u202eevil\x9b2J"
+RAW = ("\x1b", "\x07", "\u202e", "\x9b")
+
+
+def _clean(text: str) -> None:
+    for raw in RAW:
+        assert raw not in text, ascii(text)
+
+
+@pytest.mark.security
+def test_paths_holding_escape_sequences_are_printed_inert(test_database, capsys):
+    """A vault path is data from the file system: `vault add`, `vault list`, errors and the index
+    summary print it with escape sequences removed and other controls made visible."""
+    root = test_database / HOSTILE_DIR
+    root.mkdir()
+    (root / "note\x1b]0;title\x07.md").write_text("# Note\n\nPlain words.\n", encoding="utf-8")
+    (root / "bad\x1b[2J.md").write_bytes(b"\x00binary")
+
+    runs = [["vault", "add", "hostile", str(root)], ["vault", "list"], ["vault", "add", "hostile", str(root)],
+            ["index", "--quiet"], ["index", "--quiet", "--json"]]
+    outputs = []
+    for argv in runs:
+        main(argv)
+        out, err = capsys.readouterr()
+        _clean(out)
+        _clean(err)
+        outputs.append((out, err))
+    assert "redevil<U+202E>" not in outputs[0][0] and "red<U+202E>evil" in outputs[0][0]  # shown, made inert
+    assert "red<U+202E>evil" in outputs[1][0]
+    assert outputs[2][1].startswith("error: vault 'hostile' already exists (path ") and "red<U+202E>" in outputs[2][1]
+    assert "skipped bad.md: binary" in outputs[3][1] and "bad\\u001b[2J.md" in outputs[4][0]  # JSON escapes it
