@@ -47,9 +47,12 @@ def serve(ctx: typer.Context,
     import uvicorn
 
     st = state(ctx)
-    settings = st.settings
-    host = host or settings.server.host
-    port = port or settings.server.port
+    host = host or st.settings.server.host
+    port = port or st.settings.server.port
+    # The app answers only the Host names of the address it is bound to (ragpg_server.hosts), so it
+    # must know the address --host/--port chose; workers read it from the environment.
+    settings = st.settings.model_copy(update={"server": st.settings.server.model_copy(update={"host": host,
+                                                                                              "port": port})})
     url = resolve_database_url(settings)  # starts the embedded server when DATABASE_URL is unset
     from rag.store import migrate  # alembic + SQLAlchemy: loaded only by the commands that need them
     from ragpg_server.auth import keyless_allowed
@@ -86,6 +89,7 @@ def serve(ctx: typer.Context,
     # Each worker process builds its own settings and runtime (server.app.create_app_from_env); they
     # share this process's resolved database URL and config file through the environment.
     os.environ["RAGPG_DATABASE_URL"] = url
+    os.environ["RAGPG_SERVER__HOST"], os.environ["RAGPG_SERVER__PORT"] = host, str(port)
     if st.config_path is not None:
         os.environ["RAGPG_CONFIG"] = str(st.config_path)
     uvicorn.run("ragpg_server.app:create_app_from_env", factory=True, host=host, port=port, workers=workers,
