@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import typer
 
@@ -79,12 +80,18 @@ def serve(ctx: typer.Context,
     info(f"ragpg serving on http://{host}:{port} (docs at /docs; {workers} worker{'s' if workers > 1 else ''}, "
          f"concurrency {settings.server.concurrency}, queue {settings.server.queue_size} per worker)")
 
+    from ragpg_server.protocol import protocol_factory
+
+    # uvicorn's parser with header and body deadlines (Slowloris); uvicorn types `http` as a class or a
+    # name, and a partial of the class is what it calls.
+    http: Any = protocol_factory(settings.server)
     if workers == 1:
         from rag.runtime import Runtime
         from ragpg_server.app import create_app, pool_size_for
 
         runtime = Runtime.from_settings(settings, pool_max_size=pool_size_for(settings.server.concurrency))
-        uvicorn.run(create_app(runtime, lifespan_close=True), host=host, port=port, log_level=log_level)
+        uvicorn.run(create_app(runtime, lifespan_close=True), host=host, port=port, log_level=log_level,
+                    http=http)
         return
     # Each worker process builds its own settings and runtime (server.app.create_app_from_env); they
     # share this process's resolved database URL and config file through the environment.
@@ -93,4 +100,4 @@ def serve(ctx: typer.Context,
     if st.config_path is not None:
         os.environ["RAGPG_CONFIG"] = str(st.config_path)
     uvicorn.run("ragpg_server.app:create_app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level=log_level, timeout_worker_healthcheck=WORKER_HEALTHCHECK_S)
+                log_level=log_level, timeout_worker_healthcheck=WORKER_HEALTHCHECK_S, http=http)

@@ -4,7 +4,11 @@ rebinding), other origins are refused, and slow clients are cut off."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import socket
+import time
 from pathlib import Path
 
 import psycopg
@@ -134,3 +138,148 @@ def test_host_values_are_parsed_strictly(value: str, parsed) -> None:
     from ragpg_server.hosts import split_host
 
     assert split_host(value) == parsed
+
+
+# -- slow clients ------------------------------------------------------------------------------------
+
+TIMEOUT_S = 1.0  # server.header_timeout_s and server.body_timeout_s in these tests
+GIVE_UP_S = 8.0  # a server without deadlines is still holding the connection by then
+
+
+def _trickle(sock: socket.socket, data: bytes, every_s: float = 0.2) -> tuple[float, bytes]:
+    """Send `data` a byte at a time until the server closes the connection (or GIVE_UP_S passes):
+    (seconds until it closed, what it sent back)."""
+    sock.settimeout(every_s)
+    started = time.monotonic()
+    received = b""
+    for i in range(len(data)):
+        if time.monotonic() - started > GIVE_UP_S:
+            break
+        try:
+            sock.sendall(data[i:i + 1])
+        except OSError:  # reset by the server
+            break
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        received += chunk
+        if received.endswith(b"}"):
+            break
+    return time.monotonic() - started, received
+
+
+@pytest.fixture
+def impatient_server(db_url: str, conn: psycopg.Connection, tmp_path: Path):
+    seed(conn)
+    proc, port = start(db_url, tmp_path, "--workers", "2", extra_env={
+        "RAGPG_SERVER__HEADER_TIMEOUT_S": str(TIMEOUT_S), "RAGPG_SERVER__BODY_TIMEOUT_S": str(TIMEOUT_S)})
+    yield port
+    stop(proc)
+
+
+def _assert_timed_out(elapsed: float, received: bytes) -> None:
+    assert elapsed < GIVE_UP_S - 1, f"still open after {elapsed:.1f} s"
+    if received:  # a 408 in the error envelope, then the close
+        assert received.startswith(b"HTTP/1.1 408"), received
+        assert b'"code":"request_timeout"' in received
+
+
+def test_slow_headers_slow_bodies_and_silent_sockets_are_cut(impatient_server: int) -> None:
+    port = impatient_server
+    own = f"127.0.0.1:{port}"
+    headers = (f"GET /v1/vaults HTTP/1.1\r\nHost: {own}\r\n" + "".join(f"X-Pad-{i}: {'a' * 20}\r\n"
+                                                                       for i in range(40)) + "\r\n").encode()
+    body = json.dumps({"query": "launch codes " * 20}).encode()
+    post = (f"POST /v1/search HTTP/1.1\r\nHost: {own}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    with contextlib.ExitStack() as stack:
+        crowd = [stack.enter_context(socket.create_connection(("127.0.0.1", port))) for _ in range(20)]
+        for sock in crowd:  # a crowd of half-open requests, as Slowloris holds them
+            sock.sendall(b"GET /v1/vaults HTTP/1.1\r\nHost: ")
+        elapsed, received = _trickle(stack.enter_context(socket.create_connection(("127.0.0.1", port))), headers)
+        _assert_timed_out(elapsed, received)
+        assert received.startswith(b"HTTP/1.1 408")  # bytes came: the client is told why
+
+        slow_body = stack.enter_context(socket.create_connection(("127.0.0.1", port)))
+        slow_body.sendall(post)  # the headers at once, then the body a byte at a time
+        elapsed, received = _trickle(slow_body, body)
+        _assert_timed_out(elapsed, received)
+        assert received.startswith(b"HTTP/1.1 408")
+
+        silent = stack.enter_context(socket.create_connection(("127.0.0.1", port)))
+        silent.settimeout(GIVE_UP_S)
+        started = time.monotonic()
+        assert silent.recv(1024) == b""  # nothing sent, nothing said back: just closed
+        assert time.monotonic() - started < GIVE_UP_S - 1
+
+        for sock in crowd:  # every one of the crowd was cut too
+            sock.settimeout(GIVE_UP_S)
+            try:
+                assert sock.recv(65536).startswith(b"HTTP/1.1 408")
+            except ConnectionResetError:
+                pass
+        # and meanwhile, and afterwards, everybody else is served
+        assert send(port, "GET", "/v1/vaults", {"Host": own}).status == 200
+        kept = send(port, "POST", "/v1/search", {"Host": own, "Content-Type": "application/json"}, body)
+        assert kept.status == 404  # past the doors (nothing is embedded in the seed), not a timeout
+        assert send(port, "GET", "/v1/vaults", {"Host": "evil.example"}).status == 421  # in workers too
+
+
+@pytest.fixture(params=["h11", "httptools"])
+def uvicorn_server(request, make_runtime, seeded):
+    """The app under uvicorn in a thread with the deadlines on one parser or the other."""
+    import threading
+
+    import uvicorn
+
+    from ragpg_server.app import create_app
+    from ragpg_server.protocol import TimedH11Protocol, TimedHttpToolsProtocol
+    from tests.server.test_serve_cli import free_port
+
+    port = free_port()
+    cls = TimedH11Protocol if request.param == "h11" else TimedHttpToolsProtocol
+    app = create_app(make_runtime(host="127.0.0.1", port=port))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=functools.partial(
+        cls, header_timeout_s=TIMEOUT_S, body_timeout_s=TIMEOUT_S)))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline
+        time.sleep(0.05)
+    yield port
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+def test_both_parsers_keep_the_deadlines_and_serve_the_patient(uvicorn_server: int) -> None:
+    port = uvicorn_server
+    own = f"127.0.0.1:{port}"
+    request = f"GET /v1/vaults HTTP/1.1\r\nHost: {own}\r\n\r\n".encode()
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        # a slow but timely client: the headers over half the deadline, then two requests kept alive
+        for i in range(len(request)):
+            sock.sendall(request[i:i + 1])
+            time.sleep(0.5 * TIMEOUT_S / len(request))
+        sock.settimeout(5)
+        first = sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200"), first
+        sock.sendall(request)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        # then a kept-alive connection that starts a request and stalls is cut like a new one
+        sock.sendall(b"GET /v1/vaults HTTP/1.1\r\n")
+        elapsed, received = _trickle(sock, b"X-Slow: " + b"a" * 200)
+        _assert_timed_out(elapsed, received)
+        assert received.startswith(b"HTTP/1.1 408")
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(f"POST /v1/search HTTP/1.1\r\nHost: {own}\r\nContent-Type: application/json\r\n"
+                     "Content-Length: 400\r\n\r\n{".encode())
+        elapsed, received = _trickle(sock, b'"query": "x"' * 30)
+        _assert_timed_out(elapsed, received)
+        assert received.startswith(b"HTTP/1.1 408") and b"server.body_timeout_s" in received
+    assert send(port, "GET", "/v1/vaults", {"Host": own}).status == 200
