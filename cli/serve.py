@@ -38,13 +38,20 @@ def _is_loopback_host(host: str) -> bool:
 
 
 def serve(ctx: typer.Context,
-          host: str | None = typer.Option(None, "--host", help="Interface to bind (default: server.host, 127.0.0.1)."),
+          host: str | None = typer.Option(None, "--host", help="Interface to bind (default: server.host, 127.0.0.1). "
+                                          "Requests must name it, or localhost, or a server.allowed_hosts name, "
+                                          "in their Host header (else 421)."),
           port: int | None = typer.Option(None, "--port", min=1, max=65535,
                                           help="Port (default: server.port, 8000)."),
           workers: int = typer.Option(1, "--workers", min=1, max=64,
                                       help="Worker processes; each has its own pool and admission queue."),
           log_level: str = typer.Option("info", "--log-level", help="uvicorn log level.")) -> None:
-    """Serve the HTTP API (/v1/context, /v1/ask, /v1/search, /v1/chunks, /v1/vaults, /v1/index, /healthz)."""
+    """Serve the HTTP API (/v1/context, /v1/ask, /v1/search, /v1/chunks, /v1/vaults, /v1/index, /healthz).
+
+    Before any handler or key check, a request whose Host is not a name of this server (127.0.0.1, localhost or [::1] with its port, the bound address, server.allowed_hosts) gets 421, and one from another web origin gets 403 unless server.allowed_origins lists it: a web page cannot reach the API through DNS rebinding.
+
+    Clients slower than server.header_timeout_s (headers) or server.body_timeout_s (body) get 408 and are disconnected.
+    """  # one line per paragraph: typer keeps a docstring's line breaks in --help
     import uvicorn
 
     st = state(ctx)

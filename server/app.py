@@ -41,7 +41,9 @@ CORS_EXPOSED_HEADERS = ("x-request-id", "retry-after")
 DESCRIPTION = """Postgres-native retrieval for RAG.
 
 Authenticate with `Authorization: Bearer <key>` (or `X-API-Key: <key>`); keys are created with
-`ragpg keys create`. Errors are `{"error": {"code": "...", "message": "..."}}`.
+`ragpg keys create`. Errors are `{"error": {"code": "...", "message": "..."}}`. Requests must name
+the server in their Host header as it is bound (or a `server.allowed_hosts` name; else 421), and
+browser requests from another origin are refused (403) unless `server.allowed_origins` lists it.
 """
 
 
