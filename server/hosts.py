@@ -93,11 +93,14 @@ class HostPolicy:
         return (name, port if port is not None else _DEFAULT_PORTS.get(scheme, 80)) in self.with_port
 
 
+def _headers(scope: Scope, name: bytes) -> list[str]:
+    return [bytes(value).decode("latin-1") for key, value in scope.get("headers") or () if key == name]
+
+
 def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers") or ():
-        if key == name:
-            return bytes(value).decode("latin-1")
-    return None
+    """The header's value; None when it is absent or given more than once (nothing to trust)."""
+    values = _headers(scope, name)
+    return values[0] if len(values) == 1 else None
 
 
 def _shown(value: str | None) -> str:
@@ -164,12 +167,14 @@ class OriginCheckMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        origin = _header(scope, b"origin")
-        if origin is not None:
-            ok = origin.lower() in self.allowed or same_origin(origin, _header(scope, b"host"))
+        origins = _headers(scope, b"origin")
+        origin = origins[0] if origins else None
+        if origins:  # more than one is nobody's own origin
+            ok = len(origins) == 1 and (origins[0].lower() in self.allowed
+                                        or same_origin(origins[0], _header(scope, b"host")))
         else:  # no Origin: a browser still says whether another site made the request
-            site, mode = _header(scope, b"sec-fetch-site"), _header(scope, b"sec-fetch-mode")
-            ok = site not in ("cross-site", "same-site") or mode == "navigate"
+            sites, modes = _headers(scope, b"sec-fetch-site"), _headers(scope, b"sec-fetch-mode")
+            ok = not {"cross-site", "same-site"} & set(sites) or modes == ["navigate"]
         if ok:
             await self.app(scope, receive, send)
             return

@@ -54,13 +54,15 @@ class Deadlines:
         self.bytes_seen += n
 
     def advance(self) -> None:
-        """After bytes were parsed: headers complete (a new cycle) → await its body, if any; body complete → done."""
+        """After bytes were parsed: a request's headers complete (a new cycle, pipelined ones too) →
+        await its body, if any; the body complete → nothing is due until the response is done."""
         protocol = self.protocol
         if protocol.transport.is_closing() or protocol.transport.get_protocol() is not protocol:
             self.cancel()  # closed, or upgraded to another protocol
             return
         cycle = protocol.cycle
-        if self.waiting == "headers" and cycle is not None and cycle is not self.cycle:
+        if cycle is not None and cycle is not self.cycle:
+            self.cycle = cycle
             if cycle.more_body and not cycle.response_complete:
                 self.arm("body")
             else:

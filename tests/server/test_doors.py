@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from rag.store import keys as key_store
-from tests.server.rawhttp import send
+from tests.server.rawhttp import read_all, send
 from tests.server.support import bearer, seed
 from tests.server.test_serve_cli import start, stop
 
@@ -168,7 +168,7 @@ def _trickle(sock: socket.socket, data: bytes, every_s: float = 0.2) -> tuple[fl
         if not chunk:
             break
         received += chunk
-        if received.endswith(b"}"):
+        if b"HTTP/1.1 408" in received and received.endswith(b"}"):
             break
     return time.monotonic() - started, received
 
@@ -283,3 +283,31 @@ def test_both_parsers_keep_the_deadlines_and_serve_the_patient(uvicorn_server: i
         _assert_timed_out(elapsed, received)
         assert received.startswith(b"HTTP/1.1 408") and b"server.body_timeout_s" in received
     assert send(port, "GET", "/v1/vaults", {"Host": own}).status == 200
+
+
+def test_a_pipelined_request_with_a_slow_body_is_cut_too(uvicorn_server: int) -> None:
+    port = uvicorn_server
+    own = f"127.0.0.1:{port}"
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(f"GET /v1/vaults HTTP/1.1\r\nHost: {own}\r\n\r\n"
+                     f"POST /v1/search HTTP/1.1\r\nHost: {own}\r\nContent-Type: application/json\r\n"
+                     "Content-Length: 400\r\n\r\n{".encode())
+        elapsed, received = _trickle(sock, b'"query": "x"' * 30)
+        first, _, rest = received.partition(b"]}")  # the GET's answer, then the POST's
+        assert first.startswith(b"HTTP/1.1 200")
+        _assert_timed_out(elapsed, rest)
+        assert rest.startswith(b"HTTP/1.1 408")
+
+
+def test_two_host_or_origin_headers_are_refused(keyless_server: int) -> None:
+    port = keyless_server
+    own = f"127.0.0.1:{port}"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"GET /v1/vaults HTTP/1.1\r\nHost: {own}\r\nHost: evil.example\r\nConnection: close\r\n\r\n"
+                     .encode())
+        data = read_all(sock)
+    assert data.startswith(b"HTTP/1.1 421") or data.startswith(b"HTTP/1.1 400"), data
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"GET /v1/vaults HTTP/1.1\r\nHost: {own}\r\nOrigin: http://{own}\r\nOrigin: http://evil.example\r\n"
+                     "Connection: close\r\n\r\n".encode())
+        assert read_all(sock).startswith(b"HTTP/1.1 403")
