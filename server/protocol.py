@@ -67,7 +67,7 @@ class Deadlines:
                 self.arm("body")
             else:
                 self.cancel()
-        elif self.waiting == "body" and not cycle.more_body:
+        elif self.waiting == "body" and (cycle is None or not cycle.more_body):
             self.cancel()
 
     def response_done(self) -> None:
