@@ -39,4 +39,10 @@ def print_json(data: Any) -> None:
 
 def info(message: str) -> None:
     """Human status lines go to stderr so stdout stays clean for data."""
-    typer.echo(for_terminal(message), err=True)  # messages name files, and file names are untrusted
+    say(message, err=True)
+
+
+def say(message: str, *, err: bool = False, nl: bool = True) -> None:
+    """A human line, made inert for the terminal: lines name files, vaults and keys, and their names
+    (like note text) are untrusted, so escape sequences go and other controls show as `\\x1b`."""
+    typer.echo(for_terminal(message), err=err, nl=nl)

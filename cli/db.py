@@ -9,7 +9,7 @@ import typer
 from rag.store import lexical_backend
 from rag.store.database import mask_url, open_connection
 from rag.store.locate import embedded_server, resolve_database_url
-from ragpg_cli.app import print_json, state
+from ragpg_cli.app import print_json, say, state
 
 app = typer.Typer(help="Start, stop and upgrade the database (embedded PostgreSQL unless DATABASE_URL is set).",
                   no_args_is_help=True)
@@ -36,11 +36,11 @@ def start(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", hel
     if json_out:
         print_json(result)
     elif settings.database_url:
-        typer.echo(f"Using the database at {mask_url(url)}; schema at revision {revision}.")
+        say(f"Using the database at {mask_url(url)}; schema at revision {revision}.")
     else:
         verb = "already running" if adopted else "started"
-        typer.echo(f"Embedded PostgreSQL {verb} (pid {pid}, data in {settings.pgdata_dir}); "
-                   f"schema at revision {revision}.")
+        say(f"Embedded PostgreSQL {verb} (pid {pid}, data in {settings.pgdata_dir}); "
+            f"schema at revision {revision}.")
 
 
 @app.command()
@@ -95,12 +95,12 @@ def _emit_status(result: dict[str, object], json_out: bool) -> None:
         typer.echo("Embedded PostgreSQL is not running (start it with `ragpg db start`).")
         return
     schema = "current" if result["schema_current"] else f"at {result['revision']} (head {result['head']}): run `ragpg db upgrade`"
-    typer.echo(f"Database: {result['url']}")
+    say(f"Database: {result['url']}")
     typer.echo(f"PostgreSQL {result['server_version']}, pgvector {result['pgvector'] or 'not installed'}")
     typer.echo(f"Schema: {schema}")
     backends = result.get("lexical_backends")
     for b in backends if isinstance(backends, list) else []:
-        typer.echo(f"Lexical backend of {b['vault']}: {b['backend']} ({b['reason']})")
+        say(f"Lexical backend of {b['vault']}: {b['backend']} ({b['reason']})")
 
 
 @app.command()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from ragpg_cli.app import info, print_json, state
+from ragpg_cli.app import info, print_json, say, state
 
 GOLDEN_HELP = "Golden file (YAML, or JSON by its .json suffix): the cases to score."
 PROFILE_HELP = ("Retrieval profile. 'notes' runs the notes answering path (modes ask, search); "
@@ -158,4 +158,4 @@ def eval_beir_command(
     if json_out:
         print_json(report.to_dict())
     else:
-        typer.echo(render_text(report), nl=False)
+        say(render_text(report), nl=False)

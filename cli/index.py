@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from rag.config import Settings
-from ragpg_cli.app import info, print_json, state
+from ragpg_cli.app import info, print_json, say, state
+from ragpg_cli.terminal import json_for_terminal
 
 # The indexer (numpy, markdown-it, psycopg, rich, watchfiles) loads when a command runs, not when
 # `ragpg` starts: every other command pays nothing for it.
@@ -137,7 +138,7 @@ def _emit(report: IndexReport, json_out: bool) -> None:
         return
     for v in report.vaults:
         if v.error is None:
-            typer.echo(f"{v.vault}: {v.files_seen} files seen, {v.files_indexed} indexed, "
+            say(f"{v.vault}: {v.files_seen} files seen, {v.files_indexed} indexed, "
                        f"{v.files_unchanged} unchanged, {len(v.skipped)} skipped, {v.files_removed} removed" +
                        (f", {v.files_failed_closed} stored as restricted (unusable confidentiality)"
                         if v.files_failed_closed else "") + "; " +
@@ -145,9 +146,9 @@ def _emit(report: IndexReport, json_out: bool) -> None:
                        (f", {v.chunks_reembedded} re-embedded" if v.chunks_reembedded else "") +
                        f" in {v.seconds:.2f} s ({report.embedding_model}; lexical backend {v.lexical_backend})")
     if not report.vaults:
-        typer.echo("No vaults to index. Add one with: ragpg vault add NAME PATH")
+        say("No vaults to index. Add one with: ragpg vault add NAME PATH")
     else:
-        typer.echo(f"Peak memory of this run: {report.peak_rss_mb:.0f} MiB")
+        say(f"Peak memory of this run: {report.peak_rss_mb:.0f} MiB")
 
 
 def _exit_on_failure(report: IndexReport) -> None:
@@ -194,7 +195,7 @@ def watch(
     def on_report(report: IndexReport) -> None:
         bars.finish()  # the run's bars go before its summary is printed
         if json_out:
-            sys.stdout.write(json.dumps(report.to_dict(), default=str, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_for_terminal(json.dumps(report.to_dict(), default=str, ensure_ascii=False)) + "\n")
             sys.stdout.flush()
             _warn(report)
         else:

@@ -7,7 +7,8 @@ import typer
 from rag.access import CONFIDENTIALITY_LEVELS
 from rag.store import keys as key_store
 from rag.store.locate import connect
-from ragpg_cli.app import print_json, state
+from rag.store.vaults import resolve_vault_names
+from ragpg_cli.app import print_json, say, state
 
 app = typer.Typer(help="Create, list and revoke API keys for `ragpg serve`.", no_args_is_help=True)
 JSON_HELP = "Print machine-readable JSON."
@@ -28,14 +29,17 @@ def create(ctx: typer.Context, name: str = typer.Argument(..., help="A name for 
            can_index: bool = typer.Option(False, "--index", help="The key may also start index runs (POST /v1/index)."),
            json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """Create a key. The key itself is printed once and never stored."""
-    with connect(state(ctx).settings) as conn:
+    with connect(state(ctx).settings) as conn, conn.transaction():
         row, plaintext = key_store.create_key(conn, name, vaults=vault, clearance=clearance, all_vaults=all_vaults,
                                               can_index=can_index)
+        # A key for a vault that does not exist would read whatever vault later takes the name: an
+        # unknown one undoes the insert (same transaction) after create_key's own checks.
+        resolve_vault_names(conn, vault or None)
     if json_out:
         print_json({**_as_dict(row), "key": plaintext})
     else:
         typer.echo(plaintext)
-        typer.echo(f"Key '{name}' created; store it now, it cannot be shown again.", err=True)
+        say(f"Key '{name}' created; store it now, it cannot be shown again.", err=True)
 
 
 @app.command("list")
@@ -47,11 +51,11 @@ def list_(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", hel
         print_json([_as_dict(r) for r in rows])
         return
     if not rows:
-        typer.echo("No API keys.")
+        say("No API keys.")
     for r in rows:
         status = "revoked" if r.revoked_at else "active"
         vaults = "all vaults" if r.all_vaults else ", ".join(r.vaults)
-        typer.echo(f"{r.name}\t{r.key_prefix}…\t{status}\t{r.clearance}\t{vaults}" + ("\tindex" if r.can_index else ""))
+        say(f"{r.name}\t{r.key_prefix}…\t{status}\t{r.clearance}\t{vaults}" + ("\tindex" if r.can_index else ""))
 
 
 @app.command()
@@ -59,4 +63,4 @@ def revoke(ctx: typer.Context, name: str = typer.Argument(..., help="The key's n
     """Revoke a key; requests with it are refused from now on."""
     with connect(state(ctx).settings) as conn:
         key_store.revoke_key(conn, name)
-    typer.echo(f"Key '{name}' revoked.")
+    say(f"Key '{name}' revoked.")

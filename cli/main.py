@@ -21,6 +21,7 @@ from ragpg_cli import index as index_cli
 from ragpg_cli import vault as vault_cli
 from ragpg_cli.app import CliState
 from ragpg_cli.help_format import install as install_help_format
+from ragpg_cli.terminal import for_terminal
 
 install_help_format()
 app = typer.Typer(
@@ -68,18 +69,36 @@ def root(
     ctx.obj = CliState(config_path=config)
 
 
+def _not_utf8(argv: list[str]) -> str | None:
+    """The error line for the first argument that is not UTF-8, or None.
+
+    Python hands such a byte over as a lone surrogate (0xff as U+DCFF); it cannot be stored,
+    compared with a name or printed, so every command refuses it before it runs."""
+    for position, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return (f"error: argument {position} ('{for_terminal(shown)}') is not valid UTF-8; ragpg reads "
+                    "arguments as UTF-8 text")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if (refusal := _not_utf8(sys.argv[1:] if argv is None else argv)) is not None:
+        typer.echo(refusal, err=True)
+        return 2
     try:
         # Outside standalone mode click returns a typer.Exit's code instead of raising it.
         result = app(args=argv, prog_name="ragpg", standalone_mode=False)
     except RagError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(for_terminal(f"error: {exc}"), err=True)  # messages name paths and vaults
         return exc.exit_code
     except psycopg.Error as exc:
         # A database error no layer anticipated: still one line, never a traceback.
         first = str(exc).strip().splitlines()
-        typer.echo(f"error: database error: {first[0] if first else type(exc).__name__}", err=True)
+        typer.echo(for_terminal(f"error: database error: {first[0] if first else type(exc).__name__}"), err=True)
         return DatabaseError.exit_code
     except (click.exceptions.Exit, typer.exceptions.Exit) as exc:
         return exc.exit_code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import typer
 
@@ -37,22 +38,32 @@ def _is_loopback_host(host: str) -> bool:
 
 
 def serve(ctx: typer.Context,
-          host: str | None = typer.Option(None, "--host", help="Interface to bind (default: server.host, 127.0.0.1)."),
+          host: str | None = typer.Option(None, "--host", help="Interface to bind (default: server.host, 127.0.0.1). "
+                                          "Requests must name it, or localhost, or a server.allowed_hosts name, "
+                                          "in their Host header (else 421)."),
           port: int | None = typer.Option(None, "--port", min=1, max=65535,
                                           help="Port (default: server.port, 8000)."),
           workers: int = typer.Option(1, "--workers", min=1, max=64,
                                       help="Worker processes; each has its own pool and admission queue."),
           log_level: str = typer.Option("info", "--log-level", help="uvicorn log level.")) -> None:
-    """Serve the HTTP API (/v1/context, /v1/ask, /v1/search, /v1/chunks, /v1/vaults, /v1/index, /healthz)."""
+    """Serve the HTTP API (/v1/context, /v1/ask, /v1/search, /v1/chunks, /v1/vaults, /v1/index, /healthz).
+
+    Before any handler or key check, a request whose Host is not a name of this server (127.0.0.1, localhost or [::1] with its port, the bound address, server.allowed_hosts) gets 421, and one from another web origin gets 403 unless server.allowed_origins lists it: a web page cannot reach the API through DNS rebinding.
+
+    Clients slower than server.header_timeout_s (headers) or server.body_timeout_s (body) get 408 and are disconnected.
+    """  # one line per paragraph: typer keeps a docstring's line breaks in --help
     from rag.extras import require_extra
 
     require_extra("server", "ragpg serve")
     import uvicorn
 
     st = state(ctx)
-    settings = st.settings
-    host = host or settings.server.host
-    port = port or settings.server.port
+    host = host or st.settings.server.host
+    port = port or st.settings.server.port
+    # The app answers only the Host names of the address it is bound to (ragpg_server.hosts), so it
+    # must know the address --host/--port chose; workers read it from the environment.
+    settings = st.settings.model_copy(update={"server": st.settings.server.model_copy(update={"host": host,
+                                                                                              "port": port})})
     url = resolve_database_url(settings)  # starts the embedded server when DATABASE_URL is unset
     from rag.store import migrate  # alembic + SQLAlchemy: loaded only by the commands that need them
     from ragpg_server.auth import keyless_allowed
@@ -79,17 +90,24 @@ def serve(ctx: typer.Context,
     info(f"ragpg serving on http://{host}:{port} (docs at /docs; {workers} worker{'s' if workers > 1 else ''}, "
          f"concurrency {settings.server.concurrency}, queue {settings.server.queue_size} per worker)")
 
+    from ragpg_server.protocol import protocol_factory
+
+    # uvicorn's parser with header and body deadlines (Slowloris); uvicorn types `http` as a class or a
+    # name, and a partial of the class is what it calls.
+    http: Any = protocol_factory(settings.server)
     if workers == 1:
         from rag.runtime import Runtime
         from ragpg_server.app import create_app, pool_size_for
 
         runtime = Runtime.from_settings(settings, pool_max_size=pool_size_for(settings.server.concurrency))
-        uvicorn.run(create_app(runtime, lifespan_close=True), host=host, port=port, log_level=log_level)
+        uvicorn.run(create_app(runtime, lifespan_close=True), host=host, port=port, log_level=log_level,
+                    http=http)
         return
     # Each worker process builds its own settings and runtime (server.app.create_app_from_env); they
     # share this process's resolved database URL and config file through the environment.
     os.environ["RAGPG_DATABASE_URL"] = url
+    os.environ["RAGPG_SERVER__HOST"], os.environ["RAGPG_SERVER__PORT"] = host, str(port)
     if st.config_path is not None:
         os.environ["RAGPG_CONFIG"] = str(st.config_path)
     uvicorn.run("ragpg_server.app:create_app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level=log_level, timeout_worker_healthcheck=WORKER_HEALTHCHECK_S)
+                log_level=log_level, timeout_worker_healthcheck=WORKER_HEALTHCHECK_S, http=http)

@@ -8,7 +8,8 @@ import typer
 
 from rag.store.locate import connect
 from rag.store.vaults import NewVault, VaultSummary, add_vault, list_vaults, remove_vault
-from ragpg_cli.app import info, print_json, state
+from ragpg_cli.app import info, print_json, say, state
+from ragpg_cli.terminal import for_terminal
 
 app = typer.Typer(help="Register, list and remove vaults: folders of notes, or BEIR datasets.",
                   no_args_is_help=True)
@@ -53,7 +54,7 @@ def _add(ctx: typer.Context, new: NewVault, json_out: bool) -> None:
         print_json({"name": vault.name, "path": vault.root_path, "kind": vault.kind,
                     "text_search_config": vault.text_search_config, "denylist": vault.denylist})
     else:
-        typer.echo(f"Added vault '{vault.name}' ({vault.kind}) at {vault.root_path}.")
+        say(f"Added vault '{vault.name}' ({vault.kind}) at {vault.root_path}.")
         info(f"Index it with: ragpg index {vault.name}")
 
 
@@ -66,17 +67,18 @@ def list_(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", hel
         print_json([v.to_dict() for v in vaults])
         return
     if not vaults:
-        typer.echo("No vaults yet. Add one with: ragpg vault add NAME PATH")
+        say("No vaults yet. Add one with: ragpg vault add NAME PATH")
         return
     for line in _table(vaults):
-        typer.echo(line)
+        say(line)
 
 
 def _table(vaults: list[VaultSummary]) -> list[str]:
     rows = [("NAME", "PATH", "DOCUMENTS", "CHUNKS", "LAST INDEXED")]
     for v in vaults:
         when = v.last_indexed_at.strftime("%Y-%m-%d %H:%M:%S %Z").strip() if v.last_indexed_at else "never"
-        rows.append((v.name, v.root_path, str(v.documents), str(v.chunks), when))
+        # made inert before the widths are measured, so the columns line up as printed
+        rows.append((v.name, for_terminal(v.root_path), str(v.documents), str(v.chunks), when))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
@@ -93,4 +95,4 @@ def remove(
     if json_out:
         print_json({"removed": gone.name, "documents": gone.documents, "chunks": gone.chunks})
     else:
-        typer.echo(f"Removed vault '{gone.name}' ({gone.documents} documents, {gone.chunks} chunks).")
+        say(f"Removed vault '{gone.name}' ({gone.documents} documents, {gone.chunks} chunks).")

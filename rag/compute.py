@@ -92,7 +92,8 @@ def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters:
                     runtime: Runtime | None = None, scope: Scope | None = None,
                     request_id: str | None = None) -> ContextResult:
     check_context_arguments({"query": query, "vaults": vaults, "filters": filters, "profile": profile, "mode": mode,
-                             "budget_tokens": budget_tokens})  # a wrong type is an InputError naming it
+                             "budget_tokens": budget_tokens, "runtime": runtime, "scope": scope,
+                             "request_id": request_id})  # a wrong type is an InputError naming it
     rt = runtime or default_runtime()
     query = validate_request(query, budget_tokens, rt.settings.retrieval.max_query_chars)
     prof = get_profile(profile, rt.profiles)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -136,6 +136,13 @@ class DbSettings(_Group):
     replica_poll_ms: float = Field(50.0, gt=0)
 
 
+# server.allowed_hosts: a host name (letters, digits, '-', '_', dots) or a bracketed IPv6 address,
+# with an optional port. server.allowed_origins: http(s)://host[:port], nothing after it.
+_HOST = r"(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*|\[[0-9A-Fa-f:.]+\])"
+HOST_ENTRY_PATTERN = rf"^{_HOST}(?::[0-9]{{1,5}})?$"
+ORIGIN_PATTERN = rf"^https?://{_HOST}(?::[0-9]{{1,5}})?$"
+
+
 class ServerSettings(_Group):
     # "auto": keyless on loopback only until the first API key is created, keys required from then on
     # (revoking every key never turns authentication off); "keys": always; "keyless": loopback
@@ -153,6 +160,21 @@ class ServerSettings(_Group):
     # A key to create at start when it does not exist yet (env RAGPG_SERVER__API_KEY; docker-compose
     # passes RAGPG_API_KEY): full access to every vault, so a server on 0.0.0.0 never starts keyless.
     api_key: str | None = None
+    # Host names a request may carry (the Host header), besides the loopback names 127.0.0.1,
+    # localhost and [::1] with the bound port (and the bound address itself, when it is not 0.0.0.0
+    # or ::): the names clients use through a proxy or between docker-compose services. "name"
+    # matches any port, "name:port" that port only. Any other Host is refused with 421 before any
+    # handler or key check runs: a web page that rebinds its own domain to 127.0.0.1 (DNS rebinding)
+    # cannot reach the API under that domain. Env: RAGPG_SERVER__ALLOWED_HOSTS='["ragpg.example.org"]'.
+    allowed_hosts: tuple[Annotated[str, Field(pattern=HOST_ENTRY_PATTERN)], ...] = ()
+    # Web origins ("https://app.example.org") whose pages may call the API from a browser; they alone
+    # get CORS headers. A request whose Origin is neither the server's own nor listed is refused (403).
+    allowed_origins: tuple[Annotated[str, Field(pattern=ORIGIN_PATTERN)], ...] = ()
+    # A client must send a request's whole header block within this long of connecting (or of the
+    # previous response on a kept-alive connection), and its whole body within body_timeout_s of the
+    # headers; a slower one is cut off (408), so trickling bytes cannot hold connections open.
+    header_timeout_s: float = Field(10.0, gt=0)
+    body_timeout_s: float = Field(30.0, gt=0)
 
 
 class TracingSettings(_Group):

@@ -14,15 +14,17 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from starlette.middleware.cors import CORSMiddleware
 
 import rag
-from rag.config import load_settings
+from rag.config import ServerSettings, load_settings
 from rag.errors import ConfigError
 from rag.runtime import Runtime
 from rag.store import migrate
 from ragpg_server import errors
 from ragpg_server.admission import Admission
 from ragpg_server.calls import ServerState
+from ragpg_server.hosts import HostCheckMiddleware, HostPolicy, OriginCheckMiddleware
 from ragpg_server.middleware import BodyLimitMiddleware, RequestIdMiddleware
 from ragpg_server.routes import chunks, docs, folders, health, index, page, retrieval, vaults
 
@@ -32,11 +34,16 @@ POOL_HEADROOM = 2
 # /healthz runs one check at a time; a few more may wait, the rest get 429 at once (a probe that
 # queued behind a long line would time out anyway).
 HEALTH_QUEUE = 8
+# What a page on an origin in server.allowed_origins may send and read.
+CORS_REQUEST_HEADERS = ("authorization", "x-api-key", "content-type", "x-request-id")
+CORS_EXPOSED_HEADERS = ("x-request-id", "retry-after")
 
 DESCRIPTION = """Postgres-native retrieval for RAG.
 
 Authenticate with `Authorization: Bearer <key>` (or `X-API-Key: <key>`); keys are created with
-`ragpg keys create`. Errors are `{"error": {"code": "...", "message": "..."}}`.
+`ragpg keys create`. Errors are `{"error": {"code": "...", "message": "..."}}`. Requests must name
+the server in their Host header as it is bound (or a `server.allowed_hosts` name; else 421), and
+browser requests from another origin are refused (403) unless `server.allowed_origins` lists it.
 """
 
 
@@ -83,10 +90,22 @@ def create_app(runtime: Runtime, *, lifespan_close: bool = False) -> FastAPI:
     docs.install(app)  # /docs and /redoc from bundled assets (no CDN)
     page.install(app)  # the web page at /
     _document_400_not_422(app)
-    # Added last = outermost: the request id exists before the body limit can answer 413.
-    app.add_middleware(BodyLimitMiddleware, max_bytes=server_settings.max_body_bytes)
-    app.add_middleware(RequestIdMiddleware)
+    _install_middleware(app, server_settings)
     return app
+
+
+def _install_middleware(app: FastAPI, server_settings: ServerSettings) -> None:
+    """Added last = outermost: the request id exists before anything can refuse; the Host and Origin
+    checks come before CORS, the body limit and every handler, keyless or not."""
+    app.add_middleware(BodyLimitMiddleware, max_bytes=server_settings.max_body_bytes)
+    if server_settings.allowed_origins:  # no CORS headers at all unless origins are listed
+        app.add_middleware(CORSMiddleware, allow_origins=list(server_settings.allowed_origins),
+                           allow_methods=["GET", "POST"], allow_headers=list(CORS_REQUEST_HEADERS),
+                           expose_headers=list(CORS_EXPOSED_HEADERS))
+    app.add_middleware(OriginCheckMiddleware, allowed_origins=server_settings.allowed_origins)
+    app.add_middleware(HostCheckMiddleware, policy=HostPolicy.for_bind(
+        server_settings.host, server_settings.port, server_settings.allowed_hosts))
+    app.add_middleware(RequestIdMiddleware)
 
 
 def _document_400_not_422(app: FastAPI) -> None:

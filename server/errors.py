@@ -9,6 +9,11 @@ validation errors add ``details``). Status codes:
     DatabaseError → 503       EmbeddingError / LLMError → 502
     oversize body → 413       malformed JSON, wrong types, unknown fields → 400
 
+Before the app (pure ASGI, same envelope): a Host the server does not answer to → 421
+`misdirected_request`, another site's Origin → 403 `cross_origin_refused` (server/hosts.py); in
+uvicorn's protocol, headers or body slower than their deadline → 408 `request_timeout`
+(server/protocol.py).
+
 `Unauthorized` (a missing, malformed, invalid or revoked key) is raised only by server/auth.py;
 an AuthError raised after authentication (a vault outside the key's scope) is a 403.
 """

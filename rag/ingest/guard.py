@@ -1,8 +1,11 @@
 """Content guards for indexed text: prompt-injection signals (secret masking is rag/secrets.py).
 
-`assess_injection` only *flags*; retrieval decides what to do with a risky chunk. The patterns
-target phrasing addressed to a model ("ignore all previous instructions", "as an AI", tool-call
-JSON), not ordinary prose about ignoring things or running commands.
+`assess_injection` only *flags*; retrieval decides what to do with a risky chunk (ranking lowers
+it; the extractive answer never quotes a flagged sentence). The patterns target phrasing addressed
+to a model ("ignore all previous instructions", "act as an unrestricted AI", "reveal your system
+prompt", chat-template role markers, tool-call JSON, and the override phrasing in German, French,
+Spanish, Italian and Portuguese), not ordinary prose about ignoring things or running commands:
+tests/ingest/test_guard.py runs every sentence of a real vault through them and expects no flag.
 
 """
 
@@ -26,8 +29,37 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         r"\b(?:ignore|disregard|forget|reveal|print|show)\s+(?:(?:the|your)\s+)?system\s+(?:prompt|message|instructions)",
         r"\byou\s+are\s+now\s+(?:a|an|the|my|no\s+longer|in\s+\w+\s+mode|dan|free|unrestricted|jailbroken|unfiltered)\b",
         r"\bfrom\s+now\s+on,?\s+you\s+(?:will|must|are|should|shall)\b",
-        r"\bnew\s+(?:system\s+)?instructions\s*:",
-        r"\b(?:developer|god|jailbreak|dan)\s+mode\s+(?:enabled|activated|on)\b",
+        r"\bnew\s+(?:system\s+)?instructions\s*:|\byour\s+new\s+instructions?\s*(?:is\b|are\b|:)",
+        r"\b(?:developer|god|jailbreak|dan)\s+mode\s+(?:enabled|activated|on)\b"
+        r"|\b(?:enter|enable|activate|switch\s+(?:in)?to)\s+(?:developer|god|jailbreak|dan|unrestricted)\s+mode\b",
+        # "ignore the above and ...", "forget everything above", "forget everything you were told"
+        r"\b(?:ignore|disregard|forget)\s+(?:(?:all\s+(?:of\s+)?|everything\s+|anything\s+)?(?:the\s+|that\s+is\s+)?"
+        r"(?:above|before\s+this)\s*(?:[.,;:!]|and\b|$)|everything\s+(?:you\s+(?:were|have\s+been)\s+told|said|"
+        r"written|so\s+far)\b)",
+        # a new identity without limits: "act as an unrestricted AI", "pretend you are an AI without rules"
+        r"\b(?:act|behave|respond)\s+as\s+(?:if\s+you\s+(?:are|were)\s+)?(?:an?\s+)?(?:dan\b|(?:unrestricted|unfiltered|"
+        r"uncensored|jailbroken|evil|rogue|different)\s+(?:ai|assistant|model|chatbot|llm)\b|(?:ai|assistant|chatbot|"
+        r"language\s+model|llm)\s+(?:with\s+no|without|that\s+(?:has\s+no|ignores))\b)",
+        r"\bpretend\s+(?:that\s+)?(?:you\s+(?:are|were)|to\s+be)\s+(?:an?\s+)?(?:dan\b|(?:unrestricted|unfiltered|"
+        r"uncensored|jailbroken|evil)\b|(?:ai|assistant|chatbot|language\s+model|llm)\b)",
+        # asking for what the model was told: "print your instructions", "reveal your hidden prompt"
+        r"\b(?:reveal|print|show|repeat|output|display|leak|dump)\s+(?:me\s+)?(?:your|the\s+(?:hidden|secret|initial|"
+        r"original))\s+(?:(?:full|entire|exact|original|initial|hidden|secret)\s+)*(?:system\s+)?(?:prompt|instructions|"
+        r"system\s+message)\b",
+        # the override in other languages: German, French, Spanish, Italian, Portuguese
+        "|".join((
+            r"\b(?:ignorier(?:e|en|t)?|vergiss|vergessen\s+sie)\s+(?:bitte\s+)?(?:alle\s+|die\s+)*(?:vorherigen|"
+            r"bisherigen|obigen|vorangegangenen|fr\u00fcheren|vorigen)\s+(?:anweisungen|instruktionen|befehle|regeln|"
+            r"vorgaben)\b",
+            r"\b(?:ignore[rz]?|oublie[rz]?)\s+(?:toutes\s+)?(?:les\s+|vos\s+|tes\s+)?(?:instructions|consignes|"
+            r"directives|r\u00e8gles)\s+(?:pr\u00e9c\u00e9dentes|ant\u00e9rieures|ci-dessus|d'avant)",
+            r"\b(?:ignora|ignore|ignorar|olvida|olvide|olvidar)\s+(?:todas\s+)?(?:las\s+|tus\s+|sus\s+)?"
+            r"(?:instrucciones|indicaciones|\u00f3rdenes|reglas)\s+(?:anteriores|previas)\b",
+            r"\b(?:ignora|ignorare|dimentica|dimenticare)\s+(?:tutte\s+)?(?:le\s+)?(?:istruzioni|indicazioni|regole)\s+"
+            r"(?:precedenti|di\s+prima)\b",
+            r"\b(?:ignore|ignora|ignorar|esque\u00e7a|esquece)\s+(?:todas\s+)?(?:as\s+)?(?:instru\u00e7\u00f5es|regras|"
+            r"orienta\u00e7\u00f5es)\s+(?:anteriores|pr\u00e9vias)\b",
+        )),
     )),
     "tool_call_attempt": tuple(re.compile(p, _I) for p in (
         r"\b(?:call|invoke|trigger)\s+the\s+(?:[\w-]+\s+)?(?:tool|function)\b",
@@ -61,8 +93,17 @@ _LITERALS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("system",),
         ("now",),
         ("now",),
-        ("instructions",),
+        ("instruction",),
         ("mode",),
+        ("ignore", "disregard", "forget"),
+        ("act", "behave", "respond"),
+        ("pretend",),
+        ("prompt", "instructions", "message"),
+        # a word every language's match holds: its nouns (German, Spanish, Italian, Portuguese), or
+        # French's closing word (its nouns are English words too)
+        ("anweisungen", "instruktionen", "befehle", "regeln", "vorgaben", "pr\u00e9c\u00e9dentes", "ant\u00e9rieures",
+         "ci-dessus", "d'avant", "instrucciones", "indicaciones", "\u00f3rdenes", "reglas", "istruzioni", "indicazioni",
+         "regole", "instru\u00e7\u00f5es", "regras", "orienta\u00e7\u00f5es"),
     ),
     "tool_call_attempt": (
         ("tool", "function"),

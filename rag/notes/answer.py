@@ -4,7 +4,8 @@ Without an LLM (or when it fails) the answer is the best 1-3 sentences of the pa
 (`--detail` brief 1, normal 2, detailed 3 by default), scored by the local embedding model plus
 term overlap (`rag.notes.extractive`), each cited. With an LLM the notes prompt asks for an answer
 citing `[File: name.md, Section: ...]`; an answer that says the notes do not cover the question is
-an abstention with reason `llm_declined`. References: the passages the answer cites, then, up to
+an abstention with reason `llm_declined`; an extractive answer with nothing to quote (every sentence
+flagged as an injection) is one with reason `only_flagged_text`. References: the passages the answer cites, then, up to
 the detail's number of sources, the other passages drawn on.
 """
 
@@ -138,6 +139,8 @@ def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedC
     text, used = extractive_answer(sentences, chunks, count=ns.answer_sentences[detail],
                                    min_share_of_best=ns.extractive_min_share_of_best, fallback_chars=ns.snippet_chars,
                                    short_words=ns.extractive_short_sentence_words)
+    if not text:  # every sentence the passages hold is flagged as an injection: nothing to quote
+        return abstained("only_flagged_text", "extractive")
     trace["citations"] = {"matched_chunks": [i + 1 for i in used], "unmatched_citations": [],
                           "matched_by_file_only": []}
     notice = NOTICE_NO_LLM if llm is None else NOTICE_LLM_FAILED

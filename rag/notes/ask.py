@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from rag.access import Scope
+from rag.arguments import ASK_CHECKS, SEARCH_CHECKS, check_arguments
 from rag.config import NotesSettings
 from rag.errors import InputError
 from rag.notes import answer as answering
@@ -82,6 +83,8 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
         k: int | None = None, detail: str = "normal", debug: bool = False, *,
         runtime: Runtime | None = None, scope: Scope | None = None, request_id: str | None = None) -> AskResponse:
     """Answer a question from the user's notes, citing them. Never raises for an LLM failure."""
+    check_arguments("ask", {"question": question, "vaults": vaults, "folders": folders, "detail": detail,
+                            "debug": debug, "runtime": runtime, "scope": scope, "request_id": request_id}, ASK_CHECKS)
     rt = runtime or default_runtime()
     ns = notes_settings(rt.settings)
     question = _check_text(question, "question", rt.settings.retrieval.max_query_chars)
@@ -146,6 +149,8 @@ def search(query: str, *, vaults: Sequence[str] | None = None, folders: Sequence
     Folders named here restrict the search to them (and their subfolders); `filters` are metadata
     filters (DESIGN.md § SQL surface). The best `k` passages scoring above `search_min_score` are listed.
     """
+    check_arguments("search", {"query": query, "vaults": vaults, "folders": folders, "filters": filters,
+                               "runtime": runtime, "scope": scope, "request_id": request_id}, SEARCH_CHECKS)
     rt = runtime or default_runtime()
     ns = notes_settings(rt.settings)
     query = _check_text(query, "search query", rt.settings.retrieval.max_query_chars)

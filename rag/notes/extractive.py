@@ -11,7 +11,9 @@ says less about where the answer is than one found in a single passage. The best
 `count`, the detail's `answer_sentences`, each scoring at least `min_share_of_best` of the best
 score; or else the top passage's first sentence) are quoted in reading order (passage rank, then
 position), each followed by `[File: name.md, Section: heading]`. Secrets come masked
-from the retrieval passes.
+from the retrieval passes. A sentence the injection guard flags (`rag.ingest.guard`: "ignore all
+previous instructions", role markers, ...) is never quoted, whatever its score: not as the best
+sentence, not beside one, not as the fallback; a passage of such sentences only leaves no answer.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from rag.ingest.guard import assess_injection
 from rag.notes.format import citation_for, heading_parts, plain
 from rag.notes.question import match_terms, stem
 from rag.secrets import mask_secrets
@@ -60,6 +63,7 @@ class Sentence:
     similarity: float = 0.0  # cosine to the question (0 without sentence embeddings)
     prompt: bool = False  # a question or a bold FAQ prompt: what follows it answers, not itself
     kind: Kind = "sentence"  # or a procedure (an introduction with its list items), or a table row
+    flagged: bool = False  # the injection guard flags it: never quoted
 
     @property
     def asks(self) -> bool:
@@ -195,7 +199,8 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
         share = sum(w for t, w in weights.items() if t in words) / total if total else 0.0
         if similarity is not None:
             share = (1 - semantic_weight) * share + semantic_weight * max(float(sim), 0.0)
-        scored.append(Sentence(ci, pos, text, share, float(sim), prompt=text in prompts[ci], kind=kind))
+        scored.append(Sentence(ci, pos, text, share, float(sim), prompt=text in prompts[ci], kind=kind,
+                               flagged=bool(assess_injection(text).flags)))
     return scored
 
 
@@ -251,17 +256,18 @@ def extractive_answer(sentences: Sequence[Sentence], chunks: Sequence[Candidate]
                       min_share_of_best: float, fallback_chars: int, short_words: int = 0) -> tuple[str, list[int]]:
     """The quoted answer (the best `count` sentences, in reading order, each run cited) and the indexes
     (into `chunks`) of the passages it quotes. `short_words`: see `_quoted_spans` (0: off)."""
-    best = sorted((x for x in sentences if x.score > 0), key=lambda x: (-x.score, x.passage, x.position))
+    quotable = [x for x in sentences if not x.flagged]  # a flagged neighbour is not even pulled in
+    best = sorted((x for x in quotable if x.score > 0), key=lambda x: (-x.score, x.passage, x.position))
     if best:
         cutoff = best[0].score * min_share_of_best
         best = [x for x in best if x.score >= cutoff - 1e-12]
-    by_position = {(x.passage, x.position): x for x in sentences}
+    by_position = {(x.passage, x.position): x for x in quotable}
     spans = _quoted_spans(best, by_position, count, short_words)
-    if not spans and sentences:
-        spans = [[min(sentences, key=lambda x: (x.passage, x.position))]]
-    if not spans and chunks:  # only headings or fragments: quote the top passage itself
+    if not spans and quotable:
+        spans = [[min(quotable, key=lambda x: (x.passage, x.position))]]
+    if not spans and not sentences and chunks:  # only headings or fragments: quote the top passage itself
         text = " ".join(plain(chunks[0].content).split())[:fallback_chars]
-        spans = [[Sentence(0, 0, text, 0.0)]]
+        spans = [[Sentence(0, 0, text, 0.0)]] if not assess_injection(text).flags else []
     spans.sort(key=lambda run: (run[0].passage, run[0].position))
     lines = [f"{' '.join(x.text for x in run)} {citation_for(chunks[run[0].passage])}" for run in spans]
     used: list[int] = []

@@ -115,9 +115,11 @@ def live_server(settings: Settings) -> Iterator[str]:
     from ragpg_server.app import create_app, pool_size_for
     from tests.notes.kit import ABSTAIN
 
-    s = settings.model_copy(update={"notes": NotesSettings(**ABSTAIN)})
-    runtime = Runtime.from_settings(s, pool_max_size=pool_size_for(s.server.concurrency))
     port = _free_port()
+    # the app answers only the Host names of the address it is bound to, as under `ragpg serve`
+    s = settings.model_copy(update={"notes": NotesSettings(**ABSTAIN),
+                                    "server": settings.server.model_copy(update={"host": "127.0.0.1", "port": port})})
+    runtime = Runtime.from_settings(s, pool_max_size=pool_size_for(s.server.concurrency))
     server = uvicorn.Server(uvicorn.Config(create_app(runtime), host="127.0.0.1", port=port, log_level="warning",
                                            lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)

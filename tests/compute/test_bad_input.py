@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from psycopg.pq import TransactionStatus
 
 from rag.compute import acompute_context, compute_context
@@ -97,3 +99,91 @@ def test_wrong_argument_types_name_the_argument(kb, kwargs, message):
         rag.compute_context(b"zorblax", runtime=rt)
     assert kb.chunk_count() == before
     assert rag.compute_context(corpus.STRONG_QUERY, mode="base", runtime=rt).ranked
+
+
+# -- any value of any argument (issue 29) ------------------------------------------------------------
+
+class Opaque:
+    """A value no JSON encoder and no database adapter knows."""
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("kwargs, message", [
+    ({"filters": {"a": object()}}, "compute_context: 'filters' holds a object at a, which JSON cannot carry"),
+    ({"filters": {"a": {1, 2}}}, "compute_context: 'filters' holds a set at a, which JSON cannot carry"),
+    ({"filters": {"a": [b"x"]}}, "compute_context: 'filters' holds a bytes at a[0], which JSON cannot carry"),
+    ({"filters": {"a": {"$gt": Opaque()}}}, "compute_context: 'filters' holds a Opaque at a.$gt, which JSON "),
+    ({"filters": {"a": float("nan")}}, "compute_context: 'filters' holds nan at a, which JSON cannot carry"),
+    ({"filters": {"a": float("-inf")}}, "compute_context: 'filters' holds -inf at a, which JSON cannot carry"),
+    ({"filters": {1: "x"}}, "compute_context: 'filters' has a key that is not a string (int 1)"),
+    ({"filters": {"a": "\ud800"}}, "compute_context: 'filters' is not valid Unicode at a: a lone surrogate"),
+    ({"filters": {"\udcff": "x"}}, "compute_context: 'filters' is not valid Unicode at a key: a lone surrogate"),
+    ({"vaults": ["kb\ud800"]}, "compute_context: 'vaults' is not valid Unicode: a lone surrogate (\\ud800)"),
+    ({"profile": "chat\udcff"}, "compute_context: 'profile' is not valid Unicode: a lone surrogate (\\udcff)"),
+    ({"runtime": 3}, "compute_context: 'runtime' must be a rag Runtime or None, got int 3"),
+    ({"scope": "all"}, "compute_context: 'scope' must be a rag.access.Scope or None, got str 'all'"),
+    ({"request_id": 7}, "compute_context: 'request_id' must be a string or None, got int 7"),
+])
+def test_values_json_and_postgres_cannot_carry_are_input_errors(kb, kwargs, message):
+    rt = kb.runtime()
+    kwargs = {"runtime": rt, **kwargs}
+    for fn in (compute_context, lambda q, **kw: asyncio.run(acompute_context(q, **kw))):
+        with pytest.raises(InputError) as info:
+            fn(corpus.STRONG_QUERY, **kwargs)
+        text = str(info.value)
+        assert text.startswith(message) and "\n" not in text
+        text.encode("utf-8")  # the message itself prints anywhere: no lone surrogate in it
+
+
+@pytest.mark.security
+def test_a_number_too_long_to_write_is_an_input_error(kb):
+    huge = 10**5000  # Python refuses to turn it into text (JSON), so hypothesis cannot print it either
+    with pytest.raises(InputError, match=r"^compute_context: 'filters' holds a number too long to write at a"):
+        compute_context(STRONG, filters={"a": {"$gt": huge}}, runtime=kb.runtime())
+
+
+@pytest.mark.security
+def test_a_filter_nested_beyond_any_stack_is_an_input_error(kb):
+    deep: dict = {"a": 1}
+    for _ in range(5000):
+        deep = {"$and": [deep]}
+    with pytest.raises(InputError, match=r"^compute_context: 'filters' is nested too deeply to encode as JSON$"):
+        compute_context(STRONG, filters=deep, runtime=kb.runtime())
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("query", ["\ud800", "zorblax \udcff maintenance", "\udfff"])
+def test_a_query_holding_a_lone_surrogate_is_an_input_error(kb, query):
+    rt = kb.runtime()
+    for fn in (compute_context, lambda q, **kw: asyncio.run(acompute_context(q, **kw))):
+        with pytest.raises(InputError, match=r"^compute_context: 'query' is not valid Unicode: a lone surrogate"):
+            fn(query, runtime=rt)
+
+
+def _anything() -> st.SearchStrategy[object]:
+    text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=12)
+    leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), text, st.binary(max_size=8), st.decimals(), st.dates(), st.complex_numbers(),
+                       st.builds(Opaque), st.just(STRONG), st.sampled_from(["kb", "chat", "base", "auto"]))
+    return st.recursive(leaves, lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.tuples(inner, inner), st.frozensets(st.integers(), max_size=3),
+        st.dictionaries(st.one_of(text, st.integers(), st.none()), inner, max_size=4)), max_leaves=12)
+
+
+STRONG = corpus.STRONG_QUERY
+CONTEXT_ARGUMENTS = ("query", "vaults", "filters", "profile", "mode", "budget_tokens", "runtime", "scope",
+                     "request_id")
+
+
+@pytest.mark.security
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(CONTEXT_ARGUMENTS), value=_anything())
+def test_any_value_of_any_argument_is_a_result_or_an_input_error(kb, name, value):
+    """Every public argument of compute_context, any Python value: a result or an InputError, nothing else."""
+    if name == "runtime" and value is None:
+        return  # None is the process-wide default runtime, not this test's database
+    rt = kb.runtime() if not kb.runtimes else kb.runtimes[0]
+    try:
+        compute_context(**{"query": STRONG, "runtime": rt, name: value})
+    except InputError as exc:
+        assert "\n" not in str(exc)
+        str(exc).encode("utf-8")

@@ -10,7 +10,11 @@ import re
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
+
+from rag.config import ServerSettings
+from ragpg_server.hosts import HostPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -78,3 +82,21 @@ def test_health_checks_and_named_volumes() -> None:
 def test_the_healthcheck_command_is_valid_python() -> None:
     code = spec()["services"]["ragpg"]["healthcheck"]["test"][-1]
     compile(code, "healthcheck", "exec")
+
+
+@pytest.mark.security
+def test_the_server_answers_the_names_compose_uses_and_no_others() -> None:
+    """The Host check (issue 29) on a 0.0.0.0 bind: the healthcheck's URL, the service name other
+    services use, and localhost through the published port pass; any other name is refused."""
+    ragpg = spec()["services"]["ragpg"]
+    port = int(re.search(r"--port (\d+)", " ".join(ragpg["command"]))[1])
+    hosts = INTERPOLATION.fullmatch(ragpg["environment"]["RAGPG_SERVER__ALLOWED_HOSTS"])
+    assert hosts and hosts["name"] == "RAGPG_ALLOWED_HOSTS" and hosts["op"] == ":-"
+    default = json.loads(hosts["arg"])
+    allowed = ServerSettings(allowed_hosts=default).allowed_hosts  # what the server parses from the env
+    policy = HostPolicy.for_bind("0.0.0.0", port, allowed)
+    health = re.search(r"http://([^/'\"]+)/healthz", ragpg["healthcheck"]["test"][-1])[1]
+    for host in (health, f"ragpg:{port}", f"localhost:{port}"):
+        assert policy.allows(host, "http"), host
+    for host in (f"evil.example:{port}", f"0.0.0.0:{port}", "db:5432"):
+        assert not policy.allows(host, "http"), host

@@ -31,6 +31,7 @@ from rag.store.vaults import NewVault, add_vault
 from ragpg_cli.main import main
 from ragpg_server.app import create_app, pool_size_for
 from tests.ingest_db.helpers import write_files
+from tests.server.conftest import LOCAL_URL
 from tests.support.pg import with_database
 from tests.support.replica import ReplicatedPair
 
@@ -169,7 +170,7 @@ def test_http_reads_on_the_replica_and_index_runs_end_when_it_caught_up(pair: Re
     rt = Runtime.from_settings(settings, pool_max_size=pool_size_for(2))
     try:
         assert rt.wait_for_read_replica() is not None
-        with TestClient(create_app(rt), client=("127.0.0.1", 50123)) as client:
+        with TestClient(create_app(rt), base_url=LOCAL_URL, client=("127.0.0.1", 50123)) as client:
             health = client.get("/healthz")
             assert health.status_code == 200 and health.json()["read_replica"] is True
             pair.pause_replay()
@@ -207,7 +208,7 @@ def test_an_unreachable_read_replica_is_one_clear_error_and_writes_still_work(
             rag.compute_context("tomatoes", runtime=rt)
         with rt.connection() as conn:  # the primary is unaffected
             assert conn.execute("select count(*) as n from documents").fetchone()["n"] == 2
-        with TestClient(create_app(rt), client=("127.0.0.1", 50123)) as client:
+        with TestClient(create_app(rt), base_url=LOCAL_URL, client=("127.0.0.1", 50123)) as client:
             health = client.get("/healthz")
             assert health.status_code == 503
             assert health.json()["read_replica"] is False and health.json()["database"] is True

@@ -17,6 +17,8 @@ from tests.server.support import Keys, make_keys, seed
 
 LOOPBACK = ("127.0.0.1", 50123)
 REMOTE = ("203.0.113.7", 50123)
+# The server answers only its own Host names (ragpg_server.hosts): the default bind, 127.0.0.1:8000.
+LOCAL_URL = "http://127.0.0.1:8000"
 
 
 def with_server(settings: Settings, **server: Any) -> Settings:
@@ -50,7 +52,7 @@ def app(runtime: Runtime) -> FastAPI:
 
 @pytest.fixture
 def client(app: FastAPI) -> Iterator[TestClient]:
-    with TestClient(app, client=LOOPBACK, raise_server_exceptions=False) as c:
+    with TestClient(app, base_url=LOCAL_URL, client=LOOPBACK, raise_server_exceptions=False) as c:
         yield c
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import rag
 from ragpg_server.app import create_app
+from tests.server.conftest import LOCAL_URL
 from tests.server.support import assert_pool_idle
 
 SLOW_S = 0.3
@@ -44,7 +45,7 @@ def test_flood_gets_only_200_and_429(make_runtime, conn, monkeypatch: pytest.Mon
 
     async def flood() -> list[tuple[httpx.Response, int]]:
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=30) as client:
+        async with httpx.AsyncClient(transport=transport, base_url=LOCAL_URL, timeout=30) as client:
             async def post(i: int) -> tuple[httpx.Response, int]:
                 response = await client.post("/v1/search", json={"query": f"q{i}"})
                 return response, finished  # slow searches done when this answer came back
@@ -71,7 +72,7 @@ def test_flood_gets_only_200_and_429(make_runtime, conn, monkeypatch: pytest.Mon
     assert_pool_idle(rt.pool)  # no connection leaked or still in use, nobody waiting for one
     # and the server is healthy afterwards
     async def one() -> int:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=LOCAL_URL) as client:
             return (await client.post("/v1/search", json={"query": "after"})).status_code
 
     assert asyncio.run(one()) == 200
@@ -88,7 +89,7 @@ def test_admission_counts_release_on_errors(make_runtime, conn, monkeypatch: pyt
 
     async def go() -> list[httpx.Response]:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app, raise_app_exceptions=False),
-                                     base_url="http://test") as client:
+                                     base_url=LOCAL_URL) as client:
             return [await client.post("/v1/search", json={"query": "x"}) for _ in range(3)]
 
     responses = asyncio.run(go())

@@ -6,7 +6,7 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.server.conftest import REMOTE
+from tests.server.conftest import LOCAL_URL, REMOTE
 from tests.server.support import Keys, bearer, row_counts
 from tests.server.test_http import assert_error
 
@@ -26,7 +26,7 @@ def test_no_keys_loopback_is_open_and_unrestricted(client: TestClient, seeded: p
 
 
 def test_no_keys_remote_client_refused(app, seeded: psycopg.Connection) -> None:
-    with TestClient(app, client=REMOTE) as remote:
+    with TestClient(app, base_url=LOCAL_URL, client=REMOTE) as remote:
         assert_error(remote.get(PUBLIC), 401, "unauthorized", "loopback only")
 
 
@@ -152,7 +152,8 @@ def test_a_key_is_touched_once_per_interval_and_a_revocation_applies_at_once(
         return conn.execute("select last_used_at from api_keys where name = 'admin'").fetchone()["last_used_at"]
 
     assert last_used() is None
-    with TestClient(create_app(make_runtime(key_touch_interval_s=60)), client=("127.0.0.1", 50123)) as client:
+    with TestClient(create_app(make_runtime(key_touch_interval_s=60)), base_url=LOCAL_URL,
+                    client=("127.0.0.1", 50123)) as client:
         assert client.get(PUBLIC, headers=bearer(keys.admin)).status_code == 200
         first = last_used()
         assert first is not None
@@ -163,6 +164,7 @@ def test_a_key_is_touched_once_per_interval_and_a_revocation_applies_at_once(
         assert_error(client.get(PUBLIC, headers=bearer(keys.admin)), 401, "unauthorized", "invalid or revoked")
     conn.execute("update api_keys set revoked_at = null where name = 'admin'")
     conn.commit()
-    with TestClient(create_app(make_runtime(key_touch_interval_s=0)), client=("127.0.0.1", 50123)) as client:
+    with TestClient(create_app(make_runtime(key_touch_interval_s=0)), base_url=LOCAL_URL,
+                    client=("127.0.0.1", 50123)) as client:
         assert client.get(PUBLIC, headers=bearer(keys.admin)).status_code == 200
         assert last_used() > first  # 0: every request moves it

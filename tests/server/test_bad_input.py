@@ -113,3 +113,24 @@ def test_key_for_another_vault(client: TestClient, unchanged: Keys) -> None:
         assert_error(client.post(path, json={**body, "vaults": ["beta", "alpha"]}, headers=h), 403, "forbidden",
                      "'alpha'")
     assert_error(client.get("/v1/chunks/alpha/notes/public.md/0", headers=h), 403, "forbidden", "vault 'alpha'")
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("raw, message", [
+    (b'{"QUERY": "\\ud800"}', "unable to parse raw data as a unicode string"),  # a lone surrogate, JSON-escaped
+    (b'{"QUERY": "gardening", "vaults": ["\\udcff"]}', "unable to parse raw data as a unicode string"),
+    (b'{"QUERY": "gardening", "filters": {"\\udcff": 1}}', "no lone surrogates"),
+    (b'{"QUERY": "gardening", "filters": {"a": NaN}}', "must not contain NaN"),
+    (b'{"QUERY": "gardening", "filters": {"a": Infinity}}', "'filters' holds inf at a, which JSON cannot carry"),
+    (b'{"QUERY": "gardening", "filters": {"a": -1e999}}', "'filters' holds -inf at a, which JSON cannot carry"),
+])
+def test_values_json_text_cannot_hold_are_400(client: TestClient, unchanged: Keys, raw: bytes, message: str) -> None:
+    """Issue 29: what the library refuses with an InputError is a 400 with the same words over HTTP."""
+    h = {**bearer(unchanged.admin), "content-type": "application/json"}
+    for path, field in (("/v1/context", b"query"), ("/v1/search", b"query"), ("/v1/ask", b"question")):
+        body = raw.replace(b"QUERY", field)
+        if path == "/v1/ask" and b"filters" in body:
+            continue  # ask takes no filters
+        resp = client.post(path, content=body, headers=h)
+        err = assert_error(resp, 400, resp.json()["error"]["code"], message)
+        assert err["code"] in ("invalid_request", "invalid_input")

@@ -20,7 +20,7 @@ from rag.config import Settings
 from rag.runtime import Runtime
 from rag.store import keys as key_store
 from ragpg_server.app import create_app, pool_size_for
-from tests.server.conftest import LOOPBACK, with_server
+from tests.server.conftest import LOCAL_URL, LOOPBACK, with_server
 from tests.server.support import assert_pool_idle, bearer, seed
 from tests.server.test_http import assert_error
 
@@ -124,7 +124,7 @@ def test_every_endpoint_503_while_the_database_is_down(settings: Settings, conn:
     app = create_app(rt)
     h = bearer(key)
     try:
-        with TestClient(app, client=LOOPBACK, raise_server_exceptions=False) as client:
+        with TestClient(app, base_url=LOCAL_URL, client=LOOPBACK, raise_server_exceptions=False) as client:
             assert client.get("/healthz").status_code == 200
             assert client.get("/v1/vaults", headers=h).status_code == 200
             assert client.get("/v1/chunks/alpha/notes/public.md/0", headers=h).status_code == 200
@@ -167,7 +167,8 @@ def test_outage_fails_fast_and_recovers_quickly(settings: Settings, conn: psycop
     rt = Runtime.from_settings(s, pool_max_size=pool_size_for(s.server.concurrency))
     h = bearer(key)
     try:
-        with TestClient(create_app(rt), client=LOOPBACK, raise_server_exceptions=False) as client:
+        with TestClient(create_app(rt), base_url=LOCAL_URL, client=LOOPBACK,
+                        raise_server_exceptions=False) as client:
             assert client.get("/v1/vaults", headers=h).status_code == 200
             proxy.down()
             # Fail fast, as behaviour rather than wall time: the first request waits at most the

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from rag.ingest import index_runs
 from rag.store import keys as key_store
+from tests.server.conftest import LOCAL_URL
 from tests.server.support import bearer
 from tests.server.test_http import assert_error
 from tests.server.test_index import make_vault, wait_for
@@ -87,7 +88,7 @@ def test_revoking_the_last_key_never_reopens_the_server(make_runtime, seeded: ps
     from tests.server.conftest import LOOPBACK
 
     def status(mode: str, headers: dict[str, str] | None = None) -> int:
-        with TestClient(create_app(make_runtime(auth=mode)), client=LOOPBACK) as c:
+        with TestClient(create_app(make_runtime(auth=mode)), base_url=LOCAL_URL, client=LOOPBACK) as c:
             return c.get("/v1/vaults", headers=headers).status_code
 
     assert status("auto") == 200  # a fresh install: keyless on loopback

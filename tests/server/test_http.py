@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from rag.config import Settings
 from rag.runtime import Runtime
 from ragpg_server.app import create_app
-from tests.server.conftest import LOOPBACK, with_server
+from tests.server.conftest import LOCAL_URL, LOOPBACK, with_server
 from tests.server.support import Keys, bearer, row_counts
 
 
@@ -41,7 +41,7 @@ def test_healthz_needs_no_key_even_with_keys(client: TestClient, keys: Keys) -> 
 def test_healthz_503_when_database_unreachable(settings: Settings) -> None:
     bad = settings.model_copy(update={"database_url": "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1"})
     rt = Runtime.from_settings(bad, pool_max_size=10)
-    with TestClient(create_app(rt), client=LOOPBACK) as c:
+    with TestClient(create_app(rt), base_url=LOCAL_URL, client=LOOPBACK) as c:
         resp = c.get("/healthz")
         assert resp.status_code == 503
         assert resp.json()["database"] is False and resp.json()["status"] == "unavailable"
@@ -122,7 +122,7 @@ def test_missing_and_unknown_fields(client: TestClient, seeded: psycopg.Connecti
 def test_oversize_body_413_before_parsing(make_runtime, seeded: psycopg.Connection) -> None:
     rt = make_runtime(max_body_bytes=1024)
     before = row_counts(seeded)
-    with TestClient(create_app(rt), client=LOOPBACK) as c:
+    with TestClient(create_app(rt), base_url=LOCAL_URL, client=LOOPBACK) as c:
         big = json.dumps({"query": "x" * 2000}).encode()
         assert_error(c.post("/v1/search", content=big, headers={"content-type": "application/json"}), 413,
                      "payload_too_large", "limit is 1024 bytes")

@@ -12,7 +12,7 @@ import pytest
 
 from rag.errors import AuthError
 from rag.store import keys as key_store
-from tests.server.support import row_counts
+from tests.server.support import add_vault, row_counts
 from tests.support.cli import ragpg
 
 
@@ -23,6 +23,8 @@ def env_for(db_url: str, tmp_path: Path) -> dict[str, str]:
 
 def test_create_list_revoke(db_url: str, conn: psycopg.Connection, tmp_path: Path) -> None:
     env = env_for(db_url, tmp_path)
+    add_vault(conn, "alpha")
+    add_vault(conn, "beta")
     created = ragpg("keys", "create", "reader", "--vault", "alpha", "--vault", "beta", "--clearance", "internal",
                     "--json", env=env)
     assert created.returncode == 0, created.stderr
@@ -68,6 +70,7 @@ def test_create_list_revoke(db_url: str, conn: psycopg.Connection, tmp_path: Pat
 def test_bad_input_is_a_clear_error_and_writes_nothing(db_url: str, conn: psycopg.Connection,
                                                       tmp_path: Path) -> None:
     env = env_for(db_url, tmp_path)
+    add_vault(conn, "alpha")
     assert ragpg("keys", "create", "dup", "--vault", "alpha", env=env).returncode == 0
     before = row_counts(conn)
     cases = [
@@ -86,3 +89,20 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(db_url: str, conn: psycop
         assert "Traceback" not in result.stderr
         assert key_store.KEY_PREFIX not in result.stdout  # no key printed for a refused create
     assert row_counts(conn) == before
+
+
+@pytest.mark.security
+def test_a_key_for_a_vault_that_does_not_exist_is_refused(db_url: str, conn: psycopg.Connection,
+                                                          tmp_path: Path) -> None:
+    """Issue 29: `keys create --vault nosuch` made a key for a name any later vault could take."""
+    env = env_for(db_url, tmp_path)
+    add_vault(conn, "alpha")
+    before = row_counts(conn)
+    for args in (("--vault", "nosuch"), ("--vault", "alpha", "--vault", "nosuch"), ("--vault", "ALPHA")):
+        result = ragpg("keys", "create", "k", *args, env=env)
+        wanted = args[-1]
+        assert result.returncode == 4, (args, result.stderr)
+        assert result.stderr.splitlines() == [f"error: vault '{wanted}' not found (see `ragpg vault list`)"]
+        assert result.stdout == "" and key_store.KEY_PREFIX not in result.stderr
+    assert row_counts(conn) == before
+    assert ragpg("keys", "create", "k", "--vault", "alpha", env=env).returncode == 0

@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from rag.store import keys as key_store
 from ragpg_server.app import create_app_from_env
+from tests.server.conftest import LOCAL_URL
 from tests.support.cli import REPO, ragpg
 
 
@@ -64,7 +65,7 @@ def stop(proc: subprocess.Popen[str]) -> str:
 def raw_get(port: int, path: str) -> str:
     """A request line sent as-is (no client-side dot-segment normalisation)."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
         data = b""
         while chunk := s.recv(65536):
             data += chunk
@@ -100,7 +101,7 @@ def test_worker_factory_builds_its_own_settings(db_url: str, conn: psycopg.Conne
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("RAGPG_SERVER__CONCURRENCY", "3")
     app = create_app_from_env()
-    with TestClient(app, client=("127.0.0.1", 1)) as client:
+    with TestClient(app, base_url=LOCAL_URL, client=("127.0.0.1", 1)) as client:
         assert client.get("/v1/vaults").status_code == 401
         assert client.get("/v1/vaults", headers={"Authorization": f"Bearer {key}"}).status_code == 200
         state = app.state.ragpg
