@@ -18,6 +18,7 @@ from rag.runtime import Runtime
 from rag.store import keys as key_store
 from ragpg_server.app import create_app, pool_size_for
 from tests.ingest_db.helpers import add, index, write_files
+from tests.server.conftest import LOCAL_URL, LOOPBACK
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcde", "bcdef", strict=True))
@@ -150,7 +151,7 @@ def test_lookalike_front_matter_never_reaches_a_public_key(aconn: psycopg.Connec
     restricted = key_store.create_key(aconn, "all", vaults=["v"], clearance="restricted")[1]
     runtime = Runtime.from_settings(settings, pool_max_size=pool_size_for(settings.server.concurrency))
     try:
-        with TestClient(create_app(runtime), base_url="http://localhost", client=("127.0.0.1", 50123)) as client:
+        with TestClient(create_app(runtime), base_url=LOCAL_URL, client=LOOPBACK) as client:
             seen = served_paths(client, public)
             assert seen == {"open.md"}
             assert all(client.get(f"/v1/chunks/v/{p}/0", headers=auth(public)).status_code == 404
