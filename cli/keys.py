@@ -7,7 +7,6 @@ import typer
 from rag.access import CONFIDENTIALITY_LEVELS
 from rag.store import keys as key_store
 from rag.store.locate import connect
-from rag.store.vaults import resolve_vault_names
 from ragpg_cli.app import print_json, say, state
 
 app = typer.Typer(help="Create, list and revoke API keys for `ragpg serve`.", no_args_is_help=True)
@@ -29,12 +28,9 @@ def create(ctx: typer.Context, name: str = typer.Argument(..., help="A name for 
            can_index: bool = typer.Option(False, "--index", help="The key may also start index runs (POST /v1/index)."),
            json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """Create a key. The key itself is printed once and never stored."""
-    with connect(state(ctx).settings) as conn, conn.transaction():
+    with connect(state(ctx).settings) as conn:
         row, plaintext = key_store.create_key(conn, name, vaults=vault, clearance=clearance, all_vaults=all_vaults,
                                               can_index=can_index)
-        # A key for a vault that does not exist would read whatever vault later takes the name: an
-        # unknown one undoes the insert (same transaction) after create_key's own checks.
-        resolve_vault_names(conn, vault or None)
     if json_out:
         print_json({**_as_dict(row), "key": plaintext})
     else:

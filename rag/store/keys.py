@@ -53,8 +53,9 @@ def create_key(conn: Connection, name: str, *, vaults: list[str], clearance: str
                all_vaults: bool = False, can_index: bool = False,
                plaintext: str | None = None) -> tuple[ApiKey, str]:
     """Create a key; returns the row and the plaintext key (shown once, never stored). `plaintext`
-    supplies the key material instead of a random one (rag.key_bootstrap checks it first)."""
-    from rag.store.vaults import validate_name
+    supplies the key material instead of a random one (rag.key_bootstrap checks it first). Every
+    named vault must exist: a key for a missing one would read whatever vault later takes the name."""
+    from rag.store.vaults import resolve_vault_names, validate_name
 
     levels_up_to(clearance)
     if all_vaults and vaults:
@@ -67,6 +68,7 @@ def create_key(conn: Connection, name: str, *, vaults: list[str], clearance: str
     plaintext = plaintext or KEY_PREFIX + secrets.token_urlsafe(KEY_RANDOM_BYTES)
     try:
         with conn.transaction(), conn.cursor(row_factory=class_row(ApiKey)) as cur:
+            resolve_vault_names(conn, vaults or None)  # in the key's transaction: no vault vanishes meanwhile
             cur.execute(
                 sql.SQL("insert into api_keys (name, key_prefix, key_hash, vaults, all_vaults, clearance, can_index)"
                         " values (%s, %s, %s, %s, %s, %s, %s) returning {}").format(_COLUMNS),

@@ -94,7 +94,7 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(db_url: str, conn: psycop
 @pytest.mark.security
 def test_a_key_for_a_vault_that_does_not_exist_is_refused(db_url: str, conn: psycopg.Connection,
                                                           tmp_path: Path) -> None:
-    """Issue 29: `keys create --vault nosuch` made a key for a name any later vault could take."""
+    """`keys create --vault nosuch` made a key for a name any later vault could take."""
     env = env_for(db_url, tmp_path)
     add_vault(conn, "alpha")
     before = row_counts(conn)
@@ -106,3 +106,18 @@ def test_a_key_for_a_vault_that_does_not_exist_is_refused(db_url: str, conn: psy
         assert result.stdout == "" and key_store.KEY_PREFIX not in result.stderr
     assert row_counts(conn) == before
     assert ragpg("keys", "create", "k", "--vault", "alpha", env=env).returncode == 0
+
+
+@pytest.mark.security
+def test_the_library_refuses_a_key_for_a_missing_vault_too(conn: psycopg.Connection) -> None:
+    """The rule lives in rag.store.keys.create_key, so every way of making a key (CLI, the server's
+    configured first key, a caller of the library) keeps it."""
+    from rag.errors import NotFoundError
+
+    add_vault(conn, "alpha")
+    before = row_counts(conn)
+    with pytest.raises(NotFoundError, match="vault 'nosuch' not found"):
+        key_store.create_key(conn, "k", vaults=["alpha", "nosuch"])
+    assert row_counts(conn) == before
+    row, _ = key_store.create_key(conn, "k", vaults=["alpha"])
+    assert row.vaults == ["alpha"]
