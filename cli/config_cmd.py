@@ -1,8 +1,9 @@
-"""`ragpg config show` (the settings in force and where each came from, secrets masked) and
-`ragpg config init` (a commented config file with every default)."""
+"""`ragpg config show` (the settings in force, where each came from and what it does, secrets masked)
+and `ragpg config init` (a commented config file with every default and its description)."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import typer
@@ -10,6 +11,7 @@ import typer
 from ragpg_cli.app import info, print_json, state
 from ragpg_cli.terminal import for_terminal
 
+DESCRIPTION_WIDTH = 96
 app = typer.Typer(help="See the settings in force, or write a config file to start from.", no_args_is_help=True)
 
 
@@ -23,7 +25,7 @@ def _path(ctx: typer.Context) -> Path:
 def show(ctx: typer.Context,
          json_out: bool = typer.Option(False, "--json", help="Print the settings as JSON."),
          changed: bool = typer.Option(False, "--changed", help="Only settings that are not at their default.")) -> None:
-    """Every setting's value in force and where it came from (default, config file, environment); secrets masked."""
+    """Every setting's value in force, where it came from (default, config file, environment) and what it does; secrets masked."""
     import json
 
     from rag.config_report import config_report
@@ -39,6 +41,8 @@ def show(ctx: typer.Context,
     for s in rows:
         value = json.dumps(s.value, default=str, ensure_ascii=False) if not isinstance(s.value, str) else s.value
         typer.echo(for_terminal(f"{s.name:<{width}}  {value}  [{s.source}]"))
+        for line in textwrap.wrap(s.description, DESCRIPTION_WIDTH, break_on_hyphens=False):
+            typer.echo(f"    {line}")
 
 
 @app.command("init")
@@ -47,8 +51,8 @@ def init(ctx: typer.Context,
                                             "user config dir)."),
          force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
          json_out: bool = typer.Option(False, "--json", help="Print the path written as JSON.")) -> None:
-    """Write a config file with every setting at its default, commented out (never overwrites without --force)."""
-    from rag.config_report import write_config_file
+    """Write a config file with every setting at its default, commented out below what it does (never overwrites without --force)."""
+    from ragpg_cli.config_init import write_config_file
 
     written = write_config_file(path or _path(ctx), force=force)
     if json_out:

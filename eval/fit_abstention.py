@@ -12,7 +12,7 @@ answerable cases. `--cv` chooses the signals: every subset of up to three, by 5-
 cross-validation on dev (threshold picked inside each training fold by the same rule); with
 `--portable`, only among the signals that read words, not the embedder's cosines. The
 test split is only scored, never fitted. Prints the weights to paste into
-rag/config.py (ABSTAIN_WEIGHTS, ABSTAIN_BIAS, ABSTAIN_THRESHOLD) and the figures.
+rag/config_notes.py (ABSTAIN_WEIGHTS, ABSTAIN_BIAS, ABSTAIN_THRESHOLD) and the figures.
 """
 
 from __future__ import annotations

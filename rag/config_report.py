@@ -1,5 +1,5 @@
-"""The effective configuration, setting by setting, with where each value came from; and a
-commented config file with every default (`ragpg config show` / `ragpg config init`).
+"""The effective configuration, setting by setting, with where each value came from and what it
+does (`ragpg config show`; cli/config_init.py writes the commented file of `ragpg config init`).
 
 Sources, as `rag.config` applies them (highest first): the environment (``RAGPG_*``,
 ``DATABASE_URL``; a group may also come whole as JSON, e.g. ``RAGPG_EMBEDDING='{"model": "hash"}'``),
@@ -10,7 +10,6 @@ are masked in everything this module returns.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import tomllib
@@ -22,7 +21,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from rag.config import Settings, default_config_path, load_settings
-from rag.errors import InputError
 
 ENV_PREFIX = "RAGPG_"
 MASK = "********"
@@ -38,9 +36,10 @@ class SettingValue:
     name: str  # dotted: "embedding.model"
     value: Any  # masked when secret
     source: str  # "default", "config file", "env RAGPG_EMBEDDING__MODEL"
+    description: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "value": self.value, "source": self.source}
+        return {"name": self.name, "value": self.value, "source": self.source, "description": self.description}
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,8 @@ def _masked(name: str, value: Any) -> Any:
     return value
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A setting's value as JSON and TOML hold it."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, Path):
@@ -79,13 +79,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _leaves(model: BaseModel, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    for name in type(model).model_fields:
+def leaves(model: BaseModel, prefix: str = "") -> Iterator[tuple[str, Any, str]]:
+    """(dotted name, plain value, description) of every setting below `model`, groups walked."""
+    for name, field in type(model).model_fields.items():
         value = getattr(model, name)
         if isinstance(value, BaseModel):
-            yield from _leaves(value, f"{prefix}{name}.")
+            yield from leaves(value, f"{prefix}{name}.")
         else:
-            yield f"{prefix}{name}", _plain(value)
+            yield f"{prefix}{name}", plain(value), field.description or ""
 
 
 def _env_source(dotted: str, environ: Mapping[str, str]) -> str | None:
@@ -132,95 +133,10 @@ def config_report(config_path: Path | None = None, environ: Mapping[str, str] | 
     env = os.environ if environ is None else environ
     data = _read_toml(path) if path.exists() else {}
     rows = []
-    for name, value in _leaves(settings):
+    for name, value, description in leaves(settings):
         source = _env_source(name, env) or ("config file" if _file_has(data, name) else "default")
-        rows.append(SettingValue(name, _masked(name, value), source))
+        rows.append(SettingValue(name, _masked(name, value), source, description))
     for name, table in sorted(settings.profiles.items()):  # user profiles: config file or env only
         source = _env_source(f"profiles.{name}", env) or "config file"
-        rows.append(SettingValue(f"profiles.{name}", table, source))
+        rows.append(SettingValue(f"profiles.{name}", table, source, f"Your retrieval profile '{name}'."))
     return ConfigReport(config_file=path, config_file_exists=path.exists(), settings=rows)
-
-
-# -- config init ---------------------------------------------------------------------------------
-
-INIT_HEADER = """\
-# ragpg configuration (TOML). Every line below is a setting at its default, commented out:
-# remove the leading '# ' and change the value to set one.
-# Precedence, highest first: environment (RAGPG_<GROUP>__<NAME>, e.g. RAGPG_EMBEDDING__MODEL=hash;
-# DATABASE_URL), this file, the defaults. `ragpg config show` prints the values in force and
-# where each came from.
-"""
-PROFILES_EXAMPLE = """\
-# Your own retrieval profiles (rag/profiles.py lists the keys), e.g. notes that favour recent meeting
-# notes (frontmatter `type: meeting`, `date: 2024-05-01`):
-# [profiles.my_notes]
-# base = "notes"
-# type_weights = { meeting = 1.2, daily = 0.9 }
-# w_freshness = 0.15
-# freshness_half_life_days = 180.0
-"""
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)) and not (isinstance(value, float) and not math.isfinite(value)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }" if value else "{}"
-    return json.dumps(str(value))
-
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
-
-
-def default_config_text() -> str:
-    """A config file listing every setting at its default, commented out (valid TOML as it stands,
-    and still valid with any line uncommented)."""
-    defaults = Settings.model_construct()  # no sources read
-    lines = [INIT_HEADER]
-    top: list[tuple[str, Any]] = []
-    groups: list[tuple[str, Any]] = []
-    for name, field in Settings.model_fields.items():
-        if name == "profiles":
-            continue
-        value = getattr(defaults, name, None)
-        if value is None and field.default_factory is not None:
-            value = field.default_factory()  # type: ignore[call-arg]  # pydantic's factories here take no argument
-        (groups if isinstance(value, BaseModel) else top).append((name, value))
-    for name, value in top:
-        if name == "data_dir":
-            lines.append("# The embedded server's data (default: the user data dir).")
-        lines.append(_commented(name, _plain(value)))
-    for group, model in groups:
-        lines.append(f"\n[{group}]")
-        for name in type(model).model_fields:
-            lines.append(_commented(name, _plain(getattr(model, name))))
-    lines.append("")
-    lines.append(PROFILES_EXAMPLE)
-    return "\n".join(lines)
-
-
-def _commented(name: str, value: Any) -> str:
-    if value is None:
-        return f"# {name} = \"\"  # unset by default"
-    return f"# {name} = {_toml_value(value)}"
-
-
-def write_config_file(path: Path, *, force: bool = False) -> Path:
-    """Write `default_config_text()` to `path`; an existing file is kept unless `force`."""
-    if path.exists() and not force:
-        raise InputError(f"config file {path} already exists; use --force to overwrite it")
-    if path.exists() and not path.is_file():
-        raise InputError(f"{path} is not a file")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(default_config_text(), encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write config file {path}: {exc.strerror}") from None
-    return path

@@ -1,7 +1,7 @@
 """The notes group of the settings (`rag.config.NotesSettings`, `[notes]` in the config file, env
 `RAGPG_NOTES__*`) as the notes workflow reads it.
 
-The model itself lives in `rag.config` beside the other groups, so the settings never import
+The model itself lives in `rag.config_notes` (a group of `rag.config.Settings`), so the settings never import
 the notes package (the notes package imports the settings, not the reverse).
 """
 

@@ -32,7 +32,7 @@ from rag.errors import ConfigError, NotFoundError
 Retrieval = Literal["vector", "lexical", "hybrid"]
 Mode = Literal["auto", "base", "hyde", "rewrite", "multi", "reverse"]
 
-# Doc-type multipliers (DESIGN.md § Orchestrator, step 7). Keys are matched lower-cased.
+# Doc-type multipliers of the default profile (rag.retrieval.rank). Keys are matched lower-cased.
 DEFAULT_TYPE_WEIGHTS: dict[str, float] = {
     "profile": 1.15, "projects": 1.15, "project": 1.15,
     "kb": 1.10, "kb_article": 1.10,
@@ -49,49 +49,66 @@ class Profile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    name: str = "chat"
+    name: str = Field("chat", description="The profile's name, as `profile=` and [profiles.NAME] give it.")
     # retrieval
-    retrieval: Retrieval = "hybrid"
-    mode: Mode = "auto"
-    multi_query: bool = Field(False, validation_alias=AliasChoices("multi_query", "ragMultiQueryMode"))
-    candidates_vector: int = Field(50, gt=0)
-    candidates_lexical: int = Field(50, gt=0)
-    match_count: int = Field(20, gt=0)
-    # search a question that joins topics whole and by facet, fused by RRF (rag.retrieval.facets)
-    facet_split: bool = False
+    retrieval: Retrieval = Field("hybrid", description=(
+        "How passages are found: \"vector\" (meaning), \"lexical\" (words, BM25) or \"hybrid\" (both, "
+        "fused in SQL)."))
+    mode: Mode = Field("auto", description=(
+        "The Auto-RAG mode: \"auto\" (a base pass, corrections only when retrieval looks weak), \"base\", "
+        "\"hyde\", \"rewrite\", \"multi\" or \"reverse\"."))
+    multi_query: bool = Field(False, validation_alias=AliasChoices("multi_query", "ragMultiQueryMode"),
+                              description=("In mode auto, always run the multi-query pass (query variants "
+                                           "fused in one SQL call) instead of checking retrieval first."))
+    candidates_vector: int = Field(50, gt=0, description="Candidates the vector leg of a search returns.")
+    candidates_lexical: int = Field(50, gt=0, description="Candidates the word (BM25) leg of a search returns.")
+    match_count: int = Field(20, gt=0, description="Passages a search pass keeps for ranking.")
+    # rag.retrieval.facets
+    facet_split: bool = Field(False, description=(
+        "Search a question that joins topics (\"A and B\") whole and by each facet, fused by rank."))
     # fusion weights (rag.retrieval.rank): fused = w_cosine·vector + w_bm25·lexical + w_freshness·freshness + w_metadata·boost
     # (the defaults are the chat profile's, chosen on BEIR train/dev qrels: see BUILTIN_PROFILES)
-    w_bm25: float = Field(0.30, ge=0)
-    w_cosine: float = Field(0.60, ge=0)
-    w_freshness: float = Field(0.10, ge=0)
-    w_metadata: float = Field(0.0, ge=0)
-    # rank a chunk only the lexical leg found on its true cosine to the question, not on 0 (rag.retrieval.passes)
-    fill_similarity: bool = True
-    # the hybrid pass keeps match_count candidates by reciprocal rank fusion in SQL before ranking: the
-    # two lists count alike ("equal"), or as w_cosine : w_bm25 ("fusion"). With complete scores the
-    # ranking does the weighing: a weighted cut had dropped the BM25 leg's finds before they were scored.
-    rrf_cut_weights: Literal["equal", "fusion"] = "equal"
-    metadata_boost: dict[str, float] = Field(default_factory=dict)
+    w_bm25: float = Field(0.30, ge=0, description="Weight of the word (BM25) score in a passage's score.")
+    w_cosine: float = Field(0.60, ge=0, description="Weight of the meaning (cosine similarity) score in a passage's score.")
+    w_freshness: float = Field(0.10, ge=0, description=(
+        "Weight of freshness (from the note's date, halving every freshness_half_life_days) in a passage's score."))
+    w_metadata: float = Field(0.0, ge=0, description="Weight of the metadata_boost of the passage's type in its score.")
+    # rag.retrieval.passes
+    fill_similarity: bool = Field(True, description=(
+        "Rank a passage only the word search found on its true similarity to the question, not on 0."))
+    # With complete scores the ranking does the weighing: a weighted cut had dropped the BM25 leg's finds
+    # before they were scored.
+    rrf_cut_weights: Literal["equal", "fusion"] = Field("equal", description=(
+        "A hybrid pass keeps match_count candidates by rank fusion in SQL before ranking: the two lists "
+        "count alike (\"equal\") or as w_cosine : w_bm25 (\"fusion\")."))
+    metadata_boost: dict[str, float] = Field(default_factory=dict, description=(
+        "Per document type (front matter `type`), a boost added through w_metadata, e.g. { decision = 1.0 }."))
     # multipliers
-    type_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS))
-    unknown_type_weight: float = Field(1.0, ge=0)
-    persona_weights: dict[str, float] = Field(default_factory=dict)
-    freshness_half_life_days: float = Field(365.0, gt=0)
-    risk_penalty: float = Field(0.5, ge=0, le=1)
-    per_source_cap: int = Field(3, gt=0)
+    type_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS), description=(
+        "Per document type, a multiplier of the passage's score, e.g. { meeting = 1.2, draft = 0.6 }."))
+    unknown_type_weight: float = Field(1.0, ge=0, description="The multiplier of a type type_weights does not list.")
+    persona_weights: dict[str, float] = Field(default_factory=dict, description=(
+        "Per persona (front matter `persona`), a multiplier of the passage's score."))
+    freshness_half_life_days: float = Field(365.0, gt=0, description="Days after which a note's freshness halves.")
+    risk_penalty: float = Field(0.5, ge=0, le=1, description=(
+        "How much a passage flagged as risky (e.g. an injection phrasing) loses: its score times "
+        "1 - risk_penalty x its risk, 0 to 1."))
+    per_source_cap: int = Field(3, gt=0, description="The most passages of one note kept in a ranking.")
     # weak-retrieval check (rag.retrieval.autorag.is_weak_retrieval)
-    similarity_threshold: float = Field(0.30, ge=-1, le=1)
-    min_matches: int = Field(3, ge=0)
-    density_min_share: float = Field(0.25, ge=0, le=1)
-    flat_spread_max: float = Field(0.02, ge=0)
-    # a correction replaces the base pass only when its set score beats base by this much (rag.retrieval.autorag.score_decision)
+    similarity_threshold: float = Field(0.30, ge=-1, le=1, description=(
+        "Auto-RAG: retrieval is weak when the best similarity is below this (or too few results pass it)."))
+    min_matches: int = Field(3, ge=0, description="Auto-RAG: retrieval is weak with fewer results than this.")
+    density_min_share: float = Field(0.25, ge=0, le=1, description=(
+        "Auto-RAG: retrieval is weak when less than this share of the results reach similarity_threshold."))
+    flat_spread_max: float = Field(0.02, ge=0, description=(
+        "Auto-RAG: retrieval is weak when the top similarities differ by less than this (nothing stands out)."))
     # 0.10: at 0.02 and 0.05 one or two pseudo-relevance-feedback rewrites per BEIR set were judged
     # better and were not (NFCorpus nDCG@10 -0.0001..-0.0005 vs base); at 0.10 auto == base on
     # SciFact and NFCorpus for chat and default_research (test splits, bench/compute_context.py).
-    decision_margin: float = Field(0.10, ge=0)
-    # how many chunks a consumer (e.g. `ask`) keeps
-    k_min: int = Field(3, gt=0)
-    k_max: int = Field(8, gt=0)
+    decision_margin: float = Field(0.10, ge=0, description=(
+        "Auto-RAG: a correction replaces the base pass only when its score beats base by this much."))
+    k_min: int = Field(3, gt=0, description="The fewest passages a consumer of the profile keeps.")
+    k_max: int = Field(8, gt=0, description="The most passages a consumer of the profile keeps.")
 
     @field_validator(*MAPPING_FIELDS)
     @classmethod
