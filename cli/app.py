@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import typer
 
 from rag.config import Settings, load_settings
+from rag.errors import ConfigError
 from ragpg_cli.terminal import for_terminal, json_for_terminal
 
 
@@ -24,6 +26,15 @@ class CliState:
         if self._settings is None:
             self._settings = load_settings(self.config_path)
         return self._settings
+
+    def log_level(self, verbose: bool) -> int:
+        """The root logger's level: the log_level setting, at least INFO with --verbose. Settings that
+        cannot be loaded leave WARNING here; the command that needs them reports why."""
+        try:
+            level = logging.getLevelNamesMapping()[self.settings.log_level]
+        except ConfigError:
+            level = logging.WARNING
+        return min(level, logging.INFO) if verbose else level
 
 
 def state(ctx: typer.Context) -> CliState:

@@ -64,9 +64,9 @@ def root(
                                  help="Print the ragpg version and exit."),
 ) -> None:
     """Postgres-native retrieval for RAG."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     ctx.obj = CliState(config_path=config)
+    logging.getLogger().setLevel(ctx.obj.log_level(verbose))
 
 
 def _not_utf8(argv: list[str]) -> str | None:
