@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from rag.store.locate import connect
-from rag.store.vaults import NewVault, VaultSummary, add_vault, list_vaults, remove_vault
+from rag.store.vaults import NewVault, VaultSummary, list_vaults, register_vault, remove_vault
 from ragpg_cli.app import info, print_json, say, state
 from ragpg_cli.terminal import for_terminal
 
@@ -28,7 +28,7 @@ def add(
                                            help="PostgreSQL text search configuration for BM25."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Register a folder of notes as a vault (index it with `ragpg index NAME`)."""
+    """Register a folder of notes as a vault (index it with `ragpg index NAME`). Adding the same vault again changes nothing."""
     new = NewVault(name=name, path=path, denylist=denylist, text_search_config=text_search_config)
     _add(ctx, new, json_out)
 
@@ -49,13 +49,17 @@ def add_beir(
 
 def _add(ctx: typer.Context, new: NewVault, json_out: bool) -> None:
     with connect(state(ctx).settings, autocommit=True) as conn:
-        vault = add_vault(conn, new)
+        added = register_vault(conn, new)
+    vault = added.vault
     if json_out:
         print_json({"name": vault.name, "path": vault.root_path, "kind": vault.kind,
-                    "text_search_config": vault.text_search_config, "denylist": vault.denylist})
-    else:
+                    "text_search_config": vault.text_search_config, "denylist": vault.denylist,
+                    "created": added.created})
+    elif added.created:
         say(f"Added vault '{vault.name}' ({vault.kind}) at {vault.root_path}.")
         info(f"Index it with: ragpg index {vault.name}")
+    else:
+        say(f"Vault '{vault.name}' ({vault.kind}) is already registered at {vault.root_path}; nothing changed.")
 
 
 @app.command("list")

@@ -126,8 +126,21 @@ def _validate_text_search_config(conn: Connection, config: str) -> str:
     return config
 
 
+@dataclass(frozen=True)
+class Registration:
+    vault: Vault
+    created: bool  # False: the same vault was already registered, and nothing changed
+
+
 def add_vault(conn: Connection, new: NewVault) -> Vault:
-    """Register a vault. Fails (creating nothing) on a bad name, a missing path or a taken name."""
+    """Register a vault (see `register_vault`)."""
+    return register_vault(conn, new).vault
+
+
+def register_vault(conn: Connection, new: NewVault) -> Registration:
+    """Register a vault, or find it already registered with the same folder and options (nothing
+    changes then). Fails, creating nothing, on a bad name, a missing path, or a name taken by
+    another folder or with other options."""
     name = validate_name(new.name)
     root = _validate_root(Path(new.path), new.kind)
     config = _validate_text_search_config(conn, new.text_search_config)
@@ -139,10 +152,21 @@ def add_vault(conn: Connection, new: NewVault) -> Vault:
     ).format(_VAULT_COLUMNS)
     with conn.transaction(), conn.cursor(row_factory=class_row(Vault)) as cur:
         row = cur.execute(query, (name, str(root), config, denylist, Jsonb(settings))).fetchone()
-    if row is None:
-        existing = get_vault(conn, name)
+    if row is not None:
+        return Registration(row, True)
+    existing = get_vault(conn, name)
+    if existing.root_path != str(root):
         raise InputError(f"vault '{name}' already exists (path {existing.root_path}); pick another name")
-    return row
+    # What the caller chose; indexing keeps notes of its own in vaults.settings (e.g. root_marker).
+    wanted = {"kind": new.kind, "text search config": config, "denylist": denylist, **new.extra_settings}
+    held = {"kind": existing.kind, "text search config": existing.text_search_config,
+            "denylist": existing.denylist, **{k: existing.settings.get(k) for k in new.extra_settings}}
+    differs = [key for key in wanted if wanted[key] != held[key]]
+    if differs:
+        shown = ", ".join(f"{key} {held[key]}" for key in differs)
+        raise InputError(f"vault '{name}' already exists at {existing.root_path} with {shown}; "
+                         "remove it first to change its options")
+    return Registration(existing, False)
 
 
 def get_vault(conn: Connection, name: str) -> Vault:

@@ -114,5 +114,5 @@ def test_paths_holding_escape_sequences_are_printed_inert(test_database, capsys)
         outputs.append((out, err))
     assert "redevil<U+202E>" not in outputs[0][0] and "red<U+202E>evil" in outputs[0][0]  # shown, made inert
     assert "red<U+202E>evil" in outputs[1][0]
-    assert outputs[2][1].startswith("error: vault 'hostile' already exists (path ") and "red<U+202E>" in outputs[2][1]
+    assert outputs[2][0].startswith("Vault 'hostile' (folder) is already registered at ") and "red<U+202E>" in outputs[2][0]
     assert "skipped bad.md: binary" in outputs[3][1] and "bad\\u001b[2J.md" in outputs[4][0]  # JSON escapes it

@@ -9,7 +9,15 @@ import psycopg
 import pytest
 
 from rag.errors import InputError, NotFoundError
-from rag.store.vaults import NewVault, add_vault, get_vault, list_vaults, remove_vault, resolve_vault_names
+from rag.store.vaults import (
+    NewVault,
+    add_vault,
+    get_vault,
+    list_vaults,
+    register_vault,
+    remove_vault,
+    resolve_vault_names,
+)
 from tests.ingest_db.helpers import add, index, write_files
 
 
@@ -53,6 +61,22 @@ def test_name_taken_keeps_the_first(aconn: psycopg.Connection, tmp_path: Path) -
     assert vault_count(aconn) == 1 and get_vault(aconn, "notes").root_path == str(first.resolve())
 
 
+def test_adding_the_same_vault_again_changes_nothing(aconn: psycopg.Connection, tmp_path: Path) -> None:
+    """`vault add` is idempotent: the same name at the same folder (however the path is spelled) is
+    the vault already there; the same name with other options is refused, and nothing changes."""
+    root = write_files(tmp_path / "notes", {"a.md": "a"})
+    first = register_vault(aconn, NewVault(name="notes", path=root, denylist=["x/**"]))
+    again = register_vault(aconn, NewVault(name="notes", path=tmp_path / "notes" / ".." / "notes", denylist=["x/**"]))
+    assert first.created and not again.created and again.vault == first.vault
+    assert add(aconn, "notes", root, denylist=["x/**"]) == first.vault
+    with pytest.raises(InputError, match=r"vault 'notes' already exists at .*notes with denylist \['x/\*\*'\]; "
+                                         r"remove it first to change its options"):
+        add(aconn, "notes", root)
+    with pytest.raises(InputError, match=r"already exists at .* with text search config english"):
+        add(aconn, "notes", root, denylist=["x/**"], text_search_config="simple")
+    assert vault_count(aconn) == 1 and get_vault(aconn, "notes") == first.vault
+
+
 @pytest.mark.parametrize("name", ["", "-x", "a b", "x" * 65, "naïve"])
 def test_invalid_name(aconn: psycopg.Connection, tmp_path: Path, name: str) -> None:
     with pytest.raises(InputError, match="invalid vault name"):
@@ -85,13 +109,19 @@ def test_cli_vault_commands(cli, tmp_path: Path) -> None:
     code, out, err = cli("vault", "add", "notes", str(root), "--denylist", "drafts/**", "--json")
     assert code == 0 and json.loads(out)["denylist"] == ["drafts/**"]
 
-    code, out, err = cli("vault", "add", "notes", str(root))
+    code, out, err = cli("vault", "add", "notes", str(root), "--denylist", "drafts/**")  # again: nothing to do
+    assert code == 0 and out.strip() == f"Vault 'notes' (folder) is already registered at {root.resolve()}; nothing changed."
+    code, out, err = cli("vault", "add", "notes", str(root), "--denylist", "drafts/**", "--json")
+    assert code == 0 and json.loads(out)["created"] is False
+    other = write_files(tmp_path / "other", {"b.md": "b"})
+    code, out, err = cli("vault", "add", "notes", str(other))
     assert code == 2 and err.strip() == f"error: vault 'notes' already exists (path {root.resolve()}); pick another name"
 
     code, out, err = cli("vault", "add", "other", str(tmp_path / "missing"))
     assert code == 4 and "vault path does not exist" in err and err.count("\n") == 1
 
     assert cli("index", "--quiet")[0] == 0
+    assert cli("vault", "add", "notes", str(root), "--denylist", "drafts/**")[0] == 0  # indexed: still the same
     code, out, err = cli("vault", "list", "--json")
     [listed] = json.loads(out)
     assert (listed["name"], listed["documents"], listed["chunks"]) == ("notes", 1, 1)
