@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
-from pathlib import Path
-
-import typer
 
 from rag.access import levels_up_to
 from rag.config import Settings
@@ -18,20 +12,7 @@ from rag.store.locate import resolve_database_url
 from rag.store.row_security import ConsoleLogin, console_login
 from rag.store.vaults import all_vaults
 from ragpg_cli.app import print_json
-
-
-def _psql() -> Path:
-    """The embedded wheel's psql (its version matches the server), else one on PATH."""
-    from rag.store.embedded import bin_dir
-
-    shipped = bin_dir() / "psql"
-    if shipped.exists():
-        return shipped
-    found = shutil.which("psql")
-    if not found:
-        raise NotFoundError("psql not found: install the PostgreSQL client, or use `ragpg db console --json` "
-                            "and connect with your own client")
-    return Path(found)
+from ragpg_cli.psql import psql_invocation, run_psql
 
 
 def _login(settings: Settings, clearance: str, vaults: list[str]) -> ConsoleLogin:
@@ -59,12 +40,5 @@ def open_console(settings: Settings, clearance: str, vaults: list[str], psql_arg
     scope = ", ".join(sorted(set(vaults))) or "every vault"
     print(f"psql as {login.role}: clearance {clearance}, {scope} (login valid until "
           f"{login.valid_until:%Y-%m-%d %H:%M} UTC)", file=sys.stderr)
-    # psql gets the login's conninfo and password, none of the owner's libpq settings (user, password
-    # file, service, options, client key)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    env["PGPASSWORD"] = login.password
-    try:
-        return subprocess.run([str(_psql()), login.conninfo, *psql_args], env=env).returncode
-    except KeyboardInterrupt:  # psql handles ^C itself; this only ends ragpg quietly
-        typer.echo("", err=True)
-        return 130
+    # psql gets the login's conninfo and password, none of the owner's libpq settings
+    return run_psql(*psql_invocation(login.conninfo, psql_args, password=login.password))

@@ -138,6 +138,17 @@ def dump_schema(ctx: typer.Context,
             fh.write(text)
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def psql(ctx: typer.Context,
+         psql_args: list[str] = typer.Argument(None, help="Arguments for psql, e.g. -c 'select count(*) from "
+                                               "chunks' (put -- first to pass psql's own --help).")) -> None:
+    """Open psql as the database owner (reads every row): the psql shipped with the embedded server, so no PostgreSQL client needs installing. Exits with psql's code."""
+    from ragpg_cli.psql import psql_invocation, run_psql
+
+    url = resolve_database_url(state(ctx).settings)  # starts the embedded server when DATABASE_URL is unset
+    raise typer.Exit(run_psql(*psql_invocation(url, [*(psql_args or []), *ctx.args])))
+
+
 @app.command()
 def console(ctx: typer.Context,
             clearance: str = typer.Option(..., "--clearance", help="Highest level the session may read: "

@@ -50,11 +50,11 @@ def psql() -> str:
 
 @pytest.fixture
 def notes_vault(db_url: str, shared_data: Path, tmp_path: Path) -> dict[str, str]:
-    """The page's first steps, run as written (except psql itself, which the test runs)."""
+    """The page's first steps, run as written (except `ragpg db psql` itself: the test runs psql)."""
     env = {"DATABASE_URL": db_url, "RAGPG_EMBEDDING__MODEL": "hash", "RAGPG_CONFIG": str(tmp_path / "none.toml"),
            "RAGPG_DATA_DIR": str(tmp_path / "data")}
     steps = [line for line in blocks("bash")[0].splitlines() if line.strip()]
-    assert steps[-1].startswith("psql ") and len(steps) >= 3
+    assert steps[-1] == "ragpg db psql" and len(steps) >= 3
     for step in steps[:-1]:
         argv = shlex.split(step)
         assert argv[0] == "ragpg", step

@@ -48,6 +48,15 @@ def test_start_status_url_stop_and_adopt(data_dir):
     status = _status(data_dir)
     assert status["schema_current"] and status["pgvector"].startswith("0.8")
 
+    # `ragpg db psql`: the psql the wheel ships, as the owner, its arguments passed through (with or without --)
+    for argv in (["-X", "-At", "-c", "select current_user = (select rolname from pg_roles where oid = 10)"],
+                 ["--", "-X", "-At", "-c", "select 41 + 1"]):
+        done = ragpg("db", "psql", *argv, env={**env, "PATH": "/nonexistent"})  # no system psql to fall back on
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() in ("t", "42")
+    failed = ragpg("db", "psql", "-X", "-c", "select 1/0", env=env)
+    assert failed.returncode == 1 and "division by zero" in failed.stderr  # psql's own code and message
+
     # A second process connects through `ragpg db url`.
     url = ragpg("db", "url", env=env).stdout.strip()
     probe = subprocess.run([sys.executable, "-c",
@@ -128,7 +137,8 @@ def test_invalid_setting_value_in_environment(tmp_path):
 
 def test_every_command_has_help():
     for args in (["--help"], ["db", "--help"], ["db", "start", "--help"], ["db", "status", "--help"],
-                 ["db", "url", "--help"], ["db", "upgrade", "--help"], ["db", "stop", "--help"]):
+                 ["db", "url", "--help"], ["db", "upgrade", "--help"], ["db", "stop", "--help"],
+                 ["db", "psql", "--help"]):
         out = ragpg(*args)
         assert out.returncode == 0 and "Usage" in out.stdout, args
 
@@ -144,3 +154,16 @@ def test_first_command_on_a_fresh_data_dir_prepares_the_schema(data_dir, tmp_pat
     assert _status(data_dir)["schema_current"]
     listed = ragpg("vault", "list", "--json", env=env)
     assert listed.returncode == 0 and "notes" in listed.stdout
+
+
+def test_psql_gets_the_password_in_its_environment_not_its_arguments(monkeypatch):
+    """Another user can read a process's arguments (ps), not its environment: the owner's password
+    goes to psql as PGPASSWORD, and no PG* variable of the caller's changes where psql connects."""
+    from ragpg_cli.psql import psql_invocation
+
+    monkeypatch.setenv("PGSERVICE", "elsewhere")
+    monkeypatch.setenv("PGHOST", "attacker.example")
+    argv, env = psql_invocation("postgresql://owner:s3cr%40t@db.example:5433/ragpg?sslmode=require", ["-c", "x"])
+    assert "s3cr" not in " ".join(argv) and env["PGPASSWORD"] == "s3cr@t"
+    assert argv[-2:] == ["-c", "x"] and "host=db.example" in argv[1] and "sslmode=require" in argv[1]
+    assert "PGSERVICE" not in env and "PGHOST" not in env
