@@ -63,7 +63,7 @@ def status(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", he
         url = settings.database_url
     else:
         st = embedded_server(settings).status()
-        result.update({"data_dir": str(settings.pgdata_dir), "pid": st.pid})
+        result.update({"data_dir": str(settings.data_dir), "pgdata_dir": str(settings.pgdata_dir), "pid": st.pid})
         if not st.running or st.url is None:
             result["running"] = False
             _emit_status(result, json_out)

@@ -47,6 +47,8 @@ def test_start_status_url_stop_and_adopt(data_dir):
 
     status = _status(data_dir)
     assert status["schema_current"] and status["pgvector"].startswith("0.8")
+    # data_dir is the setting's folder; the server's own files are in pgdata_dir below it
+    assert (status["data_dir"], status["pgdata_dir"]) == (str(data_dir), str(data_dir / "pgdata"))
 
     # `ragpg db psql`: the psql the wheel ships, as the owner, its arguments passed through (with or without --)
     for argv in (["-X", "-At", "-c", "select current_user = (select rolname from pg_roles where oid = 10)"],
