@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
-from rag.errors import InputError, LLMError, RagError
+from rag.errors import InputError, LLMError, NotFoundError, RagError
 from rag.llm import LLM, Message
 from rag.prompts import load_prompt
 from rag.store.database import Connection
@@ -133,7 +133,7 @@ def _clean(name: str) -> str:
 
 
 def resolve_user_folders(names: Sequence[str], available: Sequence[Folder]) -> list[FolderScope]:
-    """The scopes of the folders the user named (see the module doc); InputError for a name matching nothing."""
+    """The scopes of the folders the user named (see the module doc); NotFoundError for a name matching nothing."""
     vault_names = sorted({f.vault for f in available})
     scopes: list[FolderScope] = []
     for raw in names:
@@ -142,7 +142,7 @@ def resolve_user_folders(names: Sequence[str], available: Sequence[Folder]) -> l
         name = _clean(raw)
         found = _match_named(name, available, vault_names)
         if not found:
-            raise InputError(_unknown_folder_message(raw.strip(), available))
+            raise NotFoundError(_unknown_folder_message(raw.strip(), available))  # as an unknown vault
         for s in found:
             if s not in scopes:
                 scopes.append(s)

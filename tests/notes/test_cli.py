@@ -229,14 +229,14 @@ def test_search_human_and_json(vault, capsys):
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["ask", "  "], 2, "error: the question is empty"),
     (["ask", QUESTION, "--vault", "nope"], 4, "error: unknown vault 'nope' (known vaults: empty, notes)"),
-    (["ask", QUESTION, "--folder", "projcts"], 2, "error: no folder named 'projcts' in notes; did you mean: projects"),
-    (["ask", QUESTION, "--folder", "meetngs", "--explain"], 2, "did you mean: meetings"),
+    (["ask", QUESTION, "--folder", "projcts"], 4, "error: no folder named 'projcts' in notes; did you mean: projects"),
+    (["ask", QUESTION, "--folder", "meetngs", "--explain"], 4, "did you mean: meetings"),
     (["ask", QUESTION, "--detail", "verbose"], 2, "error: detail must be one of: brief, normal, detailed"),
     (["ask", QUESTION, "--detail", "verbose", "--json"], 2, "error: detail must be one of: brief, normal, detailed"),
     (["ask", QUESTION, "--vault", "empty"], 4, "nothing is indexed in vault 'empty' yet: run `ragpg index`"),
     (["search", QUESTION, "--k", "0"], 2, "error: k must be a whole number between 1 and 100"),
     (["search", "", "--vault", "notes"], 2, "error: the search query is empty"),
-    (["search", QUESTION, "--folder", "projcts"], 2, "did you mean: projects"),
+    (["search", QUESTION, "--folder", "projcts"], 4, "did you mean: projects"),
 ])
 def test_bad_input_one_line_on_stderr(vault, tmp_path, capsys, args, code, message):
     (tmp_path / "empty").mkdir()

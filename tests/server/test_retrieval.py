@@ -134,7 +134,7 @@ def test_bad_input_writes_nothing(client: TestClient, corpus: dict[str, str], co
     assert_error(post(client, "context", key, profile="no-such-profile"), 404, "not_found", "no-such-profile")
     assert_error(post(client, "context", key, filters={"tags": {"$regex": "x"}}), 400, "invalid_input", "filter")
     assert_error(post(client, "search", key, filters={"date": {"$gte": {"a": 1}}}), 400, "invalid_input")
-    assert_error(post(client, "ask", key, folders=["no/such/folder"]), 400, "invalid_input", "no/such/folder")
+    assert_error(post(client, "ask", key, folders=["no/such/folder"]), 404, "not_found", "no/such/folder")  # as a vault
     assert_error(post(client, "search", key, "x" * 20001), 400, "invalid_request", "'query'")
     after = row_counts(conn)
     # only api_keys.last_used_at moved (an update, not a row)
