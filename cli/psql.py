@@ -43,7 +43,7 @@ def psql_invocation(conninfo: str, args: list[str], password: str | None = None)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     if secret is not None:
         env["PGPASSWORD"] = str(secret)
-    return [str(psql_path()), make_conninfo(**params), *args], env
+    return [str(psql_path()), make_conninfo("", **params), *args], env
 
 
 def run_psql(argv: list[str], env: dict[str, str]) -> int:
