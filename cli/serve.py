@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import typer
 
-from rag.errors import ConfigError
+from rag.errors import ConfigError, RagError
 from rag.store import keys as key_store
 from rag.store.database import open_connection
 from rag.store.locate import resolve_database_url
@@ -86,6 +90,7 @@ def serve(ctx: typer.Context,
     if revision != head:
         info(f"warning: database schema at revision {revision}, expected {head}; run `ragpg db upgrade` "
              "(/healthz reports 503 until then)")
+    check_address_free(host, port)
     info(auth_line(mode, keyless, active))
     info(f"ragpg serving on http://{host}:{port} (docs at /docs; {workers} worker{'s' if workers > 1 else ''}, "
          f"concurrency {settings.server.concurrency}, queue {settings.server.queue_size} per worker)")
@@ -100,8 +105,9 @@ def serve(ctx: typer.Context,
         from ragpg_server.app import create_app, pool_size_for
 
         runtime = Runtime.from_settings(settings, pool_max_size=pool_size_for(settings.server.concurrency))
-        uvicorn.run(create_app(runtime, lifespan_close=True), host=host, port=port, log_level=log_level,
-                    http=http)
+        with _startup_failure_is_not_exit_3():
+            uvicorn.run(create_app(runtime, lifespan_close=True), host=host, port=port, log_level=log_level,
+                        http=http)
         return
     # Each worker process builds its own settings and runtime (server.app.create_app_from_env); they
     # share this process's resolved database URL and config file through the environment.
@@ -109,5 +115,32 @@ def serve(ctx: typer.Context,
     os.environ["RAGPG_SERVER__HOST"], os.environ["RAGPG_SERVER__PORT"] = host, str(port)
     if st.config_path is not None:
         os.environ["RAGPG_CONFIG"] = str(st.config_path)
-    uvicorn.run("ragpg_server.app:create_app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level=log_level, timeout_worker_healthcheck=WORKER_HEALTHCHECK_S, http=http)
+    with _startup_failure_is_not_exit_3():
+        uvicorn.run("ragpg_server.app:create_app_from_env", factory=True, host=host, port=port, workers=workers,
+                    log_level=log_level, timeout_worker_healthcheck=WORKER_HEALTHCHECK_S, http=http)
+
+
+def check_address_free(host: str, port: int) -> None:
+    """Bind the address once, as uvicorn will, so a port in use is reported before "serving" is."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: TIME_WAIT is free
+            probe.bind(address)
+    except OSError as exc:
+        why = ("the address is already in use (another server? pick another --port)"
+               if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc))
+        raise RagError(f"cannot listen on {host}:{port}: {why}") from None
+
+
+@contextmanager
+def _startup_failure_is_not_exit_3() -> Iterator[None]:
+    """uvicorn exits 3 when it cannot start (an address taken since the check, an app that fails to
+    start): for ragpg, 3 means the database is unreachable, so this is a runtime failure (1)."""
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code in (0, None):
+            raise
+        raise RagError("the HTTP server could not start (the lines above say why)") from None

@@ -80,6 +80,39 @@ def test_refuses_public_host_without_keys(db_url: str, tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_busy_port_is_one_line_and_not_the_database_code(db_url: str, tmp_path: Path, workers: str) -> None:
+    """Another process holds the port: no "serving" line, one error line naming the address, and exit 1
+    (a runtime failure), never 3, which says the database is unreachable."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = ragpg("serve", "--port", str(port), "--workers", workers, env=env_for(db_url, tmp_path), timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert "serving" not in result.stderr and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: cannot listen on 127.0.0.1:{port}: the address is already in use "
+                      "(another server? pick another --port)"]
+
+
+def test_a_port_taken_after_the_check_is_still_not_exit_3(db_url: str, tmp_path: Path) -> None:
+    """The race: the port is taken between ragpg's check and uvicorn's bind. uvicorn exits 3; ragpg
+    turns that into its one-line runtime failure."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_") and k != "DATABASE_URL"}
+    env.update(env_for(db_url, tmp_path))
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        code = ("import sys; from ragpg_cli import serve; serve.check_address_free = lambda host, port: None; "
+                f"from ragpg_cli.main import main; sys.exit(main(['serve', '--port', '{port}']))")
+        result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                                timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines()[-1] == "error: the HTTP server could not start (the lines above say why)"
+
+
 def test_serves_on_loopback_without_keys(db_url: str, tmp_path: Path) -> None:
     proc, port = start(db_url, tmp_path)
     try:
