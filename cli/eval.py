@@ -1,10 +1,9 @@
 """`ragpg eval` and `ragpg eval-beir`: retrieval and answer quality, measured.
 
-Both follow the evaluation exit-code contract (`rag.eval.errors.EvalExit`): 0 ok, 1 runtime
-failure (database down, a search that failed), 2 malformed input (golden file, baseline,
-config, an unknown vault, a BEIR dataset that is not loaded), 3 degraded vs the baseline
-(`ragpg eval --baseline` only). Reports go to stdout (text, or JSON with --json); each error is
-one line on stderr.
+Both exit with ragpg's codes (README, "Errors and exit codes"): 1 runtime failure, 2 malformed
+input (golden file, baseline, config, a BEIR dataset that is not loaded), 3 database, 4 not found
+(a vault, a profile), ...; and 9 when a run is worse than its baseline (`ragpg eval --baseline`
+only). Reports go to stdout (text, or JSON with --json); each error is one line on stderr.
 """
 
 from __future__ import annotations
@@ -24,10 +23,9 @@ SPLIT_HELP = ("Which cases run: dev, test, or all. --baseline and --save-baselin
 
 
 def _exit_code(exc: BaseException) -> int:
-    from rag.errors import InputError
-    from rag.eval.errors import EvalExit
+    from rag.errors import RagError
 
-    return int(EvalExit.MALFORMED_INPUT if isinstance(exc, InputError) else EvalExit.RUNTIME_FAILURE)
+    return exc.exit_code if isinstance(exc, RagError) else RagError.exit_code
 
 
 def _fail(exc: BaseException) -> typer.Exit:
@@ -47,7 +45,7 @@ def eval_command(
     ctx: typer.Context,
     golden: Path = typer.Argument(..., help=GOLDEN_HELP),
     baseline: Path | None = typer.Option(None, "--baseline", help="Compare with this baseline (JSON); "
-                                         "exit 3 when a metric falls below it by more than the tolerance."),
+                                         "exit 9 when a metric falls below it by more than the tolerance."),
     profile: str = typer.Option("notes", "--profile", help=PROFILE_HELP),
     mode: str | None = typer.Option(None, "--mode", help=MODE_HELP),
     k: int = typer.Option(10, "--k", help="Metric cutoff and retrieval depth (recall@k, MRR@k)."),
@@ -61,7 +59,7 @@ def eval_command(
     split: str = typer.Option("all", "--split", help=SPLIT_HELP),
 ) -> None:
     """Score retrieval (recall@k, recall@5, MRR, nDCG@10) and answers (abstention, expected facts,
-    forbidden claims) against a golden file, per dev/test split; exit 3 when worse than --baseline."""
+    forbidden claims) against a golden file, per dev/test split; exit 9 when worse than --baseline."""
     from rag.extras import require_extra
 
     require_extra("eval", "ragpg eval")

@@ -2,7 +2,7 @@
 
 The CLI command is a thin wrapper that builds the search function for the chosen profile and
 mode and passes it here. Output contract: the report goes to stdout (text, or JSON with
---json); each error is one line on stderr; the return value is an `EvalExit`.
+--json); each error is one line on stderr; the return value is the exit code (ragpg's codes, or `EvalExit.DEGRADED`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from rag.errors import InputError, RagError
+from rag.errors import RagError
 from rag.eval.baseline import (
     DEFAULT_TOLERANCE,
     Comparison,
@@ -96,6 +96,4 @@ def _verdict(comparison: Comparison | None, err: TextIO) -> int:
 
 def _fail(exc: RagError, err: TextIO) -> int:
     err.write(f"error: {' '.join(str(exc).split())}\n")
-    # Library exit codes differ from the eval contract (a DatabaseError is 3 there, which here
-    # would read as "degraded"), so only the input/runtime split carries over.
-    return int(EvalExit.MALFORMED_INPUT if isinstance(exc, InputError) else EvalExit.RUNTIME_FAILURE)
+    return exc.exit_code  # ragpg's codes; "degraded" (9) is none of them

@@ -1,8 +1,9 @@
 """Errors and exit codes of `ragpg eval`, kept in one place.
 
-The eval command has its own exit-code contract (0 ok, 1 runtime failure, 2 malformed input,
-3 degraded vs baseline), which differs from the library-wide `RagError.exit_code` values
-(e.g. `DatabaseError.exit_code` is 3 there). `cli_support` maps errors onto `EvalExit`.
+Errors keep ragpg's exit codes (`RagError.exit_code`: 1 runtime failure, 2 malformed input,
+3 database, 4 not found, ...), as in every command; a run worse than its baseline is the one code
+of eval's own, 9 (`EvalExit.DEGRADED`). An error met while a case runs names the case and keeps the
+code of what went wrong.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ class EvalExit(IntEnum):
     OK = 0
     RUNTIME_FAILURE = 1
     MALFORMED_INPUT = 2
-    DEGRADED = 3
+    DEGRADED = 9
 
 
 class GoldenError(InputError):
@@ -30,8 +31,16 @@ class BaselineError(InputError):
 class EvalCaseError(InputError):
     """The search function rejected a case's input (e.g. an unknown vault or a bad filter)."""
 
+    def __init__(self, message: str, *, exit_code: int = InputError.exit_code) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code  # the rejection's own (4 for an unknown vault)
+
 
 class EvalRunError(RagError):
     """The evaluation could not run to the end (search failure, unwritable output)."""
 
     exit_code = int(EvalExit.RUNTIME_FAILURE)
+
+    def __init__(self, message: str, *, exit_code: int = int(EvalExit.RUNTIME_FAILURE)) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code  # the failure's own (3 for the database)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from rag.errors import InputError
+from rag.errors import InputError, RagError
 from rag.eval.errors import EvalCaseError, EvalRunError
 from rag.eval.golden import ALL_SPLITS, GoldenCase, GoldenSet, select_split
 from rag.eval.metrics import DEFAULT_K, score_case, summarize, summarize_splits
@@ -59,10 +59,11 @@ def _search(golden: GoldenSet, case: GoldenCase, search_fn: SearchFn, depth: int
     try:
         hit = search_fn(case, depth)
     except InputError as exc:
-        raise EvalCaseError(f"{where}: {_one_line(exc)}") from exc
+        raise EvalCaseError(f"{where}: {_one_line(exc)}", exit_code=exc.exit_code) from exc
     except Exception as exc:
         log.debug("search failed for %s", where, exc_info=True)
-        raise EvalRunError(f"{where}: search failed: {_one_line(exc) or type(exc).__name__}") from exc
+        code = exc.exit_code if isinstance(exc, RagError) else RagError.exit_code
+        raise EvalRunError(f"{where}: search failed: {_one_line(exc) or type(exc).__name__}", exit_code=code) from exc
     if not isinstance(hit, EvalHit):
         raise EvalRunError(f"{where}: the search function returned {type(hit).__name__}, not EvalHit")
     return hit

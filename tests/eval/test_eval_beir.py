@@ -58,12 +58,12 @@ def one_error_line(err: str, *parts: str) -> None:
 def test_eval_beir_end_to_end(cli: Run, tmp_path: Path) -> None:
     root = dataset(tmp_path / "tiny")
     code, out, err = cli("eval-beir", root)
-    assert (code, out) == (2, "")
+    assert (code, out) == (4, "")  # not found, as an unknown vault everywhere
     one_error_line(err, "vault 'tiny' is not loaded", f"ragpg vault add-beir tiny {root}", "ragpg index tiny")
 
     assert cli("vault", "add-beir", "tiny", root)[0] == 0
     code, out, err = cli("eval-beir", root)
-    assert (code, out) == (2, "")
+    assert (code, out) == (4, "")  # as `ragpg ask` on a vault with nothing indexed
     one_error_line(err, "vault 'tiny' is loaded but not indexed", "ragpg index tiny")
 
     assert cli("index", "--quiet", "tiny")[0] == 0
@@ -112,10 +112,10 @@ def test_eval_beir_input_errors(cli: Run, tmp_path: Path) -> None:
     one_error_line(err, "vault 'notes' is a folder of notes, not a BEIR dataset")
 
 
-def test_eval_beir_unreachable_database_is_exit_1(cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_eval_beir_unreachable_database_is_exit_3(cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgresql://127.0.0.1:1/nowhere?connect_timeout=2")
     code, out, err = cli("eval-beir", dataset(tmp_path / "tiny"))
-    assert (code, out) == (1, "")
+    assert (code, out) == (3, "")  # as for every command
     one_error_line(err, "cannot connect to the database")
 
 

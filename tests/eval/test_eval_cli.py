@@ -114,7 +114,7 @@ def test_json_report_and_the_compute_context_path(cli: Run, vault: Path, golden:
 
 # -- baselines: round trip, exit 3, tolerance ----------------------------------------------------------
 
-def test_save_baseline_round_trip_then_degraded_exit_3(cli: Run, vault: Path, golden: Path, tmp_path: Path) -> None:
+def test_save_baseline_round_trip_then_degraded_exit_9(cli: Run, vault: Path, golden: Path, tmp_path: Path) -> None:
     saved = tmp_path / "baseline.json"
     code, out, err = cli("eval", golden, "--save-baseline", saved)
     assert code == 0, err
@@ -129,7 +129,7 @@ def test_save_baseline_round_trip_then_degraded_exit_3(cli: Run, vault: Path, go
 
     higher = inflated(saved, tmp_path / "higher.json", "mrr@10", 0.05)
     code, out, err = cli("eval", golden, "--baseline", higher)
-    assert code == 3
+    assert code == 9
     one_error_line(err, "degraded vs baseline", str(higher), "mrr@10")
     assert "DEGRADED" in out  # the report still shows what was measured
 
@@ -180,21 +180,21 @@ def test_malformed_golden_is_exit_2_naming_line_and_case(cli: Run, tmp_path: Pat
     one_error_line(err, str(path), *parts)
 
 
-def test_unknown_vault_is_exit_2_naming_the_case(cli: Run, vault: Path, tmp_path: Path) -> None:
+def test_unknown_vault_is_exit_4_naming_the_case(cli: Run, vault: Path, tmp_path: Path) -> None:
     path = write(tmp_path / "g.yaml", "cases:\n  - id: a\n    query: tomatoes\n    must_include_source_paths: [x.md]\n"
                                       "  - id: elsewhere\n    query: roses\n    vault: nope\n"
                                       "    must_include_source_paths: [y.md]\n")
     code, out, err = cli("eval", path)
-    assert (code, out) == (2, "")
+    assert (code, out) == (4, "")  # not found, as in every command
     one_error_line(err, f"{path}:5: case 'elsewhere' (#2)", "unknown vault 'nope'")
     code, _, err = cli("eval", path, "--vault", "missing")  # --vault applies to cases that name none
-    assert code == 2
+    assert code == 4
     one_error_line(err, "case 'a' (#1)", "unknown vault 'missing'")
 
 
-def test_bad_profile_mode_and_k_are_exit_2(cli: Run, golden: Path) -> None:
+def test_bad_profile_mode_and_k_are_exit_2_or_4(cli: Run, golden: Path) -> None:
     code, _, err = cli("eval", golden, "--profile", "nope")
-    assert code == 2
+    assert code == 4  # not found, as in every command
     one_error_line(err, "unknown profile 'nope'")
     code, _, err = cli("eval", golden, "--profile", "chat", "--mode", "ask")
     assert code == 2
@@ -207,19 +207,19 @@ def test_bad_profile_mode_and_k_are_exit_2(cli: Run, golden: Path) -> None:
     one_error_line(err, "k must be a positive integer")
 
 
-# -- exit 1 ------------------------------------------------------------------------------------------
+# -- exit 3 and 1 ------------------------------------------------------------------------------------
 
-def test_unreachable_database_is_exit_1_in_one_line(cli: Run, golden: Path, monkeypatch: pytest.MonkeyPatch,
+def test_unreachable_database_is_exit_3_in_one_line(cli: Run, golden: Path, monkeypatch: pytest.MonkeyPatch,
                                                    tmp_path: Path) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgresql://127.0.0.1:1/nowhere?connect_timeout=2")
     code, out, err = cli("eval", golden)
-    assert (code, out) == (1, "")
+    assert (code, out) == (3, "")  # as for every command: 3 is the database, never "degraded" (9)
     one_error_line(err, "cannot connect to the database")
     # Input problems still come first: a broken golden file is exit 2 even with the database down.
     assert cli("eval", write(tmp_path / "bad.yaml", "cases: []\n"))[0] == 2
 
 
-def test_search_failure_mid_run_is_exit_1_naming_the_case(cli: Run, vault: Path, golden: Path,
+def test_search_failure_mid_run_is_exit_3_naming_the_case(cli: Run, vault: Path, golden: Path,
                                                           conn: psycopg.Connection) -> None:
     # A real database failure during the run: the model's hybrid match functions (what the notes
     # profile searches with, whole and by facet) are gone.
@@ -228,5 +228,5 @@ def test_search_failure_mid_run_is_exit_1_naming_the_case(cli: Run, vault: Path,
         conn.execute(sql.SQL("drop function {}").format(sql.Identifier(name)))
     conn.commit()
     code, out, err = cli("eval", golden)
-    assert (code, out) == (1, "")
+    assert (code, out) == (3, "")  # the database lacks what ragpg needs: its code, not "degraded"
     one_error_line(err, f"{golden}:2: case 'tomato-planting' (#1): search failed:")
