@@ -1,4 +1,5 @@
-"""The `ragpg` command: one place maps the error hierarchy to exit codes and stderr lines."""
+"""The `ragpg` command: one place maps the error hierarchy to exit codes (the table in
+cli/exit_codes.py) and stderr lines."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ragpg_cli import eval as eval_cli
 from ragpg_cli import index as index_cli
 from ragpg_cli import vault as vault_cli
 from ragpg_cli.app import CliState
+from ragpg_cli.exit_codes import INTERRUPTED, help_epilog
 from ragpg_cli.help_format import install as install_help_format
 from ragpg_cli.terminal import for_terminal
 
@@ -30,6 +32,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
+    epilog=help_epilog(),
 )
 app.add_typer(db.app, name="db")
 app.add_typer(config_cmd.app, name="config")
@@ -108,10 +111,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except (click.exceptions.Abort, typer.exceptions.Abort):
         typer.echo("aborted", err=True)
-        return 130
+        return INTERRUPTED
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
-        return 130
+        return INTERRUPTED
     return result if isinstance(result, int) else 0
 
 

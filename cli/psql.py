@@ -15,6 +15,7 @@ import typer
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from rag.errors import NotFoundError
+from ragpg_cli.exit_codes import INTERRUPTED
 
 
 def psql_path() -> Path:
@@ -52,4 +53,4 @@ def run_psql(argv: list[str], env: dict[str, str]) -> int:
         return subprocess.run(argv, env=env).returncode
     except KeyboardInterrupt:  # psql handles ^C itself; this only ends ragpg quietly
         typer.echo("", err=True)
-        return 130
+        return INTERRUPTED
