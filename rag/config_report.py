@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rag.config import Settings, default_config_path, load_settings
+from rag.config import default_config_path, load_settings
 
 ENV_PREFIX = "RAGPG_"
 MASK = "********"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from rag.config import load_settings
-from ragpg_cli.config_init import default_config_text
 from rag.config_report import MASK, config_report, mask_url
+from ragpg_cli.config_init import default_config_text
 from ragpg_cli.main import main
 from tests.support.cli import ragpg
 

@@ -15,8 +15,8 @@ import pytest
 from pydantic import BaseModel
 
 from rag.config import Settings, load_settings
-from ragpg_cli.config_init import default_config_text
 from rag.retrieval.profiles import Profile
+from ragpg_cli.config_init import default_config_text
 from ragpg_cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
