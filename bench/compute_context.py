@@ -15,7 +15,7 @@ context assembly, evidence packs), with the p50 of its steps from ContextResult.
 (embed = the query embedding, base pass = embedding + base retrieval pass, assembly = ranking,
 context and evidence packs); the query-embedding cache is off so every call pays for its
 embedding, and there is no LLM call to exclude. One query at a time after a warm-up. The target
-(issue #5) is on the base pass: p50 of the query embedding plus the base retrieval pass ≤ 15 ms;
+is on the base pass: p50 of the query embedding plus the base retrieval pass ≤ 15 ms;
 the whole call's p50 is printed beside it.
 
     RAGPG_DATA_DIR=/tmp/ragpg-beir python bench/compute_context.py --out /tmp/compute_context.json

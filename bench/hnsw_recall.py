@@ -2,7 +2,7 @@
 
 For each size (default 20k and 200k) a fresh database gets one vault, one document per 100
 chunks (inserted server-side with generate_series) and a registered embedding model
-(``ragpg_register_embedding_model`` via ``rag.retrieval.models.register_model``: its table, its HNSW
+(``ragpg_register_embedding_model`` via ``rag.store.models.register_model``: its table, its HNSW
 cosine index and its ``match_native_chunks_<name>`` function). The vectors are bulk-loaded with
 binary COPY after dropping the registered index, then the index is rebuilt from its own registered
 definition (``pg_get_indexdef``), as a bulk loader would; load and build are timed separately.

@@ -1,4 +1,4 @@
-"""What the query log costs a compute_context call: inline (as before issue #18) vs in the background.
+"""What the query log costs a compute_context call: written inline, on the request path, vs in the background.
 
 Uses an existing ragpg installation holding an indexed BEIR vault, as bench/compute_context.py does
 (`RAGPG_DATA_DIR=... python bench/query_log_cost.py --dataset nfcorpus`). For every judged query of

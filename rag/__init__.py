@@ -9,7 +9,8 @@ what a command needs).
 
 Layout (each folder's `__init__` says what it owns and what it may import; tests/layout checks it):
 the shared basics sit at the top (`config`, `errors`, `extras`, `types`, `access`, `arguments`, `text`,
-`tokens`, `llm`, `trace`, `runtime`) and import no stage; the stages, in data-flow order, are
+`tokens`, `llm`, `trace`) and import no stage; `runtime` builds what an entry point hands the stages
+(docs/architecture.md has the table); the stages, in data-flow order, are
 `store/` (database, migrations, registries) → `ingest/` and `embed/` → `retrieval/` (SQL calls,
 Auto-RAG, ranking) → `context/` (assembly, evidence) → `notes/`; `compute` is the
 `compute_context` pipeline over them and `eval/` measures them all. The CLI (`ragpg_cli`) and the

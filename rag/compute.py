@@ -1,6 +1,6 @@
 """compute_context: the function a chat backend calls.
 
-Pipeline (DESIGN.md § Orchestrator): embed the query → base pass with the profile's match
+Pipeline (docs/architecture.md, "compute_context, step by step"): embed the query → base pass with the profile's match
 function → `is_weak_retrieval` → route (`resolve_auto_mode`) → optional correction passes
 (HyDE and rewrite through the LLM, or pseudo-relevance feedback without one; multi-query;
 reverse) judged by `score_decision` → rank → assemble the context under the token budget →

@@ -7,7 +7,8 @@ webhooks), OpenAI/Stripe/Google API keys, JWTs, bearer and basic authorization, 
 and `password=`, `secret=`, `token=`, `api_key=` style assignments (`key: value` counts too when the
 value looks like a credential rather than prose).
 
-The indexer masks everything it writes, before it is embedded or stored (rag/ingest/masking.py):
+The indexer masks everything it writes, before it is embedded or stored (rag/ingest/pipeline.py,
+store.py and beir.py):
 `mask_text` the note's whole text (keeping its line count, so citations by line still hold),
 `mask_structure` front matter values (a value is replaced whole when its key names a credential),
 `mask_path` file and folder names (a hash of the real name keeps two masked names apart, so each

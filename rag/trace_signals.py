@@ -12,7 +12,7 @@ from typing import Any
 
 # metadata key -> (score name or None for metadata only, score data type)
 SIGNALS: dict[str, tuple[str | None, str | None]] = {
-    "weak": ("ragpg.weak", "BOOLEAN"),  # the base pass looked weak (rag.autorag.is_weak_retrieval)
+    "weak": ("ragpg.weak", "BOOLEAN"),  # the base pass looked weak (rag.retrieval.autorag.is_weak_retrieval)
     "weakFlags": (None, None),  # which checks found it weak: low_top_similarity, few_matches, ...
     "route": ("ragpg.route", "CATEGORICAL"),  # base | correct | hyde | rewrite | multi | reverse
     "winner": ("ragpg.winner", "CATEGORICAL"),  # the result set used: base or a correction

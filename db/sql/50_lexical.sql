@@ -193,7 +193,7 @@ as $$
     limit greatest(match_count, 1)
 $$;
 
--- Chunks ranked by BM25, for the console and rag.retrieve.match_lexical. Empty (or blank) query
+-- Chunks ranked by BM25, for the console and rag.retrieval.retrieve.match_lexical. Empty (or blank) query
 -- text is an error (22023); text without a searchable word (stopwords, punctuation) gives an
 -- empty result.
 create or replace function match_lexical_chunks(query_text text, match_count integer default 10, filter jsonb default '{}',

@@ -1,4 +1,5 @@
-"""The notes profile's last steps behind `rag.ask` and `rag.search` (DESIGN.md § Notes vault answering).
+"""The notes profile's last steps behind `rag.ask` and `rag.search` (docs/architecture.md, "ask and
+search, step by step").
 
 Retrieval and ranking are the shared stages (`rag.retrieval.stage`, `rag.retrieval.rank`); this package only adds:
 
@@ -14,5 +15,5 @@ Retrieval and ranking are the shared stages (`rag.retrieval.stage`, `rag.retriev
 - `results`    — the response types; `settings` — reads `rag.config.NotesSettings`.
 
 May import: the shared basics, `rag.store`, `rag.retrieval`, `rag.runtime`, `rag.llm`,
-`rag.prompts`, `ingest.guard` (masking). Never eval, the CLI or the server.
+`rag.prompts`, `rag.ingest.guard` (injection flags). Never eval, the CLI or the server.
 """

@@ -2,7 +2,7 @@
 
 No single score separates answerable from unanswerable questions (an unanswerable near-miss often
 gets a higher cosine than a paraphrased answerable one), so the decision combines signals that
-generalise across questions (DESIGN.md § Notes vault answering):
+generalise across questions (docs/architecture.md, "ask and search, step by step"):
 
 * `top_final`            the best ranked passage's final score (rag.retrieval.rank)
 * `margin`               how far it leads the best passage of another note

@@ -1,6 +1,6 @@
 """Notes-vault answering on the shared pipeline: `ask` (a cited answer) and `search` (ranked passages).
 
-Both run the stages every entry point runs (DESIGN.md § Notes vault answering):
+Both run the stages every entry point runs (docs/architecture.md, "ask and search, step by step"):
 
 1. check the question, the detail hint and k; choose K (`rag.notes.question.choose_k`);
 2. scope: vaults (none = every vault the caller may read), the folders the user named (they
@@ -147,7 +147,7 @@ def search(query: str, *, vaults: Sequence[str] | None = None, folders: Sequence
     """Passages of the user's notes ranked for `query` by the shared retrieve and rank stages.
 
     Folders named here restrict the search to them (and their subfolders); `filters` are metadata
-    filters (DESIGN.md § SQL surface). The best `k` passages scoring above `search_min_score` are listed.
+    filters (docs/sql-console.md lists the operators). The best `k` passages scoring above `search_min_score` are listed.
     """
     check_arguments("search", {"query": query, "vaults": vaults, "folders": folders, "filters": filters,
                                "runtime": runtime, "scope": scope, "request_id": request_id}, SEARCH_CHECKS)

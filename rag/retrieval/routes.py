@@ -1,8 +1,8 @@
 """Auto-RAG routes after the base pass: corrections judged by `score_decision`, forced modes, multi-query.
 
 Each route takes the pass context, the run record and the base candidates and returns the
-candidates that go on to ranking; it records its winner and reason on the run (DESIGN.md §
-Orchestrator steps 4-6). Without an LLM the rewrite falls back to pseudo-relevance feedback and
+candidates that go on to ranking; it records its winner and reason on the run (docs/architecture.md,
+"The Auto-RAG loop"). Without an LLM the rewrite falls back to pseudo-relevance feedback and
 HyDE is skipped, and the decision says so.
 """
 

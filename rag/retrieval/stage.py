@@ -2,7 +2,7 @@
 
 One function, `retrieve_stage`, serves `compute_context`, notes `ask` / `search` and the HTTP routes,
 so every entry point sees the same candidates for the same question, profile and filter
-(DESIGN.md § Orchestrator steps 1-6). The decision path is recorded on a `RetrievalRun`, which
+(docs/architecture.md, "compute_context, step by step"). The decision path is recorded on a `RetrievalRun`, which
 becomes the `decision` of a result. Each pass is a `rag_retrieval_stage` span.
 
 A profile with `facet_split` searches a question that joins topics ("… and …", "compare X with Y",

@@ -52,7 +52,7 @@ def test_llm_pack_is_compact_and_uses_aliases():
     assert pack["sources"] == {"S1": "notes/a.md", "S2": "b.md", "S3": "c.md"}
     assert [i["id"] for i in pack["items"]] == ["S1#1", "S2#7", "S1#2", "S3#0"]
     b = pack["items"][1]
-    # the text as the candidate holds it: masking happened once, where it left the database (rag/passes.py)
+    # the text as the candidate holds it: masking happened once, where it left the database (rag/retrieval/passes.py)
     assert b["snippet"] == f"aws key {SECRET} lives here"
     assert b["score"] == round(items[1].scores.final, 4)
     assert "risk flags: instruction_like (risk 0.70)" in b["notes"]
