@@ -25,7 +25,6 @@ from rag.notes.format import (
     format_context,
     match_citations,
     parse_citations,
-    section_label,
     snippet,
     strip_chunk_markers,
 )
@@ -60,7 +59,7 @@ def candidate_debug(r: RankedChunk, sc: NotesScope) -> dict[str, Any]:
     c = r.candidate
     folder = str((c.metadata or {}).get("folder") or "")
     return {"rank": r.rank, "chunk_id": c.chunk_id, "vault": c.vault, "path": c.source_path,
-            "ordinal": c.ordinal, "heading": section_label(c.heading_path), "folder": folder,
+            "ordinal": c.ordinal, "heading": c.heading_path, "folder": folder,
             "folder_prior": r.scores.weights_applied.get("prior", 1.0), "found_by": found_by(c),
             "vector_rank": c.vector_rank, "lexical_rank": c.lexical_rank,
             "vector": None if c.similarity is None else round(c.similarity, 6),
@@ -104,7 +103,8 @@ def _references(chunks: Sequence[Candidate], used: Sequence[int], limit: int, qu
                 ns: NotesSettings) -> list[Reference]:
     order = list(dict.fromkeys([*used, *range(len(chunks))]))[:max(limit, len(used))]
     terms = query_terms(question)
-    return [Reference(chunks[i].vault, chunks[i].source_path, section_label(chunks[i].heading_path), chunks[i].ordinal,
+    # the stored trail ("# A > ## B"), as SQL and compute_context show it: one heading format everywhere
+    return [Reference(chunks[i].vault, chunks[i].source_path, chunks[i].heading_path, chunks[i].ordinal,
                       chunks[i].start_line, chunks[i].end_line, snippet(chunks[i].content, terms, ns.snippet_chars))
             for i in order]
 

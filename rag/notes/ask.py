@@ -27,7 +27,7 @@ from rag.config import NotesSettings
 from rag.errors import InputError
 from rag.notes import answer as answering
 from rag.notes.abstain import collect_signals, decide
-from rag.notes.format import section_label, snippet
+from rag.notes.format import snippet
 from rag.notes.question import choose_k, query_terms, specific_names, validate_detail
 from rag.notes.results import AskResponse, Reference, SearchItem, SearchResponse
 from rag.notes.scope import NotesScope, prepare_scope, resolve_vaults
@@ -169,7 +169,7 @@ def search(query: str, *, vaults: Sequence[str] | None = None, folders: Sequence
 def _search_items(rt: Runtime, ns: NotesSettings, query: str, sc: NotesScope, k: int) -> list[SearchItem]:
     _, ranked = retrieve_notes(rt, ns, query, sc)
     terms = query_terms(query)
-    return [SearchItem(r.candidate.vault, r.candidate.source_path, section_label(r.candidate.heading_path),
+    return [SearchItem(r.candidate.vault, r.candidate.source_path, r.candidate.heading_path,
                        r.candidate.ordinal, r.candidate.start_line, r.candidate.end_line,
                        snippet(r.candidate.content, terms, ns.snippet_chars), round(r.scores.final, 6))
             for r in ranked[:k] if r.scores.final > ns.search_min_score]

@@ -59,7 +59,7 @@ def test_answers_from_the_passage_that_says_it(notes, runtime, notes_config):
     assert resp.answered_by == "extractive" and resp.notice == NOTICE_NO_LLM and resp.confidence == "normal"
     assert resp.answer.splitlines()[0] == ("Project alpha ships in March after the beta review. "
                                            "[File: alpha.md, Section: Timeline]")
-    assert resp.references[0].source_path == "projects/alpha.md" and resp.references[0].heading_path == "Alpha > Timeline"
+    assert resp.references[0].source_path == "projects/alpha.md" and resp.references[0].heading_path == "# Alpha > ## Timeline"
     first = resp.debug["candidates"][0]
     # the best BM25 match gets lexical 1.0; no folder prior (weight 0)
     assert (first["rank"], first["path"], first["found_by"], first["folder_prior"]) == (1, "projects/alpha.md",
@@ -303,7 +303,7 @@ def test_references_are_the_passages_the_llm_answer_cites(notes, llm_runtime, ll
     assert resp.answered_by == "llm" and resp.notice is None and not resp.abstained
     assert "[Chunk" not in resp.answer
     assert [(r.source_path, r.heading_path, r.ordinal) for r in resp.references] == [
-        ("projects/alpha.md", "Alpha > Timeline", 0)]
+        ("projects/alpha.md", "# Alpha > ## Timeline", 0)]
     ref = resp.references[0].to_dict()
     assert ref["lines"] == "1" and ref["snippet"].startswith("Project alpha ships")
     assert resp.debug["citations"]["unmatched_citations"] == ["[File: gamma.md, Section: Plans]"]
@@ -419,7 +419,7 @@ def test_debug_lists_every_candidate_with_scores(notes, runtime, notes_config):
     assert [c["rank"] for c in cands] == [1, 2, 3, 4]
     assert set(cands[0]) >= {"chunk_id", "path", "heading", "text", "vector", "lexical", "final", "rank", "folder",
                              "folder_prior", "found_by", "vector_rank", "lexical_rank", "lines"}
-    assert cands[0]["heading"] == "Alpha > Timeline" and cands[0]["text"].startswith("Project alpha ships")
+    assert cands[0]["heading"] == "# Alpha > ## Timeline" and cands[0]["text"].startswith("Project alpha ships")
     plants = by_path(resp)["garden/plants.md"]
     assert plants["found_by"] == "vector" and plants["lexical"] is None and plants["folder"] == "garden"
     assert [c["final"] for c in cands] == sorted((c["final"] for c in cands), reverse=True)
@@ -501,7 +501,7 @@ def test_search_ranks_and_filters(notes, runtime):
     assert items[-1]["source_path"] == "meetings/m1.md"
     assert items[-1]["score"] == pytest.approx(notes_profile_final(0.6, 0.0), abs=1e-5)
     assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
-    assert alpha["heading_path"] == "Alpha > Timeline" and alpha["start_line"] == 1
+    assert alpha["heading_path"] == "# Alpha > ## Timeline" and alpha["start_line"] == 1
     # (secrets are masked by the indexer before they are stored: tests/server/test_masking.py)
     assert "shared key" in access["snippet"]
     assert [i.vault for i in search(Q, vaults=["home"], runtime=runtime).items] == ["home"]

@@ -110,7 +110,7 @@ def test_explain_says_how_the_answer_was_found(vault, capsys):
     lines = why.splitlines()
     assert lines[:3] == ["- Searched vault notes: every folder (4).", "- All folders counted equally.",
                          "- Best passages:"]
-    assert lines[3] == "  1. projects/alpha.md — Alpha > Timeline (found by both word and meaning search)"
+    assert lines[3] == "  1. projects/alpha.md — # Alpha > ## Timeline (found by both word and meaning search)"
     assert len([line for line in lines if re.match(r"  \d\. ", line)]) == 5
     assert lines[-2] == "- The answer draws on up to 5 passages."
     assert lines[-1].startswith("- Decision: answered: the evidence is strong enough (confidence ")
@@ -138,7 +138,7 @@ def test_explain_with_json_adds_an_explanation_list(vault, capsys):
     assert "debug" not in data and isinstance(data["explanation"], list)
     assert data["explanation"][0] == "Searched vault notes: every folder (4)."
     assert data["explanation"][-1].startswith("Decision: answered:")
-    assert "  1. projects/alpha.md — Alpha > Timeline (found by both word and meaning search)" in data["explanation"]
+    assert "  1. projects/alpha.md — # Alpha > ## Timeline (found by both word and meaning search)" in data["explanation"]
     code, out, _ = run(capsys, "ask", QUESTION, "--explain", "--json", "--debug")
     data = json.loads(out)
     assert data["explanation"] and data["debug"]["abstention"]["abstain"] is False
@@ -213,7 +213,7 @@ def test_ask_with_llm_down_still_answers_cleanly(vault, capsys, llm_stub, monkey
 def test_search_human_and_json(vault, capsys):
     code, out, _ = run(capsys, "search", "alpha deploy servers", "--k", "3")
     assert code == 0
-    assert out.startswith("1. ops/deploy.md — Deploy (lines ")
+    assert out.startswith("1. ops/deploy.md — # Deploy (lines ")
     assert len(re.findall(r"^\d\. ", out, re.MULTILINE)) == 3
     assert "AKIAIOSFODNN7EXAMPLE" not in out and "REDACTED" in out
     code, out, _ = run(capsys, "search", "alpha", "--folder", "projects", "--json")

@@ -338,7 +338,7 @@ def test_fixed_notes_brief_quotes_the_one_sentence_that_answers(fixed_notes, run
     resp = ask(CONFLICT_Q, detail="brief", runtime=runtime)
     assert not resp.abstained and resp.answered_by == "extractive"
     assert lines_of(resp.answer) == [MAIN]
-    assert [(r.source_path, r.heading_path) for r in resp.references] == [("sync.md", "Sync > Conflicts")]
+    assert [(r.source_path, r.heading_path) for r in resp.references] == [("sync.md", "# Sync > ## Conflicts")]
 
 
 def test_fixed_notes_normal_quotes_two_sentences_in_the_order_of_the_note(fixed_notes, runtime):

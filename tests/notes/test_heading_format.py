@@ -1,0 +1,44 @@
+"""One heading format on every surface: a passage's `heading_path` is the stored trail
+(`# Alpha > ## Budget`, what is embedded and what BM25 reads) in SQL, in `compute_context`'s
+citations, in the library's `search` and `ask` results, over the CLI's JSON and in its text."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+from psycopg.rows import dict_row
+
+from rag.compute import compute_context
+from rag.notes.ask import ask, search
+from tests.notes.conftest import index_vault, run, write_vault
+
+FILES = {"projects/alpha.md": "# Alpha\n\n## Timeline\n\nThe alpha project ships in March.\n\n"
+                              "## Budget\n\nThe alpha project budget is forty thousand euros.\n"}
+TRAIL = "# Alpha > ## Budget"
+QUERY = "alpha project budget euros"
+
+
+def test_every_surface_shows_the_stored_trail(cli_env, db_url, tmp_path, capsys, runtime, notes_config) -> None:
+    index_vault(capsys, "notes", write_vault(tmp_path / "notes", FILES))
+    with psycopg.connect(db_url, row_factory=dict_row) as conn:
+        stored = {r["heading_path"] for r in conn.execute("select heading_path from chunks")}
+        sql = conn.execute("select heading_path from match_lexical_chunks(%s, 1)", (QUERY,)).fetchone()
+    assert TRAIL in stored and sql == {"heading_path": TRAIL}
+
+    context = compute_context(QUERY, vaults=["notes"], runtime=runtime, mode="base")
+    shown = {"compute_context": {c["heading_path"] for c in context.citations},
+             "search": {i.heading_path for i in search(QUERY, vaults=["notes"], runtime=runtime).items},
+             "ask": {r.heading_path for r in ask("What is the alpha project budget?", vaults=["notes"],
+                                                 runtime=runtime).references}}
+    code, out, err = run(capsys, "search", QUERY, "--json")
+    assert code == 0, err
+    shown["cli search --json"] = {i["heading_path"] for i in json.loads(out)["items"]}
+    code, out, err = run(capsys, "ask", "What is the alpha project budget?", "--json")
+    assert code == 0, err
+    shown["cli ask --json"] = {r["heading_path"] for r in json.loads(out)["references"]}
+    code, out, err = run(capsys, "search", QUERY)
+    assert code == 0, err
+    shown["cli search"] = {line.split(" — ", 1)[1].rsplit(" (line", 1)[0] for line in out.splitlines() if " — " in line}
+    assert all(values and values <= stored for values in shown.values()), shown
+    assert all(TRAIL in values for name, values in shown.items() if name != "compute_context"), shown
