@@ -58,8 +58,7 @@ def eval_command(
                                            "not a degradation. Default: setting eval.tolerance (0.02)."),
     split: str = typer.Option("all", "--split", help=SPLIT_HELP),
 ) -> None:
-    """Score retrieval (recall@k, recall@5, MRR, nDCG@10) and answers (abstention, expected facts,
-    forbidden claims) against a golden file, per dev/test split; exit 9 when worse than --baseline."""
+    """Score retrieval (recall@k, recall@5, MRR, nDCG@10) and answers (abstention, expected facts, forbidden claims) against a golden file, per dev/test split; exit 9 when worse than --baseline."""  # one line: typer keeps line breaks
     from rag.extras import require_extra
 
     require_extra("eval", "ragpg eval")

@@ -32,3 +32,15 @@ def test_every_command_has_help_and_flags_show_no_type() -> None:
     assert seen > 20  # every subcommand was walked
     ask = runner.invoke(app, ["ask", "--help"], terminal_width=120).output
     assert "<int>" in ask and "--json" in ask  # values still show their type
+
+
+def test_help_paragraphs_are_not_broken_mid_sentence() -> None:
+    """typer prints a docstring's line breaks as they are: each paragraph of a command's help is one
+    line in the source, so `--help` never breaks a sentence in the middle of the terminal."""
+    root = typer.main.get_command(app)
+    broken = []
+    for path, command in _commands(root, []):
+        for paragraph in (command.help or "").split("\n\n"):
+            if "\n" in paragraph.strip():
+                broken.append(f"ragpg {' '.join(path)}: {paragraph.strip()[:60]!r}")
+    assert broken == []
