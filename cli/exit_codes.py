@@ -6,16 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rag.errors import (
-    AdmissionError,
-    AuthError,
-    DatabaseError,
-    EmbeddingError,
-    InputError,
-    LLMError,
-    NotFoundError,
-    RagError,
-)
+from rag import errors
 
 # `ragpg eval --baseline` found a metric worse than the baseline (rag.eval.errors.EvalExit.DEGRADED;
 # not imported here: rag.eval needs the `eval` extra, and every command reads this table).
@@ -28,27 +19,30 @@ class ExitCode:
     code: int
     meaning: str
     examples: str
-    error: type[RagError] | None = None  # the library error that carries the code
+    error: type[errors.RagError] | None = None  # the library error that carries the code
+
+
+def _carried(error: type[errors.RagError], meaning: str, examples: str) -> ExitCode:
+    return ExitCode(error.exit_code, meaning, examples, error)
 
 
 EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(0, "success", "`ragpg reindex`: every vault was indexed"),
-    ExitCode(RagError.exit_code, "runtime failure",
-             "a file that cannot be written, the port `ragpg serve` should listen on is taken", RagError),
-    ExitCode(InputError.exit_code, "bad input or configuration",
+    _carried(errors.RagError, "runtime failure",
+             "a file that cannot be written, the port `ragpg serve` should listen on is taken"),
+    _carried(errors.InputError, "bad input or configuration",
              "a bad option value, a missing argument, an invalid setting or config file, a vault name taken by "
-             "another folder", InputError),
-    ExitCode(DatabaseError.exit_code, "database unreachable or unsuitable",
-             "no server at DATABASE_URL (reported within `db.connect_timeout_s`), no pgvector", DatabaseError),
-    ExitCode(NotFoundError.exit_code, "not found",
-             "a vault, folder, profile, chunk or path that does not exist; a vault with nothing indexed yet",
-             NotFoundError),
-    ExitCode(EmbeddingError.exit_code, "embedding model failed",
-             "the provider still failing after `embedding.max_retries`", EmbeddingError),
-    ExitCode(LLMError.exit_code, "language model failed",
-             "only where an answer needs one; elsewhere ragpg carries on without it", LLMError),
-    ExitCode(AuthError.exit_code, "not authorised", "an API key that may not read a vault", AuthError),
-    ExitCode(AdmissionError.exit_code, "server over capacity", "over HTTP this is a 429", AdmissionError),
+             "another folder"),
+    _carried(errors.DatabaseError, "database unreachable or unsuitable",
+             "no server at DATABASE_URL (reported within `db.connect_timeout_s`), no pgvector"),
+    _carried(errors.NotFoundError, "not found",
+             "a vault, folder, profile, chunk or path that does not exist; a vault with nothing indexed yet"),
+    _carried(errors.EmbeddingError, "embedding model failed",
+             "the provider still failing after `embedding.max_retries`"),
+    _carried(errors.LLMError, "language model failed",
+             "only where an answer needs one; elsewhere ragpg carries on without it"),
+    _carried(errors.AuthError, "not authorised", "an API key that may not read a vault"),
+    _carried(errors.AdmissionError, "server over capacity", "over HTTP this is a 429"),
     ExitCode(DEGRADED, "worse than the baseline", "`ragpg eval --baseline`: a metric below it by more than "
              "the tolerance"),
     ExitCode(INTERRUPTED, "interrupted", "Ctrl-C"),

@@ -55,15 +55,9 @@ class Vault:
 
 
 @dataclass(frozen=True)
-class VaultSummary:
-    id: int
-    name: str
-    root_path: str
-    text_search_config: str
-    denylist: list[str]
-    settings: dict[str, Any]
-    created_at: datetime
-    last_indexed_at: datetime | None
+class VaultSummary(Vault):
+    """A vault with how much is indexed from it."""
+
     documents: int
     chunks: int
 
