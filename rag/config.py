@@ -112,7 +112,8 @@ class Settings(BaseSettings):
         "Default: the user data dir (/var/lib/ragpg as root)."))
     log_level: LogLevel = Field("WARNING", description=(
         "How much the `ragpg` command logs to stderr: DEBUG, INFO, WARNING, ERROR or CRITICAL (--verbose "
-        "is INFO). As a library, ragpg leaves logging to the application that imports it."))
+        "is INFO; `ragpg serve --log-level` sets the HTTP server's own log). As a library, ragpg leaves "
+        "logging to the application that imports it."))
     db: DbSettings = Field(DbSettings(), description="Connecting to the database: timeouts, the pool, console logins, a replica.")
     chunking: ChunkingSettings = Field(ChunkingSettings(), description="How notes are cut into passages.")
     ingest: IngestSettings = Field(IngestSettings(), description=(
