@@ -42,7 +42,7 @@ def show(ctx: typer.Context,
         value = json.dumps(s.value, default=str, ensure_ascii=False) if not isinstance(s.value, str) else s.value
         typer.echo(for_terminal(f"{s.name:<{width}}  {value}  [{s.source}]"))
         for line in textwrap.wrap(s.description, DESCRIPTION_WIDTH, break_on_hyphens=False):
-            typer.echo(f"    {line}")
+            typer.echo(for_terminal(f"    {line}"))  # a profile's row names it
 
 
 @app.command("init")
