@@ -121,13 +121,13 @@ def serve(ctx: typer.Context,
 
 
 def check_address_free(host: str, port: int) -> None:
-    """Bind the address once, as uvicorn will, so a port in use is reported before "serving" is."""
+    """Bind the address once as uvicorn will (IPv6 when the host has a ':', SO_REUSEADDR so a port in
+    TIME_WAIT counts as free), so a port in use is reported before "serving" is."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                             flags=socket.AI_PASSIVE)[0]
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: TIME_WAIT is free
-            probe.bind(address)
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
     except OSError as exc:
         why = ("the address is already in use (another server? pick another --port)"
                if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc))
