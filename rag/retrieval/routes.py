@@ -9,7 +9,7 @@ HyDE is skipped, and the decision says so.
 from __future__ import annotations
 
 from rag.retrieval import autorag
-from rag.retrieval.passes import PassSpec, run_pass
+from rag.retrieval.passes import PassSpec
 from rag.retrieval.run import PassContext, RetrievalRun
 from rag.types import Candidate
 
@@ -101,17 +101,7 @@ def _route_multi(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> 
         run.notes.append("multi-query variants from pseudo-relevance feedback")
         variants = [_prf_query(ctx, base)]
     texts = [ctx.query, *[v for v in variants if v and v != ctx.query]]
-    specs = [PassSpec("multi", t, ctx.embed(t)) for t in texts]
-    if ctx.prof.retrieval == "lexical" or any(sp.embedding is None for sp in specs):
-        p, s = ctx.prof, ctx.rt.settings.retrieval
-        with ctx.rt.tracer.stage("multi") as span:
-            found = run_pass(ctx.conn, ctx.model, PassSpec("multi", " ".join(texts), None), retrieval="lexical",
-                             match_count=p.match_count, filter_=ctx.filter_, similarity_threshold=-1.0,
-                             rrf_k=s.rrf_k, weights={}, candidate_count=p.candidates_lexical, settings=s)
-            span.set(count=len(found), queries=len(texts))
-        run.passes.append({"name": "multi", "count": len(found), "queries": len(texts)})
-    else:
-        found = ctx.fused("multi", specs, run)
+    found = ctx.search("multi", [PassSpec("multi", t, ctx.embed(t)) for t in texts], run)
     run.multi_query_ran = True
     run.winner, run.reason = "multi", f"{len(texts)} queries fused by reciprocal rank fusion"
     return found
