@@ -241,7 +241,7 @@ def embedded_chunks(conn: Any, model: Any, vault_id: int) -> int:
 def eval_settings(settings: Settings, profile: str = AUTO_PROFILE) -> Settings:
     """Settings with an `EVAL_PROFILE` profile: `profile` retrieving `eval.beir_depth` passages."""
     depth = settings.eval.beir_depth
-    table = {"base": profile, "match_count": depth, "candidates_vector": depth, "candidates_lexical": depth}
+    table = {"base": profile, "match_count": depth, "candidates": depth}
     return settings.model_copy(update={"profiles": {**settings.profiles, EVAL_PROFILE: table}})
 
 

@@ -72,7 +72,7 @@ def retrieve_notes(rt: Runtime, ns: NotesSettings, question: str, sc: NotesScope
     """The shared retrieve and rank stages over a notes scope (what `ask` and `search` both rank)."""
     prof = sc.profile
     with rt.connection(autocommit=True, scope=sc.caller, read=True) as conn:
-        found = retrieve_stage(conn, rt, prof, question, sc.filter, mode=prof.mode, model=sc.model,
+        found = retrieve_stage(conn, rt, prof, question, sc.filter, model=sc.model,
                                query_embedding=sc.query_embedding)
     return found, rank_candidates(found.candidates, prof, prior=sc.prior)
 

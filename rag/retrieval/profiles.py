@@ -24,7 +24,6 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
-    model_validator,
 )
 
 from rag.errors import ConfigError, NotFoundError
@@ -49,49 +48,54 @@ class Profile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    name: str = "chat"
+    name: str = Field("chat", description="the profile's name (the table's name in the config file)")
     # retrieval
-    retrieval: Retrieval = "hybrid"
-    mode: Mode = "auto"
-    multi_query: bool = Field(False, validation_alias=AliasChoices("multi_query", "ragMultiQueryMode"))
-    candidates_vector: int = Field(50, gt=0)
-    candidates_lexical: int = Field(50, gt=0)
-    match_count: int = Field(20, gt=0)
-    # search a question that joins topics whole and by facet, fused by RRF (rag.retrieval.facets)
-    facet_split: bool = False
+    retrieval: Retrieval = Field("hybrid", description="how the passes search: vector, lexical (BM25) or hybrid "
+                                                       "(both, fused by reciprocal rank fusion in SQL)")
+    multi_query: bool = Field(False, validation_alias=AliasChoices("multi_query", "ragMultiQueryMode"),
+                              description="in mode auto, search the question and LLM variants of it fused by RRF")
+    candidates: int = Field(50, gt=0, description="how long each leg's list is (vector and BM25) before the "
+                                                  "hybrid pass fuses them")
+    match_count: int = Field(20, gt=0, description="candidates a pass keeps for ranking")
+    facet_split: bool = Field(False, description="search a question that joins topics whole and by facet, "
+                                                 "fused by RRF (rag.retrieval.facets)")
     # fusion weights (rag.retrieval.rank): fused = w_cosine·vector + w_bm25·lexical + w_freshness·freshness + w_metadata·boost
     # (the defaults are the chat profile's, chosen on BEIR train/dev qrels: see BUILTIN_PROFILES)
-    w_bm25: float = Field(0.30, ge=0)
-    w_cosine: float = Field(0.60, ge=0)
-    w_freshness: float = Field(0.10, ge=0)
-    w_metadata: float = Field(0.0, ge=0)
-    # rank a chunk only the lexical leg found on its true cosine to the question, not on 0 (rag.retrieval.passes)
-    fill_similarity: bool = True
-    # the hybrid pass keeps match_count candidates by reciprocal rank fusion in SQL before ranking: the
-    # two lists count alike ("equal"), or as w_cosine : w_bm25 ("fusion"). With complete scores the
-    # ranking does the weighing: a weighted cut had dropped the BM25 leg's finds before they were scored.
-    rrf_cut_weights: Literal["equal", "fusion"] = "equal"
-    metadata_boost: dict[str, float] = Field(default_factory=dict)
+    w_bm25: float = Field(0.30, ge=0, description="weight of the BM25 score (normalised by the best) in ranking")
+    w_cosine: float = Field(0.60, ge=0, description="weight of the cosine similarity in ranking")
+    w_freshness: float = Field(0.10, ge=0, description="weight of freshness (half-life decay of the note's date)")
+    w_metadata: float = Field(0.0, ge=0, description="weight of metadata_boost[doc_type]")
+    fill_similarity: bool = Field(True, description="rank a chunk only the BM25 leg found on its true cosine "
+                                                    "to the question, not on 0")
+    # With complete scores the ranking does the weighing: a weighted cut had dropped the BM25 leg's
+    # finds before they were scored.
+    rrf_cut_weights: Literal["equal", "fusion"] = Field(
+        "equal", description="the hybrid pass keeps match_count candidates by RRF in SQL before ranking: the two "
+                             "lists count alike (equal) or as w_cosine : w_bm25 (fusion)")
+    metadata_boost: dict[str, float] = Field(default_factory=dict,
+                                             description="doc_type -> boost, weighed by w_metadata")
     # multipliers
-    type_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS))
-    unknown_type_weight: float = Field(1.0, ge=0)
-    persona_weights: dict[str, float] = Field(default_factory=dict)
-    freshness_half_life_days: float = Field(365.0, gt=0)
-    risk_penalty: float = Field(0.5, ge=0, le=1)
-    per_source_cap: int = Field(3, gt=0)
+    type_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS),
+                                           description="doc_type -> multiplier of the final score")
+    unknown_type_weight: float = Field(1.0, ge=0, description="multiplier for a doc_type not in type_weights")
+    persona_weights: dict[str, float] = Field(default_factory=dict,
+                                              description="persona -> multiplier of the final score")
+    freshness_half_life_days: float = Field(365.0, gt=0, description="age at which freshness is one half")
+    risk_penalty: float = Field(0.5, ge=0, le=1, description="share of the score a chunk of risk score 1 loses")
+    per_source_cap: int = Field(3, gt=0, description="most chunks of one note in the ranking")
     # weak-retrieval check (rag.retrieval.autorag.is_weak_retrieval)
-    similarity_threshold: float = Field(0.30, ge=-1, le=1)
-    min_matches: int = Field(3, ge=0)
-    density_min_share: float = Field(0.25, ge=0, le=1)
-    flat_spread_max: float = Field(0.02, ge=0)
-    # a correction replaces the base pass only when its set score beats base by this much (rag.retrieval.autorag.score_decision)
+    similarity_threshold: float = Field(0.30, ge=-1, le=1, description="the base pass is weak when its top "
+                                                                       "similarity is below this")
+    min_matches: int = Field(3, ge=0, description="the base pass is weak with fewer matches than this")
+    density_min_share: float = Field(0.25, ge=0, le=1, description="the base pass is weak when a smaller share "
+                                                                   "of its matches reaches similarity_threshold")
+    flat_spread_max: float = Field(0.02, ge=0, description="the base pass is weak when its top similarities lie "
+                                                           "within this of each other (and are low)")
     # 0.10: at 0.02 and 0.05 one or two pseudo-relevance-feedback rewrites per BEIR set were judged
     # better and were not (NFCorpus nDCG@10 -0.0001..-0.0005 vs base); at 0.10 auto == base on
     # SciFact and NFCorpus for chat and default_research (test splits, bench/compute_context.py).
-    decision_margin: float = Field(0.10, ge=0)
-    # how many chunks a consumer (e.g. `ask`) keeps
-    k_min: int = Field(3, gt=0)
-    k_max: int = Field(8, gt=0)
+    decision_margin: float = Field(0.10, ge=0, description="a correction replaces the base pass only when its "
+                                                           "set score beats base by this much")
 
     @field_validator(*MAPPING_FIELDS)
     @classmethod
@@ -100,12 +104,6 @@ class Profile(BaseModel):
             if weight < 0:
                 raise ValueError(f"weight for '{key}' must be ≥ 0, got {weight}")
         return {str(k).lower(): float(v) for k, v in value.items()}
-
-    @model_validator(mode="after")
-    def _k_range(self) -> Profile:
-        if self.k_min > self.k_max:
-            raise ValueError(f"k_min ({self.k_min}) is greater than k_max ({self.k_max})")
-        return self
 
 
 _NOTES_BOOST = {"notes": 1.0, "note": 1.0, "policy": 1.0, "decision": 1.0}
@@ -126,7 +124,7 @@ BUILTIN_PROFILES: dict[str, Profile] = {
         # repeat the question's words weigh less), 0.821 with 40 matches from 100 candidates per leg.
         # The fill changed nothing on the golden dev split (recall@5 0.821 either way); an equal cut lost a case.
         Profile(name="notes", w_cosine=0.85, w_bm25=0.10, w_freshness=0.05, per_source_cap=4, facet_split=True,
-                match_count=40, candidates_vector=100, candidates_lexical=100, rrf_cut_weights="fusion"),
+                match_count=40, candidates=100, rrf_cut_weights="fusion"),
         # BM25-led profiles keep the fusion-weighted cut and no fill: on SciFact train / NFCorpus dev the fill
         # cost default_research 0.7229 -> 0.7194 / 0.3319 -> 0.3297 (0.7177 / 0.3312 with an equal cut).
         Profile(name="default_research", w_bm25=0.60, w_cosine=0.35, w_freshness=0.05, per_source_cap=3,

@@ -101,7 +101,7 @@ class PassContext:
         with self.rt.tracer.stage(name) as span:
             found = run_pass(self.conn, self.model, specs, retrieval=p.retrieval, match_count=p.match_count,
                              filter_=self.filter_, rrf_k=s.rrf_k, weights=cut_weights(p),
-                             candidate_count=max(p.candidates_vector, p.candidates_lexical), settings=s)
+                             candidate_count=p.candidates, settings=s)
             top = max((c.similarity for c in found if c.similarity is not None), default=None)
             span.set(count=len(found), queries=len(specs), topSimilarity=top)
         run.passes.append({"name": name, "count": len(found), "queries": len(specs), "top_similarity": top})

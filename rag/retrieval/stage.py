@@ -69,8 +69,8 @@ def retrieve_stage(conn: Any, rt: Runtime, prof: Profile, query: str, filter_: d
     run.timings_ms["embed_ms"] = ms_since(started)
     if prof.retrieval != "vector":
         s = rt.settings.retrieval
-        candidate_count = prof.candidates_lexical if prof.retrieval == "lexical" else \
-            max(prof.candidates_vector, prof.candidates_lexical)
+        # (a lexical pass is its own list: match_count long)
+        candidate_count = prof.match_count if prof.retrieval == "lexical" else prof.candidates
         run.lexical_backend = lexical_backend.backend_for_search(conn, None, filter_, s.bm25_k1, s.bm25_b,
                                                                  candidate_count, query)
     ctx = PassContext(conn, rt, prof, model, filter_, query, query_embedding)
