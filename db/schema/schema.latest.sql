@@ -688,6 +688,26 @@ end
 $$;
 
 --
+-- Name: ragpg_create_chunk_triggers(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_create_chunk_triggers(p_prefix text, p_function text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v record;
+begin
+    for v in select * from (values ('insert', 'new table as new_rows'), ('delete', 'old table as old_rows'),
+                                   ('update', 'old table as old_rows new table as new_rows')) t (event, tables) loop
+        execute format('create or replace trigger %I after %s on chunks referencing %s '
+                       'for each statement execute function %I()', p_prefix || '_' || v.event, v.event, v.tables,
+                       p_function);
+    end loop;
+end
+$$;
+
+--
 -- Name: ragpg_create_deferred_indexes(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
