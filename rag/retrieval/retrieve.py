@@ -106,6 +106,10 @@ def _settings(settings: RetrievalSettings | None) -> RetrievalSettings:
     return settings if settings is not None else RetrievalSettings()
 
 
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
 def _check_count(value: int, name: str, s: RetrievalSettings) -> int:
     limit = min(s.max_match_count, SQL_MAX_MATCH_COUNT)
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 1 <= value <= limit:
@@ -212,26 +216,31 @@ def compile_filter(conn: Connection, filter: Mapping[str, Any] | None) -> Compil
 
 # -- match functions ----------------------------------------------------------------------------
 
+def _nearest(conn: Connection, model: EmbeddingModelRef, function: str, query_embedding: Any, match_count: int,
+             similarity_threshold: float, filter: Mapping[str, Any] | None, s: RetrievalSettings,
+             index_args: Mapping[str, int] | None = None) -> list[VectorMatch]:
+    """A per-model nearest-chunks function; `index_args` are its HNSW and exact-scan arguments."""
+    params: dict[str, Any] = {"q": _vector_text(model, query_embedding), "t": _check_threshold(similarity_threshold),
+                              "n": _check_count(match_count, "match_count", s), "f": _filter(filter),
+                              **(index_args or {})}
+    args = sql.SQL("").join(sql.SQL(", {} => %({})s::integer").format(sql.Identifier(k), sql.SQL(k))
+                            for k in index_args or {})
+    query = sql.SQL(
+        "select {cols}, similarity from {fn}(query_embedding => %(q)s::vector,"
+        " similarity_threshold => %(t)s::float8, match_count => %(n)s::integer, filter => %(f)s::jsonb{args})"
+    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fn=sql.Identifier(function), args=args)
+    return fetch_rows(conn, VectorMatch, query, params)
+
+
 def match_vector(conn: Connection, model: EmbeddingModelRef, query_embedding: Any, *,
                  match_count: int = 10, similarity_threshold: float = 0.0,
                  filter: Mapping[str, Any] | None = None, settings: RetrievalSettings | None = None,
                  exact_scan_max_rows: int | None = None, ef_search: int | None = None) -> list[VectorMatch]:
     """``match_native_chunks_<model>``: nearest chunks by cosine similarity, best first."""
     s = _settings(settings)
-    params = {
-        "q": _vector_text(model, query_embedding),
-        "t": _check_threshold(similarity_threshold),
-        "n": _check_count(match_count, "match_count", s),
-        "f": _filter(filter),
-        "x": s.exact_scan_max_rows if exact_scan_max_rows is None else exact_scan_max_rows,
-        "ef": s.hnsw_ef_search if ef_search is None else ef_search,
-    }
-    query = sql.SQL(
-        "select {cols}, similarity from {fn}(query_embedding => %(q)s::vector,"
-        " similarity_threshold => %(t)s::float8, match_count => %(n)s::integer, filter => %(f)s::jsonb,"
-        " exact_scan_max_rows => %(x)s::integer, ef_search => %(ef)s::integer)"
-    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fn=sql.Identifier(model.match_function))
-    return fetch_rows(conn, VectorMatch, query, params)
+    return _nearest(conn, model, model.match_function, query_embedding, match_count, similarity_threshold, filter, s,
+                    {"exact_scan_max_rows": _or(exact_scan_max_rows, s.exact_scan_max_rows),
+                     "ef_search": _or(ef_search, s.hnsw_ef_search)})
 
 
 def match_langchain(conn: Connection, model: EmbeddingModelRef, query_embedding: Any, *,
@@ -242,18 +251,8 @@ def match_langchain(conn: Connection, model: EmbeddingModelRef, query_embedding:
 
     ``vault`` is the collection name; a ``vault`` filter is not checked against ragpg's vaults.
     """
-    s = _settings(settings)
-    params = {
-        "q": _vector_text(model, query_embedding),
-        "t": _check_threshold(similarity_threshold),
-        "n": _check_count(match_count, "match_count", s),
-        "f": filter_json(filter),
-    }
-    query = sql.SQL(
-        "select {cols}, similarity from {fn}(query_embedding => %(q)s::vector,"
-        " similarity_threshold => %(t)s::float8, match_count => %(n)s::integer, filter => %(f)s::jsonb)"
-    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fn=sql.Identifier(model.langchain_function))
-    return fetch_rows(conn, VectorMatch, query, params)
+    return _nearest(conn, model, model.langchain_function, query_embedding, match_count, similarity_threshold, filter,
+                    _settings(settings))
 
 
 def match_lexical(conn: Connection, query_text: str, *, match_count: int = 10,
@@ -297,10 +296,6 @@ class FusionOptions(TypedDict, total=False):
     b: float | None
     exact_scan_max_rows: int | None
     ef_search: int | None
-
-
-def _or(value: Any, default: Any) -> Any:
-    return default if value is None else value
 
 
 def _fusion_params(options: FusionOptions) -> dict[str, Any]:
