@@ -254,12 +254,12 @@ def run_beir(rt: Runtime, data: BeirQueries, vault: str, modes: Sequence[str],
              progress: Progress | None = None, tick: Callable[[], None] | None = None) -> BeirReport:
     """Every judged query through every mode; `rt` should come from `eval_settings(...)` settings."""
     from rag.retrieval import retrieve
-    from rag.retrieval.profiles import get_profile
+    from rag.retrieval.profiles import get_profile, load_profiles
 
     depth = rt.settings.eval.beir_depth
     modes = parse_modes(modes)
     if "auto" in modes:
-        get_profile(EVAL_PROFILE, rt.profiles)
+        get_profile(EVAL_PROFILE, load_profiles(rt.settings))
     say = progress or (lambda _msg: None)
     model, notes = check_vault(rt, vault, data)
     filter_ = {"vault": vault}

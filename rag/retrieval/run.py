@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,10 +20,12 @@ from rag.retrieval import autorag
 from rag.retrieval.facets import split_facets
 from rag.retrieval.passes import PassSpec, run_pass, similarity_to
 from rag.retrieval.profiles import Profile
-from rag.runtime import Runtime
 from rag.store import models
 from rag.trace import decision_signature
 from rag.types import Candidate
+
+if TYPE_CHECKING:  # the runtime is handed in by the entry point (rag.runtime)
+    from rag.runtime import Runtime
 
 LLM_MAX_TOKENS = 300
 

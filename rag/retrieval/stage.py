@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,9 +24,11 @@ from rag.retrieval.profiles import Profile
 from rag.retrieval.query_log import log_retrieval, record_query
 from rag.retrieval.routes import ROUTES
 from rag.retrieval.run import PassContext, RetrievalRun
-from rag.runtime import Runtime
 from rag.store import lexical_backend, models, row_security
 from rag.types import Candidate
+
+if TYPE_CHECKING:  # the runtime is handed in by the entry point (rag.runtime)
+    from rag.runtime import Runtime
 
 
 @dataclass(frozen=True)
