@@ -2069,10 +2069,10 @@ CREATE FUNCTION public.ragpg_query_lexemes(query_text text, vault_names text[] D
 END;
 
 --
--- Name: ragpg_query_term_stats(text, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_query_term_stats(text, text[], text[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_query_term_stats(query_text text, vault_names text[] DEFAULT NULL::text[], readable_levels text[] DEFAULT NULL::text[]) RETURNS TABLE(lexeme text, chunk_frequency bigint, chunk_count bigint)
+CREATE FUNCTION public.ragpg_query_term_stats(query_text text, vault_names text[] DEFAULT NULL::text[], readable_levels text[] DEFAULT NULL::text[], chunk_ids bigint[] DEFAULT NULL::bigint[]) RETURNS TABLE(lexeme text, chunk_frequency bigint, chunk_count bigint, in_chunks bigint[])
     LANGUAGE sql STABLE ROWS 16 PARALLEL SAFE
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
@@ -2098,7 +2098,9 @@ CREATE FUNCTION public.ragpg_query_term_stats(query_text text, vault_names text[
            else
                (select count(*) from chunks c where c.vault_id in (select id from v)
                   and coalesce(c.metadata ->> 'confidentiality', 'restricted') = any(readable_levels))
-           end::bigint
+           end::bigint,
+           array(select c.id from chunks c
+                 where c.id = any(chunk_ids) and q.lexeme = any(tsvector_to_array(c.content_tsv)) order by c.id)
     from q
     order by q.lexeme;
 $$;

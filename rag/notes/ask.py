@@ -123,7 +123,8 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
     answering_started = time.perf_counter()
     sentences = answering.rank_answer_sentences(rt, ns, question, kept, sc.query_embedding)
     with rt.connection(autocommit=True, scope=scope, read=True) as conn:
-        stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels())
+        stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels(),
+                                 [r.candidate.chunk_id for r in ranked[:ns.abstain_top_passages]])
     signals = collect_signals(ranked, stats, max((x.similarity for x in sentences), default=0.0),
                               top_passages=ns.abstain_top_passages, names=specific_names(question))
     decision = decide(signals, ns.abstain_weights, ns.abstain_bias, ns.abstain_threshold)
