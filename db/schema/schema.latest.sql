@@ -1867,7 +1867,6 @@ declare
     w record;
     n integer := coalesce(cardinality(query_embeddings), 0);
 begin
-    select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
     if n < 1 or n > 32 then
         raise exception using errcode = '22023',
             message = format('query_embeddings must hold between 1 and 32 embeddings, got %s', n);
@@ -1877,6 +1876,13 @@ begin
             message = format('query_texts and query_embeddings must have the same length, got %s and %s',
                              coalesce(cardinality(query_texts), 0), n);
     end if;
+    if n = 1 and query_embeddings[1] is not null then
+        return query select * from ragpg_match_hybrid_one(p_table, p_dims, p_model, query_texts[1], query_embeddings[1],
+                                                          match_count, filter, similarity_threshold, rrf_k, weights,
+                                                          candidate_count, k1, b, exact_scan_max_rows, ef_search);
+        return;
+    end if;
+    select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
     return query
     with q as (
         select u.t, u.e, u.ord
@@ -1922,6 +1928,74 @@ begin
     -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
            n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh
+    from near n
+    join chunks c on c.id = n.id
+    join documents d on d.id = c.document_id
+    join vaults v on v.id = c.vault_id
+    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
+             c.ordinal, n.id
+    limit match_count;
+end
+$$;
+
+--
+-- Name: ragpg_match_hybrid_one(text, integer, text, text, public.vector, integer, jsonb, double precision, integer, jsonb, integer, double precision, double precision, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_match_hybrid_one(p_table text, p_dims integer, p_model text, query_text text, query_embedding public.vector, match_count integer, filter jsonb, similarity_threshold double precision, rrf_k integer, weights jsonb, candidate_count integer, k1 double precision, b double precision, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, vector_rank integer, similarity double precision, lexical_rank integer, bm25_score double precision, rrf_score double precision, vector_hits integer, lexical_hits integer)
+    LANGUAGE plpgsql STABLE ROWS 10
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    w record;
+begin
+    select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
+    return query
+    with cand as materialized (
+        select coalesce(vec.chunk_id, lex.chunk_id) as id, vec.similarity as sim, lex.bm25_score as bm,
+               count(vec.chunk_id) over (partition by vec.similarity) > 1 as sim_tied,
+               count(lex.chunk_id) over (partition by lex.bm25_score) > 1 as bm_tied
+        from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold,
+                                 candidate_count, filter, exact_scan_max_rows, ef_search) vec
+        full join ragpg_lexical_scores(query_text, candidate_count, filter, k1, b) lex
+          on lex.chunk_id = vec.chunk_id
+    ),
+    keyed as (
+        -- (a scalar subquery under a case runs only for the tied rows; a join would run for all)
+        select cand.id, cand.sim, cand.bm,
+               case when cand.sim_tied or cand.bm_tied then ragpg_chunk_sort_key(cand.id) end as k
+        from cand
+    ),
+    vr as (
+        select k.id, (row_number() over (order by k.sim desc, k.k, k.id))::integer as r
+        from keyed k where k.sim is not null
+    ),
+    lr as (
+        select k.id, (row_number() over (order by k.bm desc, k.k, k.id))::integer as r
+        from keyed k where k.bm is not null
+    ),
+    scored as (
+        -- a list is candidate_count long: ties kept at a scorer's cut are dropped here
+        select k.id, vr.r as vr, lr.r as lr,
+               case when vr.r is not null then k.sim end as sim, case when lr.r is not null then k.bm end as bm,
+               coalesce(w.vector_weight / (rrf_k + vr.r), 0) + coalesce(w.lexical_weight / (rrf_k + lr.r), 0) as score
+        from keyed k
+        left join vr on vr.id = k.id and vr.r <= candidate_count
+        left join lr on lr.id = k.id and lr.r <= candidate_count
+        where vr.r is not null or lr.r is not null
+    ),
+    near as materialized (
+        -- every candidate that is among the first match_count under some order of equal scores
+        select sc.*
+        from (select sc.*, rank() over (order by sc.score desc,
+                                        least(coalesce(sc.vr, 2147483647), coalesce(sc.lr, 2147483647))) as rk
+              from scored sc) sc
+        where sc.rk <= match_count
+    )
+    -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+           n.vr, n.sim, n.lr, n.bm, n.score, (n.vr is not null)::integer, (n.lr is not null)::integer
     from near n
     join chunks c on c.id = n.id
     join documents d on d.id = c.document_id
