@@ -797,22 +797,19 @@ CREATE FUNCTION public.ragpg_create_hybrid_functions(m public.embedding_models, 
 declare
     v_label text := m.provider || '/' || m.model;
     v_cols text := p_chunk_cols || ', vector_rank integer, similarity float8, lexical_rank integer, '
-                   'bm25_score float8, rrf_score float8';
+                   'bm25_score float8, rrf_score float8, vector_hits integer, lexical_hits integer';
     v_options text := 'integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer';
     f record;
 begin
     for f in
         select * from (values
-            (m.hybrid_function, 'text, vector', 'query_text text, query_embedding vector', '',
+            (m.hybrid_function, 'text, vector', 'query_text text, query_embedding vector',
              'array[query_text], array[query_embedding]',
-             'chunk_id, vault, source_path, chunk_ordinal, heading_path, content, metadata, vector_rank, '
-             'similarity, lexical_rank, bm25_score, rrf_score',
              'Reciprocal rank fusion of vector (model %s) and BM25 rankings.'),
             (ragpg_model_function_name(m, 'hybrid_multi'), 'text[], vector[]',
-             'query_texts text[], query_embeddings vector[]', ', vector_hits integer, lexical_hits integer',
-             'query_texts, query_embeddings', '*',
+             'query_texts text[], query_embeddings vector[]', 'query_texts, query_embeddings',
              'Reciprocal rank fusion of the vector (model %s) and BM25 rankings of several queries.')
-        ) as t (name, query_types, query_args, extra_cols, impl_args, select_cols, description)
+        ) as t (name, query_types, query_args, impl_args, description)
     loop
         perform ragpg_define_function(f.name, f.query_types || ', ' || v_options, format(
             '%I(%s, match_count integer default 10,
@@ -820,15 +817,15 @@ begin
                 rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
                 k1 float8 default 0.9, b float8 default 0.4,
                 exact_scan_max_rows integer default 10000, ef_search integer default 100)
-             returns table (%s%s)
+             returns table (%s)
              language sql stable
              set search_path = public, pg_catalog, pg_temp %s
              as %L',
-            f.name, f.query_args, '{}', '{"vector": 1, "lexical": 1}', v_cols, f.extra_cols, p_set,
-            format('select %s from ragpg_match_hybrid_impl(%L, %s, %L, %s, match_count, filter,
+            f.name, f.query_args, '{}', '{"vector": 1, "lexical": 1}', v_cols, p_set,
+            format('select * from ragpg_match_hybrid_impl(%L, %s, %L, %s, match_count, filter,
                                                            similarity_threshold, rrf_k, weights, candidate_count,
                                                            k1, b, exact_scan_max_rows, ef_search)',
-                   f.select_cols, m.embedding_table, m.dims, v_label, f.impl_args)));
+                   m.embedding_table, m.dims, v_label, f.impl_args)));
         execute format('comment on function %I(%s) is %L', f.name, f.query_types || ', ' || v_options,
                        format(f.description, v_label));
     end loop;

@@ -325,6 +325,16 @@ def match_hybrid(conn: Connection, model: EmbeddingModelRef, query_text: str | N
     return match_hybrid_multi(conn, model, [query_text], [query_embedding], **options)
 
 
+def _hybrid_function(model: EmbeddingModelRef, queries: int) -> dict[str, sql.Composable]:
+    """The model's hybrid function for one query (``match_hybrid_chunks_<model>``) or several, and how
+    its queries are passed."""
+    if queries == 1:
+        return {"fn": sql.Identifier(model.hybrid_function),
+                "queries": sql.SQL("query_text => %(qt)s::text, query_embedding => %(q)s::vector")}
+    return {"fn": sql.Identifier(model.hybrid_multi_function),
+            "queries": sql.SQL("query_texts => %(qt)s::text[], query_embeddings => %(q)s::text[]::vector[]")}
+
+
 def match_hybrid_multi(conn: Connection, model: EmbeddingModelRef, query_texts: Sequence[str | None],
                        query_embeddings: Sequence[Any], **options: Unpack[FusionOptions]) -> list[HybridMatch]:
     """``match_hybrid_multi_chunks_<model>``: RRF over 2·n lists (n texts, n embeddings), one round trip.
@@ -343,14 +353,15 @@ def match_hybrid_multi(conn: Connection, model: EmbeddingModelRef, query_texts: 
     params["qt"] = [_query_text(t, s, "query text" if len(texts) == 1 else f"query text {i + 1}")
                     for i, t in enumerate(texts)]
     params["q"] = [None if e is None else _vector_text(model, e) for e in embeddings]
+    if len(texts) == 1:  # match_hybrid_chunks_<model>, the same with one query: values, not arrays, to send
+        params["qt"], params["q"] = params["qt"][0], params["q"][0]
     query = sql.SQL(
         "select {cols}, vector_rank, similarity, lexical_rank, bm25_score, rrf_score, vector_hits, lexical_hits"
-        " from {fn}(query_texts => %(qt)s::text[], query_embeddings => %(q)s::text[]::vector[],"
-        " match_count => %(n)s::integer, filter => %(f)s::jsonb, similarity_threshold => %(t)s::float8,"
-        " rrf_k => %(rk)s::integer, weights => %(w)s::jsonb, candidate_count => %(cc)s::integer,"
-        " k1 => %(k1)s::float8, b => %(b)s::float8, exact_scan_max_rows => %(x)s::integer,"
-        " ef_search => %(ef)s::integer)"
-    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fn=sql.Identifier(model.hybrid_multi_function))
+        " from {fn}({queries}, match_count => %(n)s::integer, filter => %(f)s::jsonb,"
+        " similarity_threshold => %(t)s::float8, rrf_k => %(rk)s::integer, weights => %(w)s::jsonb,"
+        " candidate_count => %(cc)s::integer, k1 => %(k1)s::float8, b => %(b)s::float8,"
+        " exact_scan_max_rows => %(x)s::integer, ef_search => %(ef)s::integer)"
+    ).format(cols=sql.SQL(_CHUNK_COLUMNS), **_hybrid_function(model, len(texts)))
     return fetch_rows(conn, HybridMatch, query, params)
 
 

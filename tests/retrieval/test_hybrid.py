@@ -151,16 +151,17 @@ def test_multi_query_fusion_in_one_call(conn, mixed):
     rows = retrieve.match_hybrid_multi(conn, mixed, texts[:2], [embeddings[0], None], match_count=12)
     check_fused(rows, reference(vector_lists[:1], lexical_lists[:2]), 12)
     # one query: the SQL console's one-query function is the multi-query one with one query
-    multi = retrieve.match_hybrid_multi(conn, mixed, texts[:1], embeddings[:1], match_count=10)
+    vector = str(list(map(float, embeddings[0])))
+    single = conn.execute(sql.SQL("select * from {}(%s, %s::vector, 10)").format(
+        sql.Identifier(mixed.hybrid_function)), (texts[0], vector)).fetchall()
+    multi = conn.execute(sql.SQL("select * from {}(array[%s], array[%s::vector], 10)").format(
+        sql.Identifier(mixed.hybrid_multi_function)), (texts[0], vector)).fetchall()
+    assert single == multi and len(single) == 10
     # ... whose direct join of the two lists (ragpg_match_hybrid_one) gives what the general form gives
     # (a second query with neither text nor embedding adds no list, but takes the general form)
+    one = retrieve.match_hybrid(conn, mixed, texts[0], embeddings[0], match_count=10)
     general = retrieve.match_hybrid_multi(conn, mixed, [texts[0], None], [embeddings[0], None], match_count=10)
-    assert general == multi
-    single = conn.execute(sql.SQL("select * from {}(%s, %s::vector, 10)").format(
-        sql.Identifier(mixed.hybrid_function)), (texts[0], str(list(map(float, embeddings[0]))))).fetchall()
-    assert [(r["chunk_id"], r["vector_rank"], r["lexical_rank"], r["rrf_score"]) for r in single] == \
-        [(r.chunk_id, r.vector_rank, r.lexical_rank, r.rrf_score) for r in multi]
-    assert "vector_hits" not in single[0]
+    assert [retrieve.HybridMatch(**r) for r in single] == one == general
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
