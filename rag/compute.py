@@ -21,7 +21,7 @@ from rag.context.assemble import assemble_context
 from rag.context.evidence import evidence_full, evidence_llm, score_dict
 from rag.errors import InputError
 from rag.retrieval import autorag
-from rag.retrieval.profiles import get_profile
+from rag.retrieval.profiles import get_profile, load_profiles
 from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import indexed_model, retrieve_stage
 from rag.runtime import Runtime, default_runtime
@@ -96,7 +96,7 @@ def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters:
                              "request_id": request_id})  # a wrong type is an InputError naming it
     rt = runtime or default_runtime()
     query = validate_request(query, budget_tokens, rt.settings.retrieval.max_query_chars)
-    prof = get_profile(profile, rt.profiles)
+    prof = get_profile(profile, load_profiles(rt.settings))
     autorag.resolve_auto_mode(mode, weak=None, llm_available=False, multi_query=False)  # validates mode
     scope = scope or Scope.unrestricted()
     request_id = request_id or uuid.uuid4().hex

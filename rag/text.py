@@ -1,4 +1,7 @@
-"""Plain-text helpers shared by PRF expansion, lexical rerank and extractive answers."""
+"""The Python side of text analysis, in one place: tokens, stopwords and stems for what Python compares
+with Python (PRF expansion, the Auto-RAG set score, facets, a question's words against answer
+sentences). Whatever is compared with what Postgres indexed goes through Postgres' own analyzer
+instead (`ragpg_query_term_stats`, `rag.retrieval.terms`), never through these."""
 
 from __future__ import annotations
 
@@ -27,6 +30,29 @@ def tokenize(text: str) -> list[str]:
 def content_terms(text: str, *, min_len: int = 2) -> list[str]:
     """Tokens that carry meaning: no stopwords, no one-letter tokens."""
     return [t for t in tokenize(text) if t not in STOPWORDS and len(t) >= min_len]
+
+
+def stem(token: str) -> str:
+    """A light English stem, enough to match inflections: notes/note, linked/linking/link,
+    creates/created/creating/create, libraries/library, keys/key. Tokens of three letters are kept."""
+    t = token.removesuffix("'s")
+    if len(t) <= 3:
+        return t
+    if len(t) == 4:  # keys, tags, docs, uses
+        return t[:-1] if t.endswith("s") and not t.endswith(("ss", "us", "is")) else t
+    if t.endswith("ies") and len(t) > 5:
+        t = t[:-3] + "y"
+    elif t.endswith(("sses", "xes", "ches", "shes", "zes")):
+        t = t[:-2]
+    elif t.endswith("s") and not t.endswith(("ss", "us", "is")):
+        t = t[:-1]
+    elif t.endswith(("ing", "ed")) and len(t) > 5 + (t[-1] == "g"):
+        t = t[:-3] if t.endswith("ing") else t[:-2]
+        if len(t) >= 4 and t[-1] == t[-2] and t[-1] not in "aeioulsz":  # running, shipped
+            t = t[:-1]
+    if len(t) > 4 and t.endswith("e"):
+        t = t[:-1]
+    return t
 
 
 def unique(items: Iterable[str]) -> list[str]:

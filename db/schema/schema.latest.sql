@@ -688,6 +688,26 @@ end
 $$;
 
 --
+-- Name: ragpg_create_chunk_triggers(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_create_chunk_triggers(p_prefix text, p_function text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v record;
+begin
+    for v in select * from (values ('insert', 'new table as new_rows'), ('delete', 'old table as old_rows'),
+                                   ('update', 'old table as old_rows new table as new_rows')) t (event, tables) loop
+        execute format('create or replace trigger %I after %s on chunks referencing %s '
+                       'for each statement execute function %I()', p_prefix || '_' || v.event, v.event, v.tables,
+                       p_function);
+    end loop;
+end
+$$;
+
+--
 -- Name: ragpg_create_deferred_indexes(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -776,52 +796,39 @@ CREATE FUNCTION public.ragpg_create_hybrid_functions(m public.embedding_models, 
     AS $$
 declare
     v_label text := m.provider || '/' || m.model;
-    v_multi text := ragpg_model_function_name(m, 'hybrid_multi');
-    v_fusion_cols text := 'vector_rank integer, similarity float8, lexical_rank integer, bm25_score float8, '
-                          'rrf_score float8';
+    v_cols text := p_chunk_cols || ', vector_rank integer, similarity float8, lexical_rank integer, '
+                   'bm25_score float8, rrf_score float8, vector_hits integer, lexical_hits integer';
+    v_options text := 'integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer';
+    f record;
 begin
-    perform ragpg_define_function(m.hybrid_function,
-        'text, vector, integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer', format(
-        '%I(query_text text, query_embedding vector, match_count integer default 10,
-                            filter jsonb default %L, similarity_threshold float8 default 0,
-                            rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
-                            k1 float8 default 0.9, b float8 default 0.4,
-                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
-         returns table (%s, %s)
-         language sql stable
-         set search_path = public, pg_catalog, pg_temp %s
-         as %L',
-        m.hybrid_function, '{}', '{"vector": 1, "lexical": 1}', p_chunk_cols, v_fusion_cols, p_set,
-        format('select * from ragpg_match_hybrid_impl(%L, %s, %L, query_text, query_embedding, match_count,
-                                                      filter, similarity_threshold, rrf_k, weights,
-                                                      candidate_count, k1, b, exact_scan_max_rows, ef_search)',
-               m.embedding_table, m.dims, v_label)));
-    execute format(
-        'comment on function %I(text, vector, integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer) is %L',
-        m.hybrid_function,
-        format('Reciprocal rank fusion of vector (model %s) and BM25 rankings.', v_label));
-
-    perform ragpg_define_function(v_multi,
-        'text[], vector[], integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer', format(
-        '%I(query_texts text[], query_embeddings vector[], match_count integer default 10,
-                            filter jsonb default %L, similarity_threshold float8 default 0,
-                            rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
-                            k1 float8 default 0.9, b float8 default 0.4,
-                            exact_scan_max_rows integer default 10000, ef_search integer default 100)
-         returns table (%s, %s, vector_hits integer, lexical_hits integer)
-         language sql stable
-         set search_path = public, pg_catalog, pg_temp %s
-         as %L',
-        v_multi, '{}', '{"vector": 1, "lexical": 1}', p_chunk_cols, v_fusion_cols, p_set,
-        format('select * from ragpg_match_hybrid_multi_impl(%L, %s, %L, query_texts, query_embeddings,
-                                                            match_count, filter, similarity_threshold, rrf_k,
-                                                            weights, candidate_count, k1, b,
-                                                            exact_scan_max_rows, ef_search)',
-               m.embedding_table, m.dims, v_label)));
-    execute format(
-        'comment on function %I(text[], vector[], integer, jsonb, float8, integer, jsonb, integer, float8, float8, integer, integer) is %L',
-        v_multi,
-        format('Reciprocal rank fusion of the vector (model %s) and BM25 rankings of several queries.', v_label));
+    for f in
+        select * from (values
+            (m.hybrid_function, 'text, vector', 'query_text text, query_embedding vector',
+             'array[query_text], array[query_embedding]',
+             'Reciprocal rank fusion of vector (model %s) and BM25 rankings.'),
+            (ragpg_model_function_name(m, 'hybrid_multi'), 'text[], vector[]',
+             'query_texts text[], query_embeddings vector[]', 'query_texts, query_embeddings',
+             'Reciprocal rank fusion of the vector (model %s) and BM25 rankings of several queries.')
+        ) as t (name, query_types, query_args, impl_args, description)
+    loop
+        perform ragpg_define_function(f.name, f.query_types || ', ' || v_options, format(
+            '%I(%s, match_count integer default 10,
+                filter jsonb default %L, similarity_threshold float8 default 0,
+                rrf_k integer default 60, weights jsonb default %L, candidate_count integer default 60,
+                k1 float8 default 0.9, b float8 default 0.4,
+                exact_scan_max_rows integer default 10000, ef_search integer default 100)
+             returns table (%s)
+             language sql stable
+             set search_path = public, pg_catalog, pg_temp %s
+             as %L',
+            f.name, f.query_args, '{}', '{"vector": 1, "lexical": 1}', v_cols, p_set,
+            format('select * from ragpg_match_hybrid_impl(%L, %s, %L, %s, match_count, filter,
+                                                           similarity_threshold, rrf_k, weights, candidate_count,
+                                                           k1, b, exact_scan_max_rows, ef_search)',
+                   m.embedding_table, m.dims, v_label, f.impl_args)));
+        execute format('comment on function %I(%s) is %L', f.name, f.query_types || ', ' || v_options,
+                       format(f.description, v_label));
+    end loop;
 end
 $$;
 
@@ -1845,10 +1852,94 @@ end
 $_$;
 
 --
--- Name: ragpg_match_hybrid_impl(text, integer, text, text, public.vector, integer, jsonb, double precision, integer, jsonb, integer, double precision, double precision, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_match_hybrid_impl(text, integer, text, text[], public.vector[], integer, jsonb, double precision, integer, jsonb, integer, double precision, double precision, integer, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_match_hybrid_impl(p_table text, p_dims integer, p_model text, query_text text, query_embedding public.vector, match_count integer, filter jsonb, similarity_threshold double precision, rrf_k integer, weights jsonb, candidate_count integer, k1 double precision, b double precision, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, vector_rank integer, similarity double precision, lexical_rank integer, bm25_score double precision, rrf_score double precision)
+CREATE FUNCTION public.ragpg_match_hybrid_impl(p_table text, p_dims integer, p_model text, query_texts text[], query_embeddings public.vector[], match_count integer, filter jsonb, similarity_threshold double precision, rrf_k integer, weights jsonb, candidate_count integer, k1 double precision, b double precision, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, vector_rank integer, similarity double precision, lexical_rank integer, bm25_score double precision, rrf_score double precision, vector_hits integer, lexical_hits integer)
+    LANGUAGE plpgsql STABLE ROWS 10
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    w record;
+    n integer := coalesce(cardinality(query_embeddings), 0);
+begin
+    if n < 1 or n > 32 then
+        raise exception using errcode = '22023',
+            message = format('query_embeddings must hold between 1 and 32 embeddings, got %s', n);
+    end if;
+    if coalesce(cardinality(query_texts), 0) <> n then
+        raise exception using errcode = '22023',
+            message = format('query_texts and query_embeddings must have the same length, got %s and %s',
+                             coalesce(cardinality(query_texts), 0), n);
+    end if;
+    if n = 1 and query_embeddings[1] is not null then
+        return query select * from ragpg_match_hybrid_one(p_table, p_dims, p_model, query_texts[1], query_embeddings[1],
+                                                          match_count, filter, similarity_threshold, rrf_k, weights,
+                                                          candidate_count, k1, b, exact_scan_max_rows, ef_search);
+        return;
+    end if;
+    select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
+    return query
+    with q as (
+        select u.t, u.e, u.ord
+        from unnest(query_texts, query_embeddings) with ordinality as u(t, e, ord)
+    ),
+    -- one row per (query, list, chunk): kind 'v' or 'l', with the list's score
+    hits as materialized (
+        select q.ord, 'v'::text as kind, m.chunk_id as id, m.similarity as s
+        from (select * from q where q.e is not null) q  -- a null embedding has no vector list
+        cross join lateral ragpg_vector_scores(p_table, p_dims, p_model, q.e, similarity_threshold,
+                                               candidate_count, filter, exact_scan_max_rows, ef_search) m
+        union all
+        select q.ord, 'l', m.chunk_id, m.bm25_score
+        from q
+        cross join lateral ragpg_lexical_scores(q.t, candidate_count, filter, k1, b) m
+    ),
+    ranked as (
+        -- equal scores in one list take the path tie-break; only they read it (see above)
+        select h.id, h.kind, h.s,
+               (row_number() over (partition by h.ord, h.kind
+                                   order by h.s desc, case when h.tied then ragpg_chunk_sort_key(h.id) end, h.id)
+               )::integer as r
+        from (select h.*, count(*) over (partition by h.ord, h.kind, h.s) > 1 as tied from hits h) h
+    ),
+    fused as (
+        -- a list is candidate_count long: ties kept at a scorer's cut are dropped here
+        select r.id, min(r.r) filter (where r.kind = 'v') as vr, max(r.s) filter (where r.kind = 'v') as sim,
+               min(r.r) filter (where r.kind = 'l') as lr, max(r.s) filter (where r.kind = 'l') as bm,
+               sum(case when r.kind = 'v' then w.vector_weight else w.lexical_weight end / (rrf_k + r.r)) as score,
+               (count(*) filter (where r.kind = 'v'))::integer as vh,
+               (count(*) filter (where r.kind = 'l'))::integer as lh
+        from ranked r
+        where r.r <= candidate_count
+        group by r.id
+    ),
+    near as materialized (
+        select fu.*
+        from (select fu.*, rank() over (order by fu.score desc,
+                                        least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647))) as rk
+              from fused fu) fu
+        where fu.rk <= match_count
+    )
+    -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
+    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+           n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh
+    from near n
+    join chunks c on c.id = n.id
+    join documents d on d.id = c.document_id
+    join vaults v on v.id = c.vault_id
+    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
+             c.ordinal, n.id
+    limit match_count;
+end
+$$;
+
+--
+-- Name: ragpg_match_hybrid_one(text, integer, text, text, public.vector, integer, jsonb, double precision, integer, jsonb, integer, double precision, double precision, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_match_hybrid_one(p_table text, p_dims integer, p_model text, query_text text, query_embedding public.vector, match_count integer, filter jsonb, similarity_threshold double precision, rrf_k integer, weights jsonb, candidate_count integer, k1 double precision, b double precision, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, vector_rank integer, similarity double precision, lexical_rank integer, bm25_score double precision, rrf_score double precision, vector_hits integer, lexical_hits integer)
     LANGUAGE plpgsql STABLE ROWS 10
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
@@ -1901,85 +1992,7 @@ begin
     )
     -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
-           n.vr, n.sim, n.lr, n.bm, n.score
-    from near n
-    join chunks c on c.id = n.id
-    join documents d on d.id = c.document_id
-    join vaults v on v.id = c.vault_id
-    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
-             c.ordinal, n.id
-    limit match_count;
-end
-$$;
-
---
--- Name: ragpg_match_hybrid_multi_impl(text, integer, text, text[], public.vector[], integer, jsonb, double precision, integer, jsonb, integer, double precision, double precision, integer, integer); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.ragpg_match_hybrid_multi_impl(p_table text, p_dims integer, p_model text, query_texts text[], query_embeddings public.vector[], match_count integer, filter jsonb, similarity_threshold double precision, rrf_k integer, weights jsonb, candidate_count integer, k1 double precision, b double precision, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, vector_rank integer, similarity double precision, lexical_rank integer, bm25_score double precision, rrf_score double precision, vector_hits integer, lexical_hits integer)
-    LANGUAGE plpgsql STABLE ROWS 10
-    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
-    AS $$
-#variable_conflict use_column
-declare
-    w record;
-    n integer := coalesce(cardinality(query_embeddings), 0);
-begin
-    select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
-    if n < 1 or n > 32 then
-        raise exception using errcode = '22023',
-            message = format('query_embeddings must hold between 1 and 32 embeddings, got %s', n);
-    end if;
-    if coalesce(cardinality(query_texts), 0) <> n then
-        raise exception using errcode = '22023',
-            message = format('query_texts and query_embeddings must have the same length, got %s and %s',
-                             coalesce(cardinality(query_texts), 0), n);
-    end if;
-    return query
-    with q as (
-        select u.t, u.e, u.ord
-        from unnest(query_texts, query_embeddings) with ordinality as u(t, e, ord)
-    ),
-    -- one row per (query, list, chunk): kind 'v' or 'l', with the list's score
-    hits as materialized (
-        select q.ord, 'v'::text as kind, m.chunk_id as id, m.similarity as s
-        from (select * from q where q.e is not null) q  -- a null embedding has no vector list
-        cross join lateral ragpg_vector_scores(p_table, p_dims, p_model, q.e, similarity_threshold,
-                                               candidate_count, filter, exact_scan_max_rows, ef_search) m
-        union all
-        select q.ord, 'l', m.chunk_id, m.bm25_score
-        from q
-        cross join lateral ragpg_lexical_scores(q.t, candidate_count, filter, k1, b) m
-    ),
-    ranked as (
-        -- equal scores in one list take the path tie-break; only they read it (see above)
-        select h.id, h.kind, h.s,
-               (row_number() over (partition by h.ord, h.kind
-                                   order by h.s desc, case when h.tied then ragpg_chunk_sort_key(h.id) end, h.id)
-               )::integer as r
-        from (select h.*, count(*) over (partition by h.ord, h.kind, h.s) > 1 as tied from hits h) h
-    ),
-    fused as (
-        -- a list is candidate_count long: ties kept at a scorer's cut are dropped here
-        select r.id, min(r.r) filter (where r.kind = 'v') as vr, max(r.s) filter (where r.kind = 'v') as sim,
-               min(r.r) filter (where r.kind = 'l') as lr, max(r.s) filter (where r.kind = 'l') as bm,
-               sum(case when r.kind = 'v' then w.vector_weight else w.lexical_weight end / (rrf_k + r.r)) as score,
-               (count(*) filter (where r.kind = 'v'))::integer as vh,
-               (count(*) filter (where r.kind = 'l'))::integer as lh
-        from ranked r
-        where r.r <= candidate_count
-        group by r.id
-    ),
-    near as materialized (
-        select fu.*
-        from (select fu.*, rank() over (order by fu.score desc,
-                                        least(coalesce(fu.vr, 2147483647), coalesce(fu.lr, 2147483647))) as rk
-              from fused fu) fu
-        where fu.rk <= match_count
-    )
-    -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
-           n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh
+           n.vr, n.sim, n.lr, n.bm, n.score, (n.vr is not null)::integer, (n.lr is not null)::integer
     from near n
     join chunks c on c.id = n.id
     join documents d on d.id = c.document_id
@@ -2127,10 +2140,10 @@ CREATE FUNCTION public.ragpg_query_lexemes(query_text text, vault_names text[] D
 END;
 
 --
--- Name: ragpg_query_term_stats(text, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_query_term_stats(text, text[], text[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_query_term_stats(query_text text, vault_names text[] DEFAULT NULL::text[], readable_levels text[] DEFAULT NULL::text[]) RETURNS TABLE(lexeme text, chunk_frequency bigint, chunk_count bigint)
+CREATE FUNCTION public.ragpg_query_term_stats(query_text text, vault_names text[] DEFAULT NULL::text[], readable_levels text[] DEFAULT NULL::text[], chunk_ids bigint[] DEFAULT NULL::bigint[]) RETURNS TABLE(lexeme text, chunk_frequency bigint, chunk_count bigint, in_chunks bigint[])
     LANGUAGE sql STABLE ROWS 16 PARALLEL SAFE
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
@@ -2156,7 +2169,9 @@ CREATE FUNCTION public.ragpg_query_term_stats(query_text text, vault_names text[
            else
                (select count(*) from chunks c where c.vault_id in (select id from v)
                   and coalesce(c.metadata ->> 'confidentiality', 'restricted') = any(readable_levels))
-           end::bigint
+           end::bigint,
+           array(select c.id from chunks c
+                 where c.id = any(chunk_ids) and q.lexeme = any(tsvector_to_array(c.content_tsv)) order by c.id)
     from q
     order by q.lexeme;
 $$;

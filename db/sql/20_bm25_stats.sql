@@ -141,17 +141,27 @@ begin
 end
 $$;
 
-create or replace trigger chunks_bm25_insert
-    after insert on chunks referencing new table as new_rows
-    for each statement execute function ragpg_bm25_stats_sync();
+-- The three statement-level triggers (<p_prefix>_insert, _delete, _update) that keep a table derived
+-- from chunks in step, each handing p_function its transition tables (new_rows, old_rows). Also
+-- 55_bm25_index.sql's. Only the owner of chunks can create its triggers; nobody else needs this.
+create or replace function ragpg_create_chunk_triggers(p_prefix text, p_function text) returns void
+language plpgsql volatile
+set search_path = public, pg_catalog, pg_temp
+as $$
+declare
+    v record;
+begin
+    for v in select * from (values ('insert', 'new table as new_rows'), ('delete', 'old table as old_rows'),
+                                   ('update', 'old table as old_rows new table as new_rows')) t (event, tables) loop
+        execute format('create or replace trigger %I after %s on chunks referencing %s '
+                       'for each statement execute function %I()', p_prefix || '_' || v.event, v.event, v.tables,
+                       p_function);
+    end loop;
+end
+$$;
+revoke all on function ragpg_create_chunk_triggers(text, text) from public;
 
-create or replace trigger chunks_bm25_delete
-    after delete on chunks referencing old table as old_rows
-    for each statement execute function ragpg_bm25_stats_sync();
-
-create or replace trigger chunks_bm25_update
-    after update on chunks referencing old table as old_rows new table as new_rows
-    for each statement execute function ragpg_bm25_stats_sync();
+select ragpg_create_chunk_triggers('chunks_bm25', 'ragpg_bm25_stats_sync');
 
 -- Replaced by ragpg_bm25_stats_sync and chunks_bm25_update (revision 0003).
 drop trigger if exists chunks_bm25_update_remove on chunks;

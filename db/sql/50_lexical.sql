@@ -214,12 +214,17 @@ $$;
 -- How common each of the query's lexemes is in the given vaults (null = all): chunk frequency
 -- summed over the vaults and the vaults' chunk count. A question whose rare words the notes never
 -- use is one they likely cannot answer (rag.notes.abstain). With readable_levels, only chunks of
--- those confidentiality levels count, so the figures say nothing about notes a caller may not read:
+-- those confidentiality levels count, so the figures say nothing about notes a caller may not read.
+-- in_chunks: which of the given chunks (the passages an answer would draw on) hold the lexeme, by
+-- the same analysis that indexed them (their heading and content), so the question's words and the
+-- passages' are compared by Postgres' analyzer alone:
 --   select * from ragpg_query_term_stats('how do I export to epub', array['help']);
 drop function if exists ragpg_query_term_stats(text, text[]);
+drop function if exists ragpg_query_term_stats(text, text[], text[]);
 create or replace function ragpg_query_term_stats(query_text text, vault_names text[] default null,
-                                                  readable_levels text[] default null)
-returns table (lexeme text, chunk_frequency bigint, chunk_count bigint)
+                                                  readable_levels text[] default null,
+                                                  chunk_ids bigint[] default null)
+returns table (lexeme text, chunk_frequency bigint, chunk_count bigint, in_chunks bigint[])
 language sql stable parallel safe rows 16
 set search_path = public, pg_catalog, pg_temp
 -- A string body (not `begin atomic`): it must not pin the BM25 tables against a migration downgrade.
@@ -246,7 +251,9 @@ as $$
            else
                (select count(*) from chunks c where c.vault_id in (select id from v)
                   and coalesce(c.metadata ->> 'confidentiality', 'restricted') = any(readable_levels))
-           end::bigint
+           end::bigint,
+           array(select c.id from chunks c
+                 where c.id = any(chunk_ids) and q.lexeme = any(tsvector_to_array(c.content_tsv)) order by c.id)
     from q
     order by q.lexeme;
 $$;

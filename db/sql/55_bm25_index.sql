@@ -285,17 +285,7 @@ begin
 end
 $$;
 
-create or replace trigger chunks_bm25_index_insert
-    after insert on chunks referencing new table as new_rows
-    for each statement execute function ragpg_bm25_index_sync();
-
-create or replace trigger chunks_bm25_index_delete
-    after delete on chunks referencing old table as old_rows
-    for each statement execute function ragpg_bm25_index_sync();
-
-create or replace trigger chunks_bm25_index_update
-    after update on chunks referencing old table as old_rows new table as new_rows
-    for each statement execute function ragpg_bm25_index_sync();
+select ragpg_create_chunk_triggers('chunks_bm25_index', 'ragpg_bm25_index_sync');  -- 20_bm25_stats.sql
 
 -- Exact BM25 scores of the given chunks from bm25_postings, with the term arrays ragpg_lexical_scores
 -- computed (vault ids, configs, lexemes, qtf*idf weights, avgdl): the SQL BM25's formula, for the

@@ -22,28 +22,38 @@
 --     name pg_temp searches it first for tables and types: a console role's temp table named
 --     ragpg_console_roles or vaults took the place of ours);
 --   * every table, function and operator in it is schema-qualified all the same.
-do $$
+-- A cluster-wide role of ragpg's, made once by whichever database gets there first, and the current
+-- user made a member of it (to act as it, and to replace and re-own what it owns on every upgrade).
+-- What cannot be done is a notice saying what then fails (p_consequence), never an error. A
+-- function of this session only (pg_temp): nothing else can call it.
+create or replace function pg_temp.ragpg_ensure_role(p_role name, p_options text, p_consequence text)
+returns void
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
 begin
-    if not exists (select 1 from pg_catalog.pg_roles where rolname = 'ragpg_definer') then
+    if not exists (select 1 from pg_catalog.pg_roles where rolname = p_role) then
         begin
-            create role ragpg_definer nologin noinherit nosuperuser nocreatedb nocreaterole nobypassrls;
+            execute format('create role %I %s', p_role, p_options);
         exception
             when duplicate_object or unique_violation then null;  -- another database made it meanwhile
             when insufficient_privilege then
-                raise notice 'ragpg: cannot create role ragpg_definer (needs CREATEROLE): the scope functions stay owned by %', current_user;
+                raise notice 'ragpg: cannot create role % (needs CREATEROLE): %', p_role, p_consequence;
         end;
     end if;
-    if exists (select 1 from pg_catalog.pg_roles where rolname = 'ragpg_definer')
-       and not pg_catalog.pg_has_role(current_user, 'ragpg_definer', 'member') then
+    if exists (select 1 from pg_catalog.pg_roles where rolname = p_role)
+       and not pg_catalog.pg_has_role(current_user, p_role, 'member') then
         begin
-            -- to replace and re-own its functions on every upgrade
-            execute format('grant ragpg_definer to %I', current_user);
+            execute format('grant %I to %I', p_role, current_user);
         exception when insufficient_privilege then
-            raise notice 'ragpg: % cannot become ragpg_definer: the scope functions stay owned by it', current_user;
+            raise notice 'ragpg: % cannot become %: %', current_user, p_role, p_consequence;
         end;
     end if;
 end
 $$;
+
+select pg_temp.ragpg_ensure_role('ragpg_definer', 'nologin noinherit nosuperuser nocreatedb nocreaterole nobypassrls',
+                                 format('the scope functions stay owned by %I', current_user));
 
 -- The highest rank the invoker may read (0: nothing). The policies pass `current_user`, the role the
 -- rows are read as.
@@ -241,27 +251,8 @@ end
 $$;
 
 -- The reader role is cluster-wide: made once; the owner must be able to become it.
-do $$
-begin
-    if not exists (select 1 from pg_roles where rolname = 'ragpg_reader') then
-        begin
-            create role ragpg_reader nologin noinherit;
-        exception
-            when duplicate_object or unique_violation then null;  -- another database made it meanwhile
-            when insufficient_privilege then
-                raise notice 'ragpg: cannot create role ragpg_reader (needs CREATEROLE): requests with a scoped API key will fail until it exists';
-        end;
-    end if;
-    if exists (select 1 from pg_roles where rolname = 'ragpg_reader')
-       and not pg_has_role(current_user, 'ragpg_reader', 'member') then
-        begin
-            execute format('grant ragpg_reader to %I', current_user);
-        exception when insufficient_privilege then
-            raise notice 'ragpg: % cannot become ragpg_reader: requests with a scoped API key will fail', current_user;
-        end;
-    end if;
-end
-$$;
+select pg_temp.ragpg_ensure_role('ragpg_reader', 'nologin noinherit',
+                                 'requests with a scoped API key will fail until it can');
 
 select ragpg_secure_content_table(t) from ragpg_content_tables() t;
 

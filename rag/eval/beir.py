@@ -241,7 +241,7 @@ def embedded_chunks(conn: Any, model: Any, vault_id: int) -> int:
 def eval_settings(settings: Settings, profile: str = AUTO_PROFILE) -> Settings:
     """Settings with an `EVAL_PROFILE` profile: `profile` retrieving `eval.beir_depth` passages."""
     depth = settings.eval.beir_depth
-    table = {"base": profile, "match_count": depth, "candidates_vector": depth, "candidates_lexical": depth}
+    table = {"base": profile, "match_count": depth, "candidates": depth}
     return settings.model_copy(update={"profiles": {**settings.profiles, EVAL_PROFILE: table}})
 
 
@@ -254,12 +254,12 @@ def run_beir(rt: Runtime, data: BeirQueries, vault: str, modes: Sequence[str],
              progress: Progress | None = None, tick: Callable[[], None] | None = None) -> BeirReport:
     """Every judged query through every mode; `rt` should come from `eval_settings(...)` settings."""
     from rag.retrieval import retrieve
-    from rag.retrieval.profiles import get_profile
+    from rag.retrieval.profiles import get_profile, load_profiles
 
     depth = rt.settings.eval.beir_depth
     modes = parse_modes(modes)
     if "auto" in modes:
-        get_profile(EVAL_PROFILE, rt.profiles)
+        get_profile(EVAL_PROFILE, load_profiles(rt.settings))
     say = progress or (lambda _msg: None)
     model, notes = check_vault(rt, vault, data)
     filter_ = {"vault": vault}

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from markdown_it import MarkdownIt
 
@@ -86,39 +87,41 @@ class _Body:
         return bisect_right(self.line_starts, offset) - 1
 
 
-def chunk_markdown(
-    text: str,
-    *,
-    body_start_line: int = 0,
-    body_start_byte: int = 0,
-    soft_bytes: int = _CHUNKING.soft_bytes,
-    hard_bytes: int = _CHUNKING.hard_bytes,
-    overlap_bytes: int = _CHUNKING.overlap_bytes,
-    max_chunks: int = _CHUNKING.max_chunks_per_document,
-) -> ChunkResult:
-    body = _Body(text)
-    sections = _markdown_sections(text, body)
-    limits = _limits(soft_bytes, hard_bytes, overlap_bytes, max_chunks)
-    return _emit(body, sections, limits, body_start_line, body_start_byte)
+class ChunkOptions(TypedDict, total=False):
+    """Where the body starts in the file (default 0, 0) and the size limits (default
+    `ChunkingSettings`: soft_bytes, hard_bytes, overlap_bytes, max_chunks_per_document)."""
+
+    body_start_line: int
+    body_start_byte: int
+    soft_bytes: int
+    hard_bytes: int
+    overlap_bytes: int
+    max_chunks: int
 
 
-def chunk_plain_text(
-    text: str,
-    *,
-    body_start_line: int = 0,
-    body_start_byte: int = 0,
-    soft_bytes: int = _CHUNKING.soft_bytes,
-    hard_bytes: int = _CHUNKING.hard_bytes,
-    overlap_bytes: int = _CHUNKING.overlap_bytes,
-    max_chunks: int = _CHUNKING.max_chunks_per_document,
-) -> ChunkResult:
+def chunk_markdown(text: str, **options: Unpack[ChunkOptions]) -> ChunkResult:
+    """Markdown: sections by heading, blocks from markdown-it's line maps."""
+    return _chunk(text, _markdown_sections, options)
+
+
+def chunk_plain_text(text: str, **options: Unpack[ChunkOptions]) -> ChunkResult:
     """Plain text: blocks are separated by blank lines; one section, heading_path ""."""
+    return _chunk(text, _plain_sections, options)
+
+
+def _chunk(text: str, sections_of: Callable[[str, _Body], list[_Section]], options: ChunkOptions) -> ChunkResult:
+    limits = _limits(options.get("soft_bytes", _CHUNKING.soft_bytes), options.get("hard_bytes", _CHUNKING.hard_bytes),
+                     options.get("overlap_bytes", _CHUNKING.overlap_bytes),
+                     options.get("max_chunks", _CHUNKING.max_chunks_per_document))
     body = _Body(text)
+    return _emit(body, sections_of(text, body), limits, options.get("body_start_line", 0),
+                 options.get("body_start_byte", 0))
+
+
+def _plain_sections(text: str, body: _Body) -> list[_Section]:
     lines = text.split("\n")
     starts = [i for i, line in enumerate(lines) if line.strip() and (i == 0 or not lines[i - 1].strip())]
-    blocks = _blocks_from_line_starts(body, starts, len(lines))
-    limits = _limits(soft_bytes, hard_bytes, overlap_bytes, max_chunks)
-    return _emit(body, [_Section("", blocks, False)], limits, body_start_line, body_start_byte)
+    return [_Section("", _blocks_from_line_starts(body, starts, len(lines)), False)]
 
 
 def _limits(soft: int, hard: int, overlap: int, max_chunks: int) -> _Limits:

@@ -30,11 +30,10 @@ reports how well they generalise.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from rag.retrieval.terms import TermStat
-from rag.text import tokenize
 from rag.types import RankedChunk
 
 SIGNALS: tuple[str, ...] = ("top_final", "margin", "top_similarity", "sentence_similarity", "term_coverage",
@@ -81,21 +80,15 @@ def _idf(stat: TermStat) -> float:
     return math.log(1 + (stat.chunk_count + 1) / (stat.chunk_frequency + 1))
 
 
-def _covered(lexeme: str, tokens: set[str]) -> bool:
-    # Postgres lexemes are Snowball stems: a prefix of the word, but for a final y stemmed to i.
-    alt = lexeme[:-1] + "y" if lexeme.endswith("i") else lexeme
-    return any(t.startswith(lexeme) or t.startswith(alt) for t in tokens)
-
-
-def term_signals(stats: Sequence[TermStat], passages: Sequence[str]) -> tuple[float, float, float]:
+def term_signals(stats: Sequence[TermStat], chunk_ids: Collection[int]) -> tuple[float, float, float]:
     """(term_coverage, unknown_share, rarest_missing): rarity-weighted shares of the question's
-    lexemes found in the passages and unknown to the vaults, and the rarest one missing."""
+    lexemes found in the given passages (`TermStat.in_chunks`: Postgres' own analysis of both) and
+    unknown to the vaults, and the rarest one missing."""
     weights = {s.lexeme: _idf(s) for s in stats}
     total = sum(weights.values())
     if not total:
         return 0.0, 0.0, 0.0
-    tokens = {t for p in passages for t in tokenize(p)}
-    covered = {lex for lex in weights if _covered(lex, tokens)}
+    covered = {s.lexeme for s in stats if not set(chunk_ids).isdisjoint(s.in_chunks)}
     unknown = sum(weights[s.lexeme] for s in stats if s.chunk_frequency == 0)
     largest = max(math.log(1 + s.chunk_count + 1) for s in stats)
     rarest = max((w for lex, w in weights.items() if lex not in covered), default=0.0)
@@ -124,9 +117,8 @@ def collect_signals(ranked: Sequence[RankedChunk], stats: Sequence[TermStat], se
     top = list(ranked[:top_passages])
     sims = [r.candidate.similarity for r in top if r.candidate.similarity is not None]
     both = [r for r in top if r.candidate.vector_rank is not None and r.candidate.lexical_rank is not None]
-    coverage, unknown, rarest = term_signals(stats, [f"{r.candidate.heading_path} {r.candidate.content}" for r in top])
-    single = max((term_signals(stats, [f"{r.candidate.heading_path} {r.candidate.content}"])[0] for r in top),
-                 default=0.0)
+    coverage, unknown, rarest = term_signals(stats, [r.candidate.chunk_id for r in top])
+    single = max((term_signals(stats, [r.candidate.chunk_id])[0] for r in top), default=0.0)
     bm25 = max((r.candidate.bm25_score for r in ranked if r.candidate.bm25_score is not None), default=0.0)
     return AbstainSignals(
         top_final=top[0].scores.final if top else 0.0, margin=_margin(ranked),

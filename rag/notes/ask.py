@@ -72,7 +72,7 @@ def retrieve_notes(rt: Runtime, ns: NotesSettings, question: str, sc: NotesScope
     """The shared retrieve and rank stages over a notes scope (what `ask` and `search` both rank)."""
     prof = sc.profile
     with rt.connection(autocommit=True, scope=sc.caller, read=True) as conn:
-        found = retrieve_stage(conn, rt, prof, question, sc.filter, mode=prof.mode, model=sc.model,
+        found = retrieve_stage(conn, rt, prof, question, sc.filter, model=sc.model,
                                query_embedding=sc.query_embedding)
     return found, rank_candidates(found.candidates, prof, prior=sc.prior)
 
@@ -123,7 +123,8 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
     answering_started = time.perf_counter()
     sentences = answering.rank_answer_sentences(rt, ns, question, kept, sc.query_embedding)
     with rt.connection(autocommit=True, scope=scope, read=True) as conn:
-        stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels())
+        stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels(),
+                                 [r.candidate.chunk_id for r in ranked[:ns.abstain_top_passages]])
     signals = collect_signals(ranked, stats, max((x.similarity for x in sentences), default=0.0),
                               top_passages=ns.abstain_top_passages, names=specific_names(question))
     decision = decide(signals, ns.abstain_weights, ns.abstain_bias, ns.abstain_threshold)

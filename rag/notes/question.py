@@ -1,7 +1,7 @@
 """The question's side of notes answering: its content terms, the detail hint and K (passages drawn on).
 
 `query_terms` are the distinct content terms of a question (stopwords and one-letter tokens
-dropped; phrasal verbs also as one word, "back up" -> "backup"); `match_terms` their light stems,
+dropped; phrasal verbs also as one word, "back up" -> "backup"); `match_terms` their stems (`rag.text.stem`),
 what answer sentences and snippets are matched against. `folder_weights` are the folder prior's
 position weights (1.0, 0.9, ... never below the minimum). `specific_names` are the names and
 numbers a question mentions, which an answer has to mention too.
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from rag.config import NotesSettings
 from rag.errors import InputError
 from rag.text import STOPWORDS, content_terms, tokenize, unique
+from rag.text import stem as stem  # where the notes' modules have found it
 
 DETAILS: tuple[str, ...] = ("brief", "normal", "detailed")
 
@@ -55,29 +56,6 @@ def specific_names(question: str) -> list[str]:
 def match_terms(question: str) -> list[str]:
     """The stems of `query_terms`: what answer sentences and snippets are matched against."""
     return unique(stem(t) for t in query_terms(question))
-
-
-def stem(token: str) -> str:
-    """A light English stem, enough to match inflections: notes/note, linked/linking/link,
-    creates/created/creating/create, libraries/library, keys/key. Tokens of three letters are kept."""
-    t = token.removesuffix("'s")
-    if len(t) <= 3:
-        return t
-    if len(t) == 4:  # keys, tags, docs, uses
-        return t[:-1] if t.endswith("s") and not t.endswith(("ss", "us", "is")) else t
-    if t.endswith("ies") and len(t) > 5:
-        t = t[:-3] + "y"
-    elif t.endswith(("sses", "xes", "ches", "shes", "zes")):
-        t = t[:-2]
-    elif t.endswith("s") and not t.endswith(("ss", "us", "is")):
-        t = t[:-1]
-    elif t.endswith(("ing", "ed")) and len(t) > 5 + (t[-1] == "g"):
-        t = t[:-3] if t.endswith("ing") else t[:-2]
-        if len(t) >= 4 and t[-1] == t[-2] and t[-1] not in "aeioulsz":  # running, shipped
-            t = t[:-1]
-    if len(t) > 4 and t.endswith("e"):
-        t = t[:-1]
-    return t
 
 
 def folder_weights(count: int, s: NotesSettings) -> list[float]:

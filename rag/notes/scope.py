@@ -30,7 +30,7 @@ from rag.notes.folders import (
 from rag.notes.question import folder_weights
 from rag.retrieval import retrieve
 from rag.retrieval.filters import vault_names as filter_vault_names
-from rag.retrieval.profiles import Profile, get_profile
+from rag.retrieval.profiles import Profile, get_profile, load_profiles
 from rag.retrieval.stage import indexed_model
 from rag.runtime import Runtime
 from rag.store import models
@@ -115,7 +115,7 @@ def notes_filter(names: Sequence[str], user_scopes: Sequence[FolderScope], base:
 
 
 def notes_profile(rt: Runtime, ns: NotesSettings, match_count: int | None = None) -> Profile:
-    prof = get_profile(ns.profile, rt.profiles)
+    prof = get_profile(ns.profile, load_profiles(rt.settings))
     if match_count is not None and match_count > prof.match_count:
         prof = prof.model_copy(update={"match_count": min(match_count, retrieve.SQL_MAX_MATCH_COUNT)})
     return prof

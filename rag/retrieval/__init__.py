@@ -10,6 +10,7 @@
 
 `compute_context`, notes `ask` / `search` and the HTTP routes all get their candidates from
 `retrieval.stage.retrieve_stage` and rank them with `retrieval.rank`; `rag.context` follows.
-May import: the shared basics, `rag.store`, `rag.runtime`, `rag.llm`, `rag.trace`, `rag.prompts`.
+May import: the shared basics, `rag.store`, `rag.llm`, `rag.trace`, `rag.prompts`; it receives the
+runtime (`rag.runtime`, the composition root) from its caller and names it for types only.
 Never context, notes, ingest, the CLI or the server.
 """

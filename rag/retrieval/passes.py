@@ -1,6 +1,7 @@
-"""One retrieval pass: run the profile's SQL match function and return Candidates.
+"""One retrieval pass: run the profile's SQL match function for one query or several and return Candidates.
 
-Vector, lexical and hybrid passes all come back as `Candidate`s with the score fields their
+A hybrid pass is one SQL call for any number of queries (`match_hybrid_multi`); vector, lexical and
+hybrid passes all come back as `Candidate`s with the score fields their
 function fills (`similarity`, `bm25_score`, `rrf_score` and component ranks), plus the chunk's
 line/byte span and risk score fetched in one follow-up query by primary key.
 """
@@ -20,6 +21,9 @@ from rag.store import models
 from rag.store.database import Connection
 from rag.types import Candidate
 
+#: The lowest cosine similarity: a pass keeps every candidate its lists hold.
+ANY_SIMILARITY = -1.0
+
 
 @dataclass(frozen=True)
 class PassSpec:
@@ -37,38 +41,27 @@ def _candidate(row: Any, **extra: Any) -> Candidate:
         heading_path=row.heading_path, content=row.content, metadata=row.metadata, **extra)
 
 
-def run_pass(conn: Connection, model: models.EmbeddingModelRef, spec: PassSpec, *, retrieval: str,
-             match_count: int, filter_: dict[str, Any], similarity_threshold: float, rrf_k: int,
-             weights: dict[str, float], candidate_count: int, settings: RetrievalSettings) -> list[Candidate]:
-    """One retrieval pass; `settings` carries BM25 k1/b, ef_search and the exact-scan limit to SQL."""
-    if retrieval == "lexical" or spec.embedding is None:
-        lexical = retrieve.match_lexical(conn, spec.text, match_count=match_count, filter=filter_,
-                                         settings=settings)
+def run_pass(conn: Connection, model: models.EmbeddingModelRef, specs: Sequence[PassSpec], *, retrieval: str,
+             match_count: int, filter_: dict[str, Any], rrf_k: int, weights: dict[str, float],
+             candidate_count: int, settings: RetrievalSettings) -> list[Candidate]:
+    """One retrieval pass over one query or several (their variants, facets), fused by RRF in one SQL
+    call; `settings` carries BM25 k1/b, ef_search and the exact-scan limit to SQL. No similarity
+    threshold: ranking judges every candidate."""
+    if retrieval == "lexical" or all(spec.embedding is None for spec in specs):
+        lexical = retrieve.match_lexical(conn, " ".join(spec.text for spec in specs), match_count=match_count,
+                                         filter=filter_, settings=settings)
         found = [_candidate(r, bm25_score=r.bm25_score, lexical_rank=i + 1) for i, r in enumerate(lexical)]
-    elif retrieval == "vector":
-        vector = retrieve.match_vector(conn, model, spec.embedding, match_count=match_count,
-                                       similarity_threshold=similarity_threshold, filter=filter_,
-                                       settings=settings)
+    elif retrieval == "vector" and len(specs) == 1:
+        vector = retrieve.match_vector(conn, model, specs[0].embedding, match_count=match_count,
+                                       similarity_threshold=ANY_SIMILARITY, filter=filter_, settings=settings)
         found = [_candidate(r, similarity=r.similarity, vector_rank=i + 1) for i, r in enumerate(vector)]
     else:
-        hybrid = retrieve.match_hybrid(conn, model, spec.text, spec.embedding, match_count=match_count,
-                                       filter=filter_, similarity_threshold=similarity_threshold, rrf_k=rrf_k,
-                                       weights=weights, candidate_count=candidate_count, settings=settings)
+        hybrid = retrieve.match_hybrid_multi(
+            conn, model, [spec.text for spec in specs], [spec.embedding for spec in specs], match_count=match_count,
+            filter=filter_, similarity_threshold=ANY_SIMILARITY, rrf_k=rrf_k, weights=weights,
+            candidate_count=candidate_count, settings=settings)
         found = [_candidate(r, similarity=r.similarity, bm25_score=r.bm25_score, rrf_score=r.rrf_score,
                             vector_rank=r.vector_rank, lexical_rank=r.lexical_rank) for r in hybrid]
-    return attach_spans(conn, found)
-
-
-def run_multi_pass(conn: Connection, model: models.EmbeddingModelRef, specs: Sequence[PassSpec], *,
-                   match_count: int, filter_: dict[str, Any], similarity_threshold: float, rrf_k: int,
-                   weights: dict[str, float], candidate_count: int, settings: RetrievalSettings) -> list[Candidate]:
-    """All query variants fused by RRF inside one SQL call."""
-    rows = retrieve.match_hybrid_multi(
-        conn, model, [s.text for s in specs], [s.embedding for s in specs], match_count=match_count,
-        filter=filter_, similarity_threshold=similarity_threshold, rrf_k=rrf_k, weights=weights,
-        candidate_count=candidate_count, settings=settings)
-    found = [_candidate(r, similarity=r.similarity, bm25_score=r.bm25_score, rrf_score=r.rrf_score,
-                        vector_rank=r.vector_rank, lexical_rank=r.lexical_rank) for r in rows]
     return attach_spans(conn, found)
 
 

@@ -24,7 +24,6 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
-    model_validator,
 )
 
 from rag.errors import ConfigError, NotFoundError
@@ -54,14 +53,12 @@ class Profile(BaseModel):
     retrieval: Retrieval = Field("hybrid", description=(
         "How passages are found: \"vector\" (meaning), \"lexical\" (words, BM25) or \"hybrid\" (both, "
         "fused in SQL)."))
-    mode: Mode = Field("auto", description=(
-        "The Auto-RAG mode: \"auto\" (a base pass, corrections only when retrieval looks weak), \"base\", "
-        "\"hyde\", \"rewrite\", \"multi\" or \"reverse\"."))
     multi_query: bool = Field(False, validation_alias=AliasChoices("multi_query", "ragMultiQueryMode"),
                               description=("In mode auto, always run the multi-query pass (query variants "
                                            "fused in one SQL call) instead of checking retrieval first."))
-    candidates_vector: int = Field(50, gt=0, description="Candidates the vector leg of a search returns.")
-    candidates_lexical: int = Field(50, gt=0, description="Candidates the word (BM25) leg of a search returns.")
+    candidates: int = Field(50, gt=0, description=(
+        "How many candidates each leg of a search (meaning and words) returns before a hybrid pass fuses "
+        "them."))
     match_count: int = Field(20, gt=0, description="Passages a search pass keeps for ranking.")
     # rag.retrieval.facets
     facet_split: bool = Field(False, description=(
@@ -107,8 +104,6 @@ class Profile(BaseModel):
     # SciFact and NFCorpus for chat and default_research (test splits, bench/compute_context.py).
     decision_margin: float = Field(0.10, ge=0, description=(
         "Auto-RAG: a correction replaces the base pass only when its score beats base by this much."))
-    k_min: int = Field(3, gt=0, description="The fewest passages a consumer of the profile keeps.")
-    k_max: int = Field(8, gt=0, description="The most passages a consumer of the profile keeps.")
 
     @field_validator(*MAPPING_FIELDS)
     @classmethod
@@ -117,12 +112,6 @@ class Profile(BaseModel):
             if weight < 0:
                 raise ValueError(f"weight for '{key}' must be ≥ 0, got {weight}")
         return {str(k).lower(): float(v) for k, v in value.items()}
-
-    @model_validator(mode="after")
-    def _k_range(self) -> Profile:
-        if self.k_min > self.k_max:
-            raise ValueError(f"k_min ({self.k_min}) is greater than k_max ({self.k_max})")
-        return self
 
 
 _NOTES_BOOST = {"notes": 1.0, "note": 1.0, "policy": 1.0, "decision": 1.0}
@@ -143,7 +132,7 @@ BUILTIN_PROFILES: dict[str, Profile] = {
         # repeat the question's words weigh less), 0.821 with 40 matches from 100 candidates per leg.
         # The fill changed nothing on the golden dev split (recall@5 0.821 either way); an equal cut lost a case.
         Profile(name="notes", w_cosine=0.85, w_bm25=0.10, w_freshness=0.05, per_source_cap=4, facet_split=True,
-                match_count=40, candidates_vector=100, candidates_lexical=100, rrf_cut_weights="fusion"),
+                match_count=40, candidates=100, rrf_cut_weights="fusion"),
         # BM25-led profiles keep the fusion-weighted cut and no fill: on SciFact train / NFCorpus dev the fill
         # cost default_research 0.7229 -> 0.7194 / 0.3319 -> 0.3297 (0.7177 / 0.3312 with an equal cut).
         Profile(name="default_research", w_bm25=0.60, w_cosine=0.35, w_freshness=0.05, per_source_cap=3,

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psycopg
 
-from rag.runtime import Runtime
 from rag.store.database import Connection
 from rag.store.query_log import QueryRecord
 from rag.types import Candidate
+
+if TYPE_CHECKING:  # the runtime is handed in by the entry point (rag.runtime)
+    from rag.runtime import Runtime
 
 log = logging.getLogger("ragpg.query_log")
 

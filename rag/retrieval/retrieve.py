@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 from psycopg import sql
@@ -64,21 +64,17 @@ class LexicalMatch(ChunkMatch):
 
 @dataclass(frozen=True)
 class HybridMatch(ChunkMatch):
-    """A fused result; a rank (and its score) is None when the chunk was not in that list."""
+    """A fused result: the chunk's best rank and score over the vector lists and over the lexical
+    lists (None when no list of that kind held it), the fused score, and how many lists of each kind
+    held it (one query: 0 or 1 each)."""
 
     vector_rank: int | None
     similarity: float | None
     lexical_rank: int | None
     bm25_score: float | None
     rrf_score: float
-
-
-@dataclass(frozen=True)
-class HybridMultiMatch(HybridMatch):
-    """Multi-query fusion: best ranks and scores over all lists, and how many lists had the chunk."""
-
-    vector_hits: int = 0
-    lexical_hits: int = 0
+    vector_hits: int
+    lexical_hits: int
 
 
 @dataclass(frozen=True)
@@ -108,6 +104,10 @@ _CHUNK_COLUMNS = "chunk_id, vault, source_path, chunk_ordinal, heading_path, con
 
 def _settings(settings: RetrievalSettings | None) -> RetrievalSettings:
     return settings if settings is not None else RetrievalSettings()
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
 
 
 def _check_count(value: int, name: str, s: RetrievalSettings) -> int:
@@ -216,26 +216,31 @@ def compile_filter(conn: Connection, filter: Mapping[str, Any] | None) -> Compil
 
 # -- match functions ----------------------------------------------------------------------------
 
+def _nearest(conn: Connection, model: EmbeddingModelRef, function: str, query_embedding: Any, match_count: int,
+             similarity_threshold: float, filter: Mapping[str, Any] | None, s: RetrievalSettings,
+             index_args: Mapping[str, int] | None = None) -> list[VectorMatch]:
+    """A per-model nearest-chunks function; `index_args` are its HNSW and exact-scan arguments."""
+    params: dict[str, Any] = {"q": _vector_text(model, query_embedding), "t": _check_threshold(similarity_threshold),
+                              "n": _check_count(match_count, "match_count", s), "f": _filter(filter),
+                              **(index_args or {})}
+    args = sql.SQL("").join(sql.SQL(", {} => %({})s::integer").format(sql.Identifier(k), sql.SQL(k))
+                            for k in index_args or {})
+    query = sql.SQL(
+        "select {cols}, similarity from {fn}(query_embedding => %(q)s::vector,"
+        " similarity_threshold => %(t)s::float8, match_count => %(n)s::integer, filter => %(f)s::jsonb{args})"
+    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fn=sql.Identifier(function), args=args)
+    return fetch_rows(conn, VectorMatch, query, params)
+
+
 def match_vector(conn: Connection, model: EmbeddingModelRef, query_embedding: Any, *,
                  match_count: int = 10, similarity_threshold: float = 0.0,
                  filter: Mapping[str, Any] | None = None, settings: RetrievalSettings | None = None,
                  exact_scan_max_rows: int | None = None, ef_search: int | None = None) -> list[VectorMatch]:
     """``match_native_chunks_<model>``: nearest chunks by cosine similarity, best first."""
     s = _settings(settings)
-    params = {
-        "q": _vector_text(model, query_embedding),
-        "t": _check_threshold(similarity_threshold),
-        "n": _check_count(match_count, "match_count", s),
-        "f": _filter(filter),
-        "x": s.exact_scan_max_rows if exact_scan_max_rows is None else exact_scan_max_rows,
-        "ef": s.hnsw_ef_search if ef_search is None else ef_search,
-    }
-    query = sql.SQL(
-        "select {cols}, similarity from {fn}(query_embedding => %(q)s::vector,"
-        " similarity_threshold => %(t)s::float8, match_count => %(n)s::integer, filter => %(f)s::jsonb,"
-        " exact_scan_max_rows => %(x)s::integer, ef_search => %(ef)s::integer)"
-    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fn=sql.Identifier(model.match_function))
-    return fetch_rows(conn, VectorMatch, query, params)
+    return _nearest(conn, model, model.match_function, query_embedding, match_count, similarity_threshold, filter, s,
+                    {"exact_scan_max_rows": _or(exact_scan_max_rows, s.exact_scan_max_rows),
+                     "ef_search": _or(ef_search, s.hnsw_ef_search)})
 
 
 def match_langchain(conn: Connection, model: EmbeddingModelRef, query_embedding: Any, *,
@@ -246,18 +251,8 @@ def match_langchain(conn: Connection, model: EmbeddingModelRef, query_embedding:
 
     ``vault`` is the collection name; a ``vault`` filter is not checked against ragpg's vaults.
     """
-    s = _settings(settings)
-    params = {
-        "q": _vector_text(model, query_embedding),
-        "t": _check_threshold(similarity_threshold),
-        "n": _check_count(match_count, "match_count", s),
-        "f": filter_json(filter),
-    }
-    query = sql.SQL(
-        "select {cols}, similarity from {fn}(query_embedding => %(q)s::vector,"
-        " similarity_threshold => %(t)s::float8, match_count => %(n)s::integer, filter => %(f)s::jsonb)"
-    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fn=sql.Identifier(model.langchain_function))
-    return fetch_rows(conn, VectorMatch, query, params)
+    return _nearest(conn, model, model.langchain_function, query_embedding, match_count, similarity_threshold, filter,
+                    _settings(settings))
 
 
 def match_lexical(conn: Connection, query_text: str, *, match_count: int = 10,
@@ -286,70 +281,67 @@ def match_lexical(conn: Connection, query_text: str, *, match_count: int = 10,
     return fetch_rows(conn, LexicalMatch, query, params)
 
 
-def _fusion_params(conn: Connection, s: RetrievalSettings, *, match_count: int,
-                   filter: Mapping[str, Any] | None, similarity_threshold: float, rrf_k: int | None,
-                   weights: Mapping[str, float] | None, candidate_count: int | None, k1: float | None,
-                   b: float | None, exact_scan_max_rows: int | None, ef_search: int | None) -> dict[str, Any]:
-    n = _check_count(match_count, "match_count", s)
+class FusionOptions(TypedDict, total=False):
+    """The tunables of a hybrid search; a missing or None one takes its default: `RetrievalSettings`,
+    max(60, match_count) for candidate_count, 10 for match_count, 0 for similarity_threshold."""
+
+    match_count: int
+    filter: Mapping[str, Any] | None
+    similarity_threshold: float
+    rrf_k: int | None
+    weights: Mapping[str, float] | None
+    candidate_count: int | None
+    settings: RetrievalSettings | None
+    k1: float | None
+    b: float | None
+    exact_scan_max_rows: int | None
+    ef_search: int | None
+
+
+def _fusion_params(options: FusionOptions) -> dict[str, Any]:
+    s = _settings(options.get("settings"))
+    n = _check_count(_or(options.get("match_count"), 10), "match_count", s)
     return {
         "n": n,
-        "f": _filter(filter),
-        "t": _check_threshold(similarity_threshold),
-        "rk": s.rrf_k if rrf_k is None else rrf_k,
-        "w": _weights(weights),
-        "cc": _check_count(max(60, n) if candidate_count is None else candidate_count, "candidate_count", s),
-        "k1": s.bm25_k1 if k1 is None else k1,
-        "b": s.bm25_b if b is None else b,
-        "x": s.exact_scan_max_rows if exact_scan_max_rows is None else exact_scan_max_rows,
-        "ef": s.hnsw_ef_search if ef_search is None else ef_search,
+        "f": _filter(options.get("filter")),
+        "t": _check_threshold(_or(options.get("similarity_threshold"), 0.0)),
+        "rk": _or(options.get("rrf_k"), s.rrf_k),
+        "w": _weights(options.get("weights")),
+        "cc": _check_count(_or(options.get("candidate_count"), max(60, n)), "candidate_count", s),
+        "k1": _or(options.get("k1"), s.bm25_k1),
+        "b": _or(options.get("b"), s.bm25_b),
+        "x": _or(options.get("exact_scan_max_rows"), s.exact_scan_max_rows),
+        "ef": _or(options.get("ef_search"), s.hnsw_ef_search),
     }
 
 
-_FUSION_ARGS = sql.SQL(
-    "match_count => %(n)s::integer, filter => %(f)s::jsonb, similarity_threshold => %(t)s::float8,"
-    " rrf_k => %(rk)s::integer, weights => %(w)s::jsonb, candidate_count => %(cc)s::integer,"
-    " k1 => %(k1)s::float8, b => %(b)s::float8, exact_scan_max_rows => %(x)s::integer,"
-    " ef_search => %(ef)s::integer")
-_FUSION_COLUMNS = "vector_rank, similarity, lexical_rank, bm25_score, rrf_score"
-
-
-def match_hybrid(conn: Connection, model: EmbeddingModelRef, query_text: str, query_embedding: Any, *,
-                 match_count: int = 10, filter: Mapping[str, Any] | None = None,
-                 similarity_threshold: float = 0.0, rrf_k: int | None = None,
-                 weights: Mapping[str, float] | None = None, candidate_count: int | None = None,
-                 settings: RetrievalSettings | None = None, k1: float | None = None, b: float | None = None,
-                 exact_scan_max_rows: int | None = None, ef_search: int | None = None) -> list[HybridMatch]:
-    """``match_hybrid_chunks_<model>``: RRF of the vector and BM25 rankings in one SQL statement.
+def match_hybrid(conn: Connection, model: EmbeddingModelRef, query_text: str | None, query_embedding: Any,
+                 **options: Unpack[FusionOptions]) -> list[HybridMatch]:
+    """RRF of one query's vector and BM25 rankings: the one-query case of `match_hybrid_multi`
+    (``match_hybrid_chunks_<model>`` in SQL is the same).
 
     Empty or stopword-only text is allowed: the lexical list is then empty and the result is the
-    vector ranking. ``candidate_count`` (each list's length) defaults to max(60, match_count).
-    """
-    s = _settings(settings)
-    params = _fusion_params(conn, s, match_count=match_count, filter=filter,
-                            similarity_threshold=similarity_threshold, rrf_k=rrf_k, weights=weights,
-                            candidate_count=candidate_count, k1=k1, b=b,
-                            exact_scan_max_rows=exact_scan_max_rows, ef_search=ef_search)
-    params["qt"] = _query_text(query_text, s)
-    params["q"] = _vector_text(model, query_embedding)
-    query = sql.SQL(
-        "select {cols}, {fusion} from {fn}(query_text => %(qt)s::text, query_embedding => %(q)s::vector, {args})"
-    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fusion=sql.SQL(_FUSION_COLUMNS),
-             fn=sql.Identifier(model.hybrid_function), args=_FUSION_ARGS)
-    return fetch_rows(conn, HybridMatch, query, params)
+    vector ranking."""
+    return match_hybrid_multi(conn, model, [query_text], [query_embedding], **options)
+
+
+def _hybrid_function(model: EmbeddingModelRef, queries: int) -> dict[str, sql.Composable]:
+    """The model's hybrid function for one query (``match_hybrid_chunks_<model>``) or several, and how
+    its queries are passed."""
+    if queries == 1:
+        return {"fn": sql.Identifier(model.hybrid_function),
+                "queries": sql.SQL("query_text => %(qt)s::text, query_embedding => %(q)s::vector")}
+    return {"fn": sql.Identifier(model.hybrid_multi_function),
+            "queries": sql.SQL("query_texts => %(qt)s::text[], query_embeddings => %(q)s::text[]::vector[]")}
 
 
 def match_hybrid_multi(conn: Connection, model: EmbeddingModelRef, query_texts: Sequence[str | None],
-                       query_embeddings: Sequence[Any], *, match_count: int = 10,
-                       filter: Mapping[str, Any] | None = None, similarity_threshold: float = 0.0,
-                       rrf_k: int | None = None, weights: Mapping[str, float] | None = None,
-                       candidate_count: int | None = None, settings: RetrievalSettings | None = None,
-                       k1: float | None = None, b: float | None = None, exact_scan_max_rows: int | None = None,
-                       ef_search: int | None = None) -> list[HybridMultiMatch]:
+                       query_embeddings: Sequence[Any], **options: Unpack[FusionOptions]) -> list[HybridMatch]:
     """``match_hybrid_multi_chunks_<model>``: RRF over 2·n lists (n texts, n embeddings), one round trip.
 
-    A None embedding (or empty text) leaves that query's vector (or lexical) list out.
-    """
-    s = _settings(settings)
+    A None embedding (or empty text) leaves that query's vector (or lexical) list out. Each list is
+    candidate_count long."""
+    s = _settings(options.get("settings"))
     texts, embeddings = list(query_texts), list(query_embeddings)
     if not 1 <= len(embeddings) <= MAX_MULTI_QUERIES:
         raise InputError(f"query_embeddings must hold between 1 and {MAX_MULTI_QUERIES} embeddings, "
@@ -357,18 +349,20 @@ def match_hybrid_multi(conn: Connection, model: EmbeddingModelRef, query_texts: 
     if len(texts) != len(embeddings):
         raise InputError(f"query_texts and query_embeddings must have the same length, "
                          f"got {len(texts)} and {len(embeddings)}")
-    params = _fusion_params(conn, s, match_count=match_count, filter=filter,
-                            similarity_threshold=similarity_threshold, rrf_k=rrf_k, weights=weights,
-                            candidate_count=candidate_count, k1=k1, b=b,
-                            exact_scan_max_rows=exact_scan_max_rows, ef_search=ef_search)
-    params["qt"] = [_query_text(t, s, f"query text {i + 1}") for i, t in enumerate(texts)]
+    params = _fusion_params(options)
+    params["qt"] = [_query_text(t, s, "query text" if len(texts) == 1 else f"query text {i + 1}")
+                    for i, t in enumerate(texts)]
     params["q"] = [None if e is None else _vector_text(model, e) for e in embeddings]
+    if len(texts) == 1:  # match_hybrid_chunks_<model>, the same with one query: values, not arrays, to send
+        params["qt"], params["q"] = params["qt"][0], params["q"][0]
     query = sql.SQL(
-        "select {cols}, {fusion}, vector_hits, lexical_hits"
-        " from {fn}(query_texts => %(qt)s::text[], query_embeddings => %(q)s::text[]::vector[], {args})"
-    ).format(cols=sql.SQL(_CHUNK_COLUMNS), fusion=sql.SQL(_FUSION_COLUMNS),
-             fn=sql.Identifier(model.hybrid_multi_function), args=_FUSION_ARGS)
-    return fetch_rows(conn, HybridMultiMatch, query, params)
+        "select {cols}, vector_rank, similarity, lexical_rank, bm25_score, rrf_score, vector_hits, lexical_hits"
+        " from {fn}({queries}, match_count => %(n)s::integer, filter => %(f)s::jsonb,"
+        " similarity_threshold => %(t)s::float8, rrf_k => %(rk)s::integer, weights => %(w)s::jsonb,"
+        " candidate_count => %(cc)s::integer, k1 => %(k1)s::float8, b => %(b)s::float8,"
+        " exact_scan_max_rows => %(x)s::integer, ef_search => %(ef)s::integer)"
+    ).format(cols=sql.SQL(_CHUNK_COLUMNS), **_hybrid_function(model, len(texts)))
+    return fetch_rows(conn, HybridMatch, query, params)
 
 
 def match_folders(conn: Connection, model: EmbeddingModelRef, query_embedding: Any, *,

@@ -8,8 +8,10 @@ HyDE is skipped, and the decision says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rag.retrieval import autorag
-from rag.retrieval.passes import PassSpec, run_pass
+from rag.retrieval.passes import PassSpec
 from rag.retrieval.run import PassContext, RetrievalRun
 from rag.types import Candidate
 
@@ -74,14 +76,21 @@ def _why_no_llm(run: RetrievalRun) -> str:
     return "LLM failed" if run.llm_failures else "no LLM configured"
 
 
-def _route_hyde(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
-    doc = ctx.llm_text("hyde", run, query=ctx.query)
-    if not doc:
-        run.winner = "base"
-        run.reason = "HyDE skipped: " + _why_no_llm(run)
+def _llm_pass(ctx: PassContext, run: RetrievalRun, base: list[Candidate], *, name: str, label: str, prompt: str,
+              reason: str, text_of: Callable[[str], str]) -> list[Candidate]:
+    """A forced pass that searches with what the LLM wrote for `prompt`: its embedding, and `text_of`
+    it on the lexical side. Without an LLM answer, the base pass and why."""
+    written = ctx.llm_text(prompt, run, query=ctx.query)
+    if not written:
+        run.winner, run.reason = "base", f"{label} skipped: {_why_no_llm(run)}"
         return base
-    run.winner, run.reason = "hyde", "hyde mode forced"
-    return ctx.run("hyde", ctx.query, ctx.embed(doc), run)
+    run.winner, run.reason = name, reason
+    return ctx.run(name, text_of(written), ctx.embed(written), run)
+
+
+def _route_hyde(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
+    return _llm_pass(ctx, run, base, name="hyde", label="HyDE", prompt="hyde", reason="hyde mode forced",
+                     text_of=lambda _doc: ctx.query)
 
 
 def _route_rewrite(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
@@ -101,30 +110,15 @@ def _route_multi(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> 
         run.notes.append("multi-query variants from pseudo-relevance feedback")
         variants = [_prf_query(ctx, base)]
     texts = [ctx.query, *[v for v in variants if v and v != ctx.query]]
-    specs = [PassSpec("multi", t, ctx.embed(t)) for t in texts]
-    if ctx.prof.retrieval == "lexical" or any(sp.embedding is None for sp in specs):
-        p, s = ctx.prof, ctx.rt.settings.retrieval
-        with ctx.rt.tracer.stage("multi") as span:
-            found = run_pass(ctx.conn, ctx.model, PassSpec("multi", " ".join(texts), None), retrieval="lexical",
-                             match_count=p.match_count, filter_=ctx.filter_, similarity_threshold=-1.0,
-                             rrf_k=s.rrf_k, weights={}, candidate_count=p.candidates_lexical, settings=s)
-            span.set(count=len(found), queries=len(texts))
-        run.passes.append({"name": "multi", "count": len(found), "queries": len(texts)})
-    else:
-        found = ctx.fused("multi", specs, run)
+    found = ctx.search("multi", [PassSpec("multi", t, ctx.embed(t)) for t in texts], run)
     run.multi_query_ran = True
     run.winner, run.reason = "multi", f"{len(texts)} queries fused by reciprocal rank fusion"
     return found
 
 
 def _route_reverse(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
-    draft = ctx.llm_text("reverse_draft", run, query=ctx.query)
-    if not draft:
-        run.winner = "base"
-        run.reason = "reverse skipped: " + _why_no_llm(run)
-        return base
-    run.winner, run.reason = "reverse", "evidence retrieved for a drafted answer"
-    return ctx.run("reverse", f"{ctx.query}\n{draft}", ctx.embed(draft), run)
+    return _llm_pass(ctx, run, base, name="reverse", label="reverse", prompt="reverse_draft",
+                     reason="evidence retrieved for a drafted answer", text_of=lambda draft: f"{ctx.query}\n{draft}")
 
 
 ROUTES = {"correct": _route_correct, "prf": _route_prf, "hyde": _route_hyde, "rewrite": _route_rewrite,

@@ -1,7 +1,7 @@
 """One request's retrieval state: the decision record (`RetrievalRun`) and the pass runner (`PassContext`).
 
-`PassContext` runs the profile's SQL match function for one query text/embedding (`run`), several
-fused by RRF in one call (`fused`), or the base pass with facets (`base`); routes in
+`PassContext` runs the profile's SQL match function for one query or several fused by RRF in one call
+(`search`; `run` for one text/embedding), or the base pass with facets (`base`); routes in
 `rag.retrieval.routes` call it for corrections.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,12 +18,14 @@ from rag.llm import Message
 from rag.prompts import load_prompt
 from rag.retrieval import autorag
 from rag.retrieval.facets import split_facets
-from rag.retrieval.passes import PassSpec, run_multi_pass, run_pass, similarity_to
+from rag.retrieval.passes import PassSpec, run_pass, similarity_to
 from rag.retrieval.profiles import Profile
-from rag.runtime import Runtime
 from rag.store import models
 from rag.trace import decision_signature
 from rag.types import Candidate
+
+if TYPE_CHECKING:  # the runtime is handed in by the entry point (rag.runtime)
+    from rag.runtime import Runtime
 
 LLM_MAX_TOKENS = 300
 
@@ -87,33 +89,21 @@ class PassContext:
     def base(self, run: RetrievalRun) -> list[Candidate]:
         """The base pass; a question that joins topics is searched whole and by facet, fused in SQL."""
         facets = split_facets(self.query) if self.prof.facet_split and self.query_embedding is not None else []
-        if not facets:
-            return self.run("base", self.query, self.query_embedding, run)
         run.facets = facets
-        specs = [PassSpec("base", self.query, self.query_embedding),
-                 *(PassSpec("base", f, self.embed(f)) for f in facets)]
-        return self.fused("base", specs, run)
+        return self.search("base", [PassSpec("base", self.query, self.query_embedding),
+                                    *(PassSpec("base", f, self.embed(f)) for f in facets)], run)
 
     def run(self, name: str, text: str, embedding: np.ndarray | None, run: RetrievalRun) -> list[Candidate]:
-        p, s = self.prof, self.rt.settings.retrieval
-        with self.rt.tracer.stage(name) as span:
-            found = run_pass(self.conn, self.model, PassSpec(name, text, embedding), retrieval=p.retrieval,
-                             match_count=p.match_count, filter_=self.filter_, similarity_threshold=-1.0,
-                             rrf_k=s.rrf_k, weights=cut_weights(p),
-                             candidate_count=max(p.candidates_vector, p.candidates_lexical), settings=s)
-            top = max((c.similarity for c in found if c.similarity is not None), default=None)
-            span.set(count=len(found), topSimilarity=top)
-        run.passes.append({"name": name, "count": len(found), "top_similarity": top})
-        return found
+        """A pass for one query text/embedding."""
+        return self.search(name, [PassSpec(name, text, embedding)], run)
 
-    def fused(self, name: str, specs: Sequence[PassSpec], run: RetrievalRun) -> list[Candidate]:
-        """Several query texts/embeddings fused by reciprocal rank fusion in one SQL call."""
+    def search(self, name: str, specs: Sequence[PassSpec], run: RetrievalRun) -> list[Candidate]:
+        """A pass for one query or several, fused by reciprocal rank fusion in one SQL call."""
         p, s = self.prof, self.rt.settings.retrieval
         with self.rt.tracer.stage(name) as span:
-            found = run_multi_pass(self.conn, self.model, specs, match_count=p.match_count, filter_=self.filter_,
-                                   similarity_threshold=-1.0, rrf_k=s.rrf_k,
-                                   weights=cut_weights(p),
-                                   candidate_count=max(p.candidates_vector, p.candidates_lexical), settings=s)
+            found = run_pass(self.conn, self.model, specs, retrieval=p.retrieval, match_count=p.match_count,
+                             filter_=self.filter_, rrf_k=s.rrf_k, weights=cut_weights(p),
+                             candidate_count=p.candidates, settings=s)
             top = max((c.similarity for c in found if c.similarity is not None), default=None)
             span.set(count=len(found), queries=len(specs), topSimilarity=top)
         run.passes.append({"name": name, "count": len(found), "queries": len(specs), "top_similarity": top})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,9 +24,11 @@ from rag.retrieval.profiles import Profile
 from rag.retrieval.query_log import log_retrieval, record_query
 from rag.retrieval.routes import ROUTES
 from rag.retrieval.run import PassContext, RetrievalRun
-from rag.runtime import Runtime
 from rag.store import lexical_backend, models, row_security
 from rag.types import Candidate
+
+if TYPE_CHECKING:  # the runtime is handed in by the entry point (rag.runtime)
+    from rag.runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,8 @@ def retrieve_stage(conn: Any, rt: Runtime, prof: Profile, query: str, filter_: d
     run.timings_ms["embed_ms"] = ms_since(started)
     if prof.retrieval != "vector":
         s = rt.settings.retrieval
-        candidate_count = prof.candidates_lexical if prof.retrieval == "lexical" else \
-            max(prof.candidates_vector, prof.candidates_lexical)
+        # (a lexical pass is its own list: match_count long)
+        candidate_count = prof.match_count if prof.retrieval == "lexical" else prof.candidates
         run.lexical_backend = lexical_backend.backend_for_search(conn, None, filter_, s.bm25_k1, s.bm25_b,
                                                                  candidate_count, query)
     ctx = PassContext(conn, rt, prof, model, filter_, query, query_embedding)

@@ -28,16 +28,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import psycopg
 
 from rag.store.database import Connection
 
 log = logging.getLogger("ragpg.query_log")
 
 RECORD_BATCH_SQL = "select ragpg_record_queries(%s::integer[], %s::text[], %s::vector[], %s::integer[], %s::bigint[])"
-# A database whose functions predate ragpg_record_queries (code upgraded, `ragpg db upgrade` not run
-# yet): one ragpg_record_query per record, pipelined, so the log keeps working until the upgrade.
-RECORD_ONE_SQL = "select ragpg_record_query(%s, %s, %s, %s)"
 
 
 @dataclass(frozen=True)
@@ -80,7 +76,6 @@ class QueryLogWriter:
         self._linger_s = linger_s
         self._flushing = 0  # callers waiting in flush(): the writer skips its linger
         self._conn: Connection | None = None
-        self._one_by_one = False  # the database has no ragpg_record_queries (see RECORD_ONE_SQL)
         self.exit_flush_s = exit_flush_s
         self._capacity = queue_size
         self._batch_size = batch_size
@@ -212,16 +207,7 @@ class QueryLogWriter:
 
 
     def _send(self, conn: Connection, batch: list[QueryRecord]) -> None:
-        if not self._one_by_one:
-            try:
-                conn.execute(RECORD_BATCH_SQL, batch_params(batch))
-                return
-            except psycopg.errors.UndefinedFunction:
-                self._one_by_one = True
-                log.warning("query log: this database predates ragpg_record_queries; writing one statement per "
-                            "question until `ragpg db upgrade` is run")
-        with conn.cursor() as cur:
-            cur.executemany(RECORD_ONE_SQL, [(r.model_id, r.query, r.embedding, list(r.chunk_ids)) for r in batch])
+        conn.execute(RECORD_BATCH_SQL, batch_params(batch))
 
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None

@@ -84,8 +84,6 @@ def console_login(conn: Connection, url: str, clearance: str, vaults: list[str] 
                 sql.Identifier(role), sql.Literal(password), sql.Literal(valid_until.isoformat())))
     except psycopg.errors.InsufficientPrivilege:
         raise DatabaseError("making a console role needs CREATEROLE: run this as the database owner") from None
-    except psycopg.errors.UndefinedFunction:
-        raise DatabaseError("this database predates console roles: run `ragpg db upgrade` first") from None
     return ConsoleLogin(role, password, console_conninfo(url, role), valid_until)
 
 

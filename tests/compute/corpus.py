@@ -44,7 +44,7 @@ PROFILES = {
     "cautious": {"base": "focused", "decision_margin": 0.5},
     "uncapped": {"base": "chat", "per_source_cap": 50},
     # two candidates a leg: for WEAK_QUERY the vector leg's are stories, the lexical leg's zorblax notes
-    "narrow_legs": {"base": "chat", "candidates_vector": 2, "candidates_lexical": 2, "match_count": 10},
+    "narrow_legs": {"base": "chat", "candidates": 2, "match_count": 10},
     "narrow_legs_unfilled": {"base": "narrow_legs", "fill_similarity": False},
 }
 

@@ -6,7 +6,9 @@
 - no import cycle between modules, counting imports made inside functions too;
 - no cycle between rag's stages (its subpackages and top-level modules) among the imports that
   run at load time. A function-level import may reach back up a stage to keep `import rag` cheap
-  (the runtime loads retrieval profiles on first use), never into a cycle of modules;
+  (the runtime builds the embedder on first use), never into a cycle of modules;
+- the runtime is a composition root: the store's connections, the embedder, the LLM and the tracer,
+  nothing else of the store and nothing of retrieval, which receives it;
 - no module over 400 lines.
 """
 
@@ -45,6 +47,16 @@ def test_no_cycles_between_rag_stages() -> None:
         if e.top_level and a != b and a.startswith("rag") and b.startswith("rag"):
             graph.setdefault(a, set()).add(b)
     assert cycles(graph) == []
+
+
+def test_the_runtime_is_a_composition_root_that_retrieval_receives() -> None:
+    """rag.runtime composes the store's connections (rag.store.pools), the embedder, the LLM and the
+    tracer: it reaches into no other part of the store and never up into retrieval, and the
+    retrieval stage names the runtime it is handed for types only."""
+    from_runtime = {e.target for e in edges() if e.source == "rag.runtime"}
+    assert sorted(t for t in from_runtime if t.startswith("rag.retrieval")) == []
+    assert sorted(t for t in from_runtime if t.startswith("rag.store.")) == ["rag.store.pools"]
+    assert sorted(e.source for e in edges() if e.target == "rag.runtime" and stage_of(e.source) == "rag.retrieval") == []
 
 
 def test_no_module_over_the_line_limit() -> None:

@@ -102,24 +102,26 @@ def idf(df: int, n: int) -> float:
 
 
 def test_term_signals_weigh_words_by_rarity():
-    stats = [TermStat("sync", 40, 100), TermStat("librari", 2, 100), TermStat("zebra", 0, 100)]
-    coverage, unknown, rarest = term_signals(stats, ["Sync keeps your library on every device."])
+    # chunk 1 holds "sync" and "librari", chunk 2 only "librari", chunk 3 only "sync" (Postgres' analysis)
+    stats = [TermStat("sync", 40, 100, [1, 3]), TermStat("librari", 2, 100, [1, 2]), TermStat("zebra", 0, 100)]
+    coverage, unknown, rarest = term_signals(stats, [1])
     total = idf(40, 100) + idf(2, 100) + idf(0, 100)
-    # "librari" (a Snowball stem) covers "library"; "zebra" is nowhere in the vaults
+    # both words are in chunk 1; "zebra" is nowhere in the vaults
     assert coverage == pytest.approx((idf(40, 100) + idf(2, 100)) / total)
     assert unknown == pytest.approx(idf(0, 100) / total)
     # the rarest word missing from the passages is "zebra": its idf over the largest possible idf
     assert rarest == pytest.approx(idf(0, 100) / math.log(1 + 100 + 1))
     # a rare word missing from the passages costs more than a common one
-    rare_missing, _, rarest_a = term_signals(stats[:2], ["Sync settings."])
-    common_missing, _, rarest_b = term_signals(stats[:2], ["Your library."])
+    rare_missing, _, rarest_a = term_signals(stats[:2], [3])
+    common_missing, _, rarest_b = term_signals(stats[:2], [2])
     assert rare_missing < 0.5 < common_missing
     assert rarest_a > rarest_b > 0  # "librari" missing is rarer than "sync" missing
+    assert term_signals(stats[:2], [2, 3])[0] == pytest.approx(1.0)  # together they hold both
 
 
 def test_term_signals_without_terms_are_zero():
-    assert term_signals([], ["anything"]) == (0.0, 0.0, 0.0)
-    coverage, unknown, rarest = term_signals([TermStat("sync", 1, 10)], [])
+    assert term_signals([], [1]) == (0.0, 0.0, 0.0)
+    coverage, unknown, rarest = term_signals([TermStat("sync", 1, 10, [1])], [])
     assert (coverage, unknown) == (0.0, 0.0) and rarest == pytest.approx(idf(1, 10) / math.log(1 + 10 + 1))
 
 
@@ -140,7 +142,7 @@ def test_collect_signals_from_the_top_passages():
         ranked("b.md", 0, 0.55, sim=None, vector_rank=None, lexical_rank=1),   # lexical only
         ranked("c.md", 0, 0.50, sim=0.95, vector_rank=3, lexical_rank=3),      # beyond the top 3
     ]
-    stats = [TermStat("sync", 3, 50), TermStat("zebra", 0, 50)]
+    stats = [TermStat("sync", 3, 50, [items[0].candidate.chunk_id]), TermStat("zebra", 0, 50)]
     s = collect_signals(items, stats, 0.42, top_passages=3)
     assert s.top_final == 0.80
     assert s.margin == pytest.approx(0.80 - 0.55)  # over the best passage of another note

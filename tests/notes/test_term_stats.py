@@ -28,3 +28,16 @@ def test_restricted_notes_do_not_count_for_a_caller_without_clearance(conn, note
     assert everyone["zebra"] == (1, 2)  # the full-clearance view sees the restricted note
     assert public["zebra"] == (0, 1) and public["project"] == (0, 1)  # the public one does not, even its size
     assert Scope(clearance="restricted").readable_levels() is None
+
+
+def test_names_the_given_chunks_that_hold_each_word_by_postgres_analysis(conn, notes):
+    """The passages are compared with the question by the analyzer that indexed them (no Python stemmer
+    guessing at Postgres' lexemes): "libraries" holds "library"'s lexeme, "Synchronization" does not
+    hold "sync" though it starts with it, and a chunk's heading counts."""
+    [plural] = notes.note("work", "a.md", [("# Storage", "Your libraries stay on this device.")])
+    [longer] = notes.note("work", "b.md", [("# Settings", "Synchronization runs hourly.")])
+    [heading] = notes.note("work", "c.md", [("# Sync", "Runs hourly.")])
+    stats = {s.lexeme: s.in_chunks for s in query_term_stats(conn, "sync my library", ["work"],
+                                                               chunk_ids=[plural, longer, heading])}
+    assert stats == {"sync": [heading], "librari": [plural]}
+    assert all(s.in_chunks == [] for s in query_term_stats(conn, "sync my library", ["work"]))

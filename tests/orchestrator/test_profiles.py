@@ -49,11 +49,11 @@ def test_user_profile_inherits_from_base_and_merges_mappings():
 
 def test_user_profile_can_base_on_another_user_profile_and_adjust_a_builtin():
     profiles = load_profiles(settings_with({
-        "child": {"base": "parent", "k_max": 5},
+        "child": {"base": "parent", "candidates": 5},
         "parent": {"base": "notes", "per_source_cap": 1},
         "chat": {"w_bm25": 0.7},
     }))
-    assert profiles["child"].per_source_cap == 1 and profiles["child"].k_max == 5
+    assert profiles["child"].per_source_cap == 1 and profiles["child"].candidates == 5
     assert profiles["child"].w_cosine == BUILTIN_PROFILES["notes"].w_cosine
     assert profiles["chat"].w_bm25 == 0.7 and profiles["chat"].w_cosine == BUILTIN_PROFILES["chat"].w_cosine
 
@@ -67,7 +67,11 @@ def test_profile_without_base_starts_from_the_defaults():
     ({"w_bm25s": 0.5}, "profile 'bad': unknown key 'w_bm25s'"),
     ({"retrieval": "semantic"}, "profile 'bad': invalid 'retrieval'"),
     ({"w_bm25": -1}, "profile 'bad': invalid 'w_bm25'"),
-    ({"k_min": 9, "k_max": 3}, "k_min (9) is greater than k_max (3)"),
+    # settings that did nothing or collapsed into one are gone (k_min/k_max, mode, the per-leg counts)
+    ({"k_min": 3}, "profile 'bad': unknown key 'k_min'"),
+    ({"mode": "base"}, "profile 'bad': unknown key 'mode'"),
+    ({"candidates_vector": 10}, "profile 'bad': unknown key 'candidates_vector'"),
+    ({"candidates": 0}, "profile 'bad': invalid 'candidates'"),
     ({"type_weights": {"kb": -2}}, "invalid 'type_weights'"),
     ({"base": "nope"}, "unknown base 'nope'"),
     ({"base": 3}, "'base' must be a profile name"),

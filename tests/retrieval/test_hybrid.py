@@ -65,8 +65,7 @@ def check_fused(rows, ref, match_count):
         assert r.similarity == (pytest.approx(e["sim"], abs=1e-12) if e["sim"] is not None else None)
         assert r.bm25_score == (pytest.approx(e["bm"], abs=1e-12) if e["bm"] is not None else None)
         assert r.rrf_score == pytest.approx(e["score"], abs=1e-12)
-        if isinstance(r, retrieve.HybridMultiMatch):
-            assert (r.vector_hits, r.lexical_hits) == (e["vh"], e["lh"])
+        assert (r.vector_hits, r.lexical_hits) == (e["vh"], e["lh"])
     scores = [r.rrf_score for r in rows]
     assert scores == sorted(scores, reverse=True)
     expected = sorted(ref.values(), key=lambda e: -e["score"])
@@ -145,16 +144,24 @@ def test_multi_query_fusion_in_one_call(conn, mixed):
     lexical_lists = [retrieve.match_lexical(conn, t, match_count=60) if t else [] for t in texts]
     ref = reference(vector_lists, lexical_lists)
     rows = retrieve.match_hybrid_multi(conn, mixed, texts, embeddings, match_count=12)
-    assert all(isinstance(r, retrieve.HybridMultiMatch) for r in rows)
+    assert all(isinstance(r, retrieve.HybridMatch) for r in rows)
     check_fused(rows, ref, 12)
     assert any(r.vector_hits >= 2 for r in rows)
     # a missing embedding leaves that query's vector list out
     rows = retrieve.match_hybrid_multi(conn, mixed, texts[:2], [embeddings[0], None], match_count=12)
     check_fused(rows, reference(vector_lists[:1], lexical_lists[:2]), 12)
-    # one query: the same as match_hybrid
-    single = retrieve.match_hybrid(conn, mixed, texts[0], embeddings[0], match_count=10)
-    multi = retrieve.match_hybrid_multi(conn, mixed, texts[:1], embeddings[:1], match_count=10)
-    assert [(r.chunk_id, r.rrf_score) for r in single] == [(r.chunk_id, r.rrf_score) for r in multi]
+    # one query: the SQL console's one-query function is the multi-query one with one query
+    vector = str(list(map(float, embeddings[0])))
+    single = conn.execute(sql.SQL("select * from {}(%s, %s::vector, 10)").format(
+        sql.Identifier(mixed.hybrid_function)), (texts[0], vector)).fetchall()
+    multi = conn.execute(sql.SQL("select * from {}(array[%s], array[%s::vector], 10)").format(
+        sql.Identifier(mixed.hybrid_multi_function)), (texts[0], vector)).fetchall()
+    assert single == multi and len(single) == 10
+    # ... whose direct join of the two lists (ragpg_match_hybrid_one) gives what the general form gives
+    # (a second query with neither text nor embedding adds no list, but takes the general form)
+    one = retrieve.match_hybrid(conn, mixed, texts[0], embeddings[0], match_count=10)
+    general = retrieve.match_hybrid_multi(conn, mixed, [texts[0], None], [embeddings[0], None], match_count=10)
+    assert [retrieve.HybridMatch(**r) for r in single] == one == general
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -69,7 +69,7 @@ def test_flood_gets_only_200_and_429(make_runtime, conn, monkeypatch: pytest.Mon
     state = app.state.ragpg
     assert state.admission.in_flight == 0
     assert state.admission.rejected_total == statuses[429]
-    assert_pool_idle(rt.pool)  # no connection leaked or still in use, nobody waiting for one
+    assert_pool_idle(rt.db.pool)  # no connection leaked or still in use, nobody waiting for one
     # and the server is healthy afterwards
     async def one() -> int:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=LOCAL_URL) as client:

@@ -134,7 +134,7 @@ def test_every_endpoint_503_while_the_database_is_down(settings: Settings, conn:
                 resp = client.request(method, path, json=body, headers=h)
                 err = assert_error(resp, 503, "database_unavailable")
                 assert "database" in err["message"] and "Traceback" not in err["message"], err
-                assert rt.outage.down, path  # turned away by the outage guard, not left to hang
+                assert rt.db.outage.down, path  # turned away by the outage guard, not left to hang
             health = client.get("/healthz")
             assert health.status_code == 503, health.text
             assert health.json()["database"] is False and health.json()["status"] == "unavailable"
@@ -152,7 +152,7 @@ def test_every_endpoint_503_while_the_database_is_down(settings: Settings, conn:
                     break
             assert client.get("/v1/vaults", headers=h).status_code == 200
             assert client.get("/v1/chunks/alpha/notes/public.md/0", headers=h).status_code == 200
-            assert_pool_idle(rt.pool)
+            assert_pool_idle(rt.db.pool)
     finally:
         rt.close()
 
@@ -174,19 +174,19 @@ def test_outage_fails_fast_and_recovers_quickly(settings: Settings, conn: psycop
             # Fail fast, as behaviour rather than wall time: the first request waits at most the
             # pool's short timeouts (configured below a second or two), and from then on the outage
             # guard knows the database is down and turns requests away before they touch the pool.
-            assert (rt.pool.timeout, s.db.pool_wait_s) == (s.db.pool_wait_s, 1.0) and s.db.connect_timeout_s <= 2
+            assert (rt.db.pool.timeout, s.db.pool_wait_s) == (s.db.pool_wait_s, 1.0) and s.db.connect_timeout_s <= 2
             for i in range(4):
                 for method, path, body in REQUESTS[:5]:
                     resp = client.request(method, path, json=body, headers=h)
                     assert resp.status_code == 503 and resp.headers["retry-after"] == "1", resp.text
-                    assert rt.outage.down, (i, path)
+                    assert rt.db.outage.down, (i, path)
             proxy.up()
             assert s.db.outage_probe_interval_s == 1.0  # a probe per second notices the database is back
             deadline = time.monotonic() + 20  # a guard against hanging, not a timing assertion
             while client.get("/v1/vaults", headers=h).status_code != 200:
                 assert time.monotonic() < deadline, "no recovery after the database came back"
                 time.sleep(0.1)
-            assert not rt.outage.down
+            assert not rt.db.outage.down
             assert client.get("/v1/chunks/alpha/notes/public.md/0", headers=h).status_code == 200
     finally:
         rt.close()

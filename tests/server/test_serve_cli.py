@@ -139,4 +139,4 @@ def test_worker_factory_builds_its_own_settings(db_url: str, conn: psycopg.Conne
         assert client.get("/v1/vaults", headers={"Authorization": f"Bearer {key}"}).status_code == 200
         state = app.state.ragpg
         assert state.admission.concurrency == 3 and state.runtime.pool_max_size >= 3
-    assert state.runtime._pool is None  # the lifespan closed the worker's pool
+    assert state.runtime.db._pool is None  # the lifespan closed the worker's pool
