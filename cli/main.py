@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -85,7 +84,6 @@ def _not_utf8(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if (refusal := _not_utf8(sys.argv[1:] if argv is None else argv)) is not None:
         typer.echo(refusal, err=True)
         return 2
