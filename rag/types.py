@@ -1,4 +1,4 @@
-"""Result types shared by retrieval, ranking, context assembly and answering.
+"""Result types shared by retrieval, ranking, context assembly and answering, and the retrieval modes.
 
 Score names say their direction: `similarity` (cosine, higher is better), `bm25_score`
 (higher is better), `rrf_score` (higher is better), `final` (higher is better).
@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
+
+# How compute_context routes after the base pass (rag.retrieval.autorag): the one list of modes,
+# which profiles, the public entry points and the HTTP contract all take.
+Mode = Literal["auto", "base", "hyde", "rewrite", "multi", "reverse"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 
 
 @dataclass(frozen=True)

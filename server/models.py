@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from rag.access import CONFIDENTIALITY_LEVELS
 from rag.notes.question import DETAILS
-from rag.retrieval.autorag import MODES
+from rag.types import Mode
 
 MAX_QUERY_CHARS = 20000  # rag also enforces settings.retrieval.max_query_chars (→ 400)
 MAX_LIST_ITEMS = 100
@@ -65,7 +65,6 @@ Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS), AfterVal
 VaultName = Annotated[str, Field(pattern=VAULT_NAME_PATTERN, description="A vault name.")]
 FolderName = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_check_text)]
 Filter = Annotated[dict[str, Any], AfterValidator(_check_filter)]
-Mode = Literal[MODES]  # type: ignore[valid-type]
 
 
 class _Request(BaseModel):

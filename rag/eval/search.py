@@ -21,20 +21,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any
 
 from rag.errors import InputError
 from rag.eval.golden import GoldenCase
 from rag.eval.results import EvalHit
 from rag.eval.runner import SearchFn
-from rag.retrieval.profiles import Mode
 from rag.runtime import Runtime
+from rag.types import MODES
 
 NOTES_PROFILE = "notes"
 DEFAULT_PROFILE = NOTES_PROFILE
 ASK_MODE, SEARCH_MODE = "ask", "search"
 NOTES_MODES = (ASK_MODE, SEARCH_MODE)
-CONTEXT_MODES: tuple[str, ...] = get_args(Mode)
+CONTEXT_MODES: tuple[str, ...] = MODES
 CONTEXT_BUDGET_TOKENS = 4000
 
 
