@@ -18,7 +18,6 @@ from typing import Any, TypeVar, cast
 
 from rag.access import Scope
 from rag.errors import InputError
-from rag.runtime import Runtime
 
 F = TypeVar("F", bound=Callable[..., Any])
 Check = Callable[[str, str, Any], None]  # (function, argument, value) -> None, or raises InputError
@@ -116,9 +115,32 @@ def json_object(fn: str, name: str, value: Any) -> None:
         raise InputError(f"{fn}: '{name}' is nested too deeply to encode as JSON") from None
 
 
+def check_query_length(text: str, max_chars: int, what: str = "query") -> None:
+    """The one limit on the text a search runs on (`retrieval.max_query_chars`) and its message."""
+    if len(text) > max_chars:
+        raise InputError(f"the {what} is {len(text)} characters long; the limit is {max_chars}")
+
+
+def query_text(value: str, max_chars: int, what: str = "query") -> str:
+    """The text a search runs on, stripped: not blank, and within the length limit. Every entry point
+    (compute_context, ask, search, `ragpg embed`) checks its query here, with one message."""
+    text = value.strip()
+    if not text:
+        raise InputError(f"the {what} is empty")
+    check_query_length(value, max_chars, what)
+    return text
+
+
 def whole_number(fn: str, name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"{fn}: '{name}' must be a whole number, got {_got(value)}")
+
+
+def token_budget(fn: str, name: str, value: Any) -> None:
+    """A token budget: a whole number, 0 or more (0 gives an empty context, not an error)."""
+    whole_number(fn, name, value)
+    if value < 0:
+        raise InputError(f"{fn}: '{name}' must be 0 or more, got {value}")
 
 
 def flag(fn: str, name: str, value: Any) -> None:
@@ -127,7 +149,11 @@ def flag(fn: str, name: str, value: Any) -> None:
 
 
 def optional_runtime(fn: str, name: str, value: Any) -> None:
-    if value is not None and not isinstance(value, Runtime):
+    if value is None:
+        return
+    from rag.runtime import Runtime  # loaded already when a caller built one
+
+    if not isinstance(value, Runtime):
         raise InputError(f"{fn}: '{name}' must be a rag Runtime or None, got {_got(value)}")
 
 
@@ -139,7 +165,7 @@ def optional_scope(fn: str, name: str, value: Any) -> None:
 _COMMON: dict[str, Check] = {"runtime": optional_runtime, "scope": optional_scope, "request_id": optional_text}
 CONTEXT_CHECKS: dict[str, Check] = {
     "query": text, "profile": text, "mode": text, "vaults": optional_names, "filters": json_object,
-    "budget_tokens": whole_number, **_COMMON,
+    "budget_tokens": token_budget, **_COMMON,
 }
 # `ask` and `search` check k and detail themselves (their messages name the allowed range and values).
 ASK_CHECKS: dict[str, Check] = {"question": text, "vaults": name_or_names, "folders": name_or_names,

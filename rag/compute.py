@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.access import Scope
-from rag.arguments import check_context_arguments
+from rag.arguments import check_context_arguments, query_text
 from rag.context.assemble import assemble_context
 from rag.context.evidence import evidence_full, evidence_llm, score_dict
-from rag.errors import InputError
 from rag.retrieval import autorag
 from rag.retrieval.profiles import get_profile
 from rag.retrieval.rank import rank_candidates
@@ -29,7 +28,7 @@ from rag.store.vaults import resolve_vault_names
 from rag.trace_signals import decision_signals, record_signals
 from rag.types import RankedChunk
 
-__all__ = ["ContextResult", "acompute_context", "compute_context", "indexed_model", "validate_request"]
+__all__ = ["ContextResult", "acompute_context", "compute_context", "indexed_model"]
 
 @dataclass(frozen=True)
 class ContextResult:
@@ -77,16 +76,6 @@ def _chunk_dict(r: RankedChunk) -> dict[str, Any]:
             "scores": score_dict(r.scores)}
 
 
-def validate_request(query: str, budget_tokens: int, max_query_chars: int) -> str:
-    if not isinstance(query, str) or not query.strip():
-        raise InputError("query is empty")
-    if len(query) > max_query_chars:
-        raise InputError(f"query is {len(query)} characters; the limit is {max_query_chars}")
-    if budget_tokens < 0:
-        raise InputError(f"budget_tokens must be ≥ 0, got {budget_tokens}")
-    return query.strip()
-
-
 def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters: Mapping[str, Any] | None = None,
                     profile: str = "chat", mode: str = "auto", budget_tokens: int = 4000,
                     runtime: Runtime | None = None, scope: Scope | None = None,
@@ -95,7 +84,7 @@ def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters:
                              "budget_tokens": budget_tokens, "runtime": runtime, "scope": scope,
                              "request_id": request_id})  # a wrong type is an InputError naming it
     rt = runtime or default_runtime()
-    query = validate_request(query, budget_tokens, rt.settings.retrieval.max_query_chars)
+    query = query_text(query, rt.settings.retrieval.max_query_chars)
     prof = get_profile(profile, rt.profiles)
     autorag.resolve_auto_mode(mode, weak=None, llm_available=False, multi_query=False)  # validates mode
     scope = scope or Scope.unrestricted()

@@ -16,7 +16,6 @@ from rag.access import CONFIDENTIALITY_LEVELS
 from rag.notes.question import DETAILS
 from rag.types import Mode
 
-MAX_QUERY_CHARS = 20000  # rag also enforces settings.retrieval.max_query_chars (→ 400)
 MAX_LIST_ITEMS = 100
 MAX_FILTER_DEPTH = 16
 MAX_FILTER_NODES = 1000
@@ -61,7 +60,8 @@ def _check_filter(value: dict[str, Any]) -> dict[str, Any]:
 
 
 Text = Annotated[str, AfterValidator(_check_text)]
-Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS), AfterValidator(_check_text)]
+# Not blank and at most retrieval.max_query_chars characters: rag checks that (rag.arguments.query_text) → 400.
+Query = Annotated[str, AfterValidator(_check_text)]
 VaultName = Annotated[str, Field(pattern=VAULT_NAME_PATTERN, description="A vault name.")]
 FolderName = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_check_text)]
 Filter = Annotated[dict[str, Any], AfterValidator(_check_filter)]

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rag.errors import InputError
+from rag.arguments import token_budget
 from rag.tokens import count_tokens, framed_counts, tokenizer
 from rag.types import RankedChunk
 
@@ -363,8 +363,7 @@ def _fill(ranked: Sequence[RankedChunk], budget: int) -> _Fill:
 
 def assemble_context(ranked: Sequence[RankedChunk], *, budget_tokens: int) -> AssembledContext:
     """Blocks are the candidates' text, stored secret-masked by the indexer."""
-    if budget_tokens < 0:
-        raise InputError(f"budget_tokens must be ≥ 0, got {budget_tokens}")
+    token_budget("assemble_context", "budget_tokens", budget_tokens)
     fill = _fill(ranked, budget_tokens)
     blocks = fill.blocks(fill.spans, fill.markers)
     text, used = _render(blocks), fill.total(blocks)

@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from rag.access import Scope
-from rag.arguments import ASK_CHECKS, SEARCH_CHECKS, check_arguments
+from rag.arguments import ASK_CHECKS, SEARCH_CHECKS, check_arguments, query_text
 from rag.config import NotesSettings
 from rag.errors import InputError
 from rag.notes import answer as answering
@@ -45,14 +45,6 @@ __all__ = ["ABSTAIN_ANSWER", "AskResponse", "Reference", "SearchItem", "SearchRe
 log = logging.getLogger(__name__)
 
 ABSTAIN_ANSWER = answering.ABSTAIN_ANSWER
-
-
-def _check_text(text: Any, what: str, max_chars: int) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise InputError(f"the {what} is empty: type what you want to find in your notes")
-    if len(text) > max_chars:
-        raise InputError(f"the {what} is {len(text)} characters long; the limit is {max_chars}")
-    return text.strip()
 
 
 def _names(values: Sequence[str] | str | None, what: str) -> list[str]:
@@ -87,7 +79,7 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
                             "debug": debug, "runtime": runtime, "scope": scope, "request_id": request_id}, ASK_CHECKS)
     rt = runtime or default_runtime()
     ns = notes_settings(rt.settings)
-    question = _check_text(question, "question", rt.settings.retrieval.max_query_chars)
+    question = query_text(question, rt.settings.retrieval.max_query_chars, "question")
     validate_detail(detail)
     vault_list, folder_list = _names(vaults, "vault"), _names(folders, "folder")
     k_choice = choose_k(question, detail=detail, k=k, user_folders=bool(folder_list), s=ns)
@@ -153,7 +145,7 @@ def search(query: str, *, vaults: Sequence[str] | None = None, folders: Sequence
                                "runtime": runtime, "scope": scope, "request_id": request_id}, SEARCH_CHECKS)
     rt = runtime or default_runtime()
     ns = notes_settings(rt.settings)
-    query = _check_text(query, "search query", rt.settings.retrieval.max_query_chars)
+    query = query_text(query, rt.settings.retrieval.max_query_chars, "search query")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= ns.search_k_max:
         raise InputError(f"k must be a whole number between 1 and {ns.search_k_max}, got {k!r}")
     vault_list, folder_list = _names(vaults, "vault"), _names(folders, "folder")

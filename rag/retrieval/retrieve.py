@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from psycopg import sql
 
+from rag.arguments import check_query_length
 from rag.config import RetrievalSettings
 from rag.errors import InputError, NotFoundError
 from rag.retrieval.filters import filter_json
@@ -151,8 +152,7 @@ def _query_text(text: Any, s: RetrievalSettings, name: str = "query text") -> st
         return ""
     if not isinstance(text, str):
         raise InputError(f"{name} must be a string, got {type(text).__name__}")
-    if len(text) > s.max_query_chars:
-        raise InputError(f"{name} is {len(text)} characters long; the limit is {s.max_query_chars}")
+    check_query_length(text, s.max_query_chars, name)
     return text
 
 

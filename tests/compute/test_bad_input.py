@@ -16,12 +16,12 @@ from tests.compute import corpus
 
 
 @pytest.mark.parametrize("query, kwargs, error, message", [
-    ("", {}, InputError, "query is empty"),
-    ("   \n\t ", {}, InputError, "query is empty"),
-    ("x" * 100 * 1024, {}, InputError, "query is 102400 characters; the limit is 20000"),
+    ("", {}, InputError, "the query is empty"),
+    ("   \n\t ", {}, InputError, "the query is empty"),
+    ("x" * 100 * 1024, {}, InputError, "the query is 102400 characters long; the limit is 20000"),
     ("zorblax", {"profile": "nope"}, NotFoundError, "unknown profile 'nope' (known: cautious, chat, "),
     ("zorblax", {"mode": "fast"}, InputError, "unknown mode 'fast' (use one of: auto, base, hyde, "),
-    ("zorblax", {"budget_tokens": -1}, InputError, "budget_tokens must be ≥ 0, got -1"),
+    ("zorblax", {"budget_tokens": -1}, InputError, "compute_context: 'budget_tokens' must be 0 or more, got -1"),
     ("zorblax", {"vaults": ["kb", "missing"]}, NotFoundError, "vault 'missing' not found"),
 ])
 def test_clear_errors_and_no_data_lost(kb, query, kwargs, error, message):
@@ -58,7 +58,7 @@ def test_a_query_nothing_matches_is_well_defined(kb):
 
 
 def test_async_variant_raises_the_same_errors(kb):
-    with pytest.raises(InputError, match="^query is empty$"):
+    with pytest.raises(InputError, match="^the query is empty$"):
         asyncio.run(acompute_context(" ", runtime=kb.runtime()))
 
 

@@ -115,6 +115,24 @@ def test_clearance_and_scope_on_every_read_path(client: TestClient, corpus: dict
     assert_error(post(client, endpoint, "rpg_wrong"), 401, "unauthorized")
 
 
+def test_the_query_limit_is_the_setting_on_every_endpoint(settings: Settings, corpus: dict[str, str]) -> None:
+    """retrieval.max_query_chars is the one limit: the HTTP contract keeps no limit of its own."""
+    from ragpg_server.app import create_app, pool_size_for
+
+    limit = 25_000
+    rt = Runtime.from_settings(settings.model_copy(update={"retrieval": settings.retrieval.model_copy(
+        update={"max_query_chars": limit})}), pool_max_size=pool_size_for(settings.server.concurrency))
+    try:
+        with TestClient(create_app(rt), base_url="http://127.0.0.1:8000", client=("127.0.0.1", 50123)) as client:
+            for endpoint, what in (("context", "query"), ("search", "search query"), ("ask", "question")):
+                long = "tomatoes watering " * 1200  # 21,600 characters: over the default, under this limit
+                assert post(client, endpoint, corpus["admin"], long).status_code == 200, endpoint
+                assert_error(post(client, endpoint, corpus["admin"], "x" * (limit + 1)), 400, "invalid_input",
+                             f"the {what} is {limit + 1} characters long; the limit is {limit}")
+    finally:
+        rt.close()
+
+
 def test_filters_cannot_widen_the_scope(client: TestClient, corpus: dict[str, str]) -> None:
     key = corpus["alpha_public"]
     for endpoint in ("context", "search"):
@@ -135,7 +153,8 @@ def test_bad_input_writes_nothing(client: TestClient, corpus: dict[str, str], co
     assert_error(post(client, "context", key, filters={"tags": {"$regex": "x"}}), 400, "invalid_input", "filter")
     assert_error(post(client, "search", key, filters={"date": {"$gte": {"a": 1}}}), 400, "invalid_input")
     assert_error(post(client, "ask", key, folders=["no/such/folder"]), 400, "invalid_input", "no/such/folder")
-    assert_error(post(client, "search", key, "x" * 20001), 400, "invalid_request", "'query'")
+    assert_error(post(client, "search", key, "x" * 20001), 400, "invalid_input",
+                 "the search query is 20001 characters long; the limit is 20000")
     after = row_counts(conn)
     # only api_keys.last_used_at moved (an update, not a row)
     assert after == before
