@@ -34,6 +34,7 @@ from rag.retrieval.profiles import Profile, get_profile
 from rag.retrieval.stage import indexed_model
 from rag.runtime import Runtime
 from rag.store import models
+from rag.store.vaults import check_known, vault_names
 from rag.types import Candidate
 
 
@@ -84,14 +85,11 @@ class NotesScope:
 def resolve_vaults(conn: Any, requested: Sequence[str], scope: Scope) -> list[str]:
     """Vault names to search: the requested ones (each must exist), else every vault the scope allows."""
     allowed = scope.check_vaults(list(requested) or None)  # AuthError for a vault outside the scope
-    known = retrieve.known_vaults(conn)
+    known = vault_names(conn)
     if not known:
         raise NotFoundError("there are no vaults yet: add one with `ragpg vault add`, then run `ragpg index`")
     if requested:
-        unknown = [v for v in requested if v not in known]
-        if unknown:
-            raise NotFoundError(f"unknown vault '{unknown[0]}' (known vaults: {', '.join(known)})")
-        return list(requested)
+        return check_known(requested, known)
     return [v for v in known if allowed is None or v in allowed]
 
 

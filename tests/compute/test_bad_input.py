@@ -22,7 +22,7 @@ from tests.compute import corpus
     ("zorblax", {"profile": "nope"}, NotFoundError, "unknown profile 'nope' (known: cautious, chat, "),
     ("zorblax", {"mode": "fast"}, InputError, "unknown mode 'fast' (use one of: auto, base, hyde, "),
     ("zorblax", {"budget_tokens": -1}, InputError, "compute_context: 'budget_tokens' must be 0 or more, got -1"),
-    ("zorblax", {"vaults": ["kb", "missing"]}, NotFoundError, "vault 'missing' not found"),
+    ("zorblax", {"vaults": ["kb", "missing"]}, NotFoundError, "unknown vault 'missing' (known: kb)"),
 ])
 def test_clear_errors_and_no_data_lost(kb, query, kwargs, error, message):
     before = kb.chunk_count()

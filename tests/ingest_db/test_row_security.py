@@ -198,7 +198,7 @@ def test_db_console_opens_psql_bound_to_the_role(indexed: None, db_url: str, tmp
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--clearance", "top"], "unknown clearance 'top' (use one of: public, internal, confidential, restricted)"),
-    (["--clearance", "public", "--vault", "nope"], "unknown vault 'nope' (known vaults: notes, other)"),
+    (["--clearance", "public", "--vault", "nope"], "unknown vault 'nope' (known: notes, other)"),
     (["--clearance", "public", "--with-password"], "--with-password only goes with --json"),
 ])
 def test_db_console_bad_input(indexed: None, cli, aconn: psycopg.Connection, args: list[str], message: str) -> None:

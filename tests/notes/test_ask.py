@@ -462,7 +462,7 @@ def test_bad_input_is_a_clear_error_and_loses_nothing(conn, notes, runtime, note
     cases = [
         (dict(question="   "), InputError, "the question is empty"),
         (dict(question="x" * 100_000), InputError, "characters long; the limit is"),
-        (dict(question=Q, vaults=["nope"]), NotFoundError, r"unknown vault 'nope' \(known vaults: empty, work\)"),
+        (dict(question=Q, vaults=["nope"]), NotFoundError, r"unknown vault 'nope' \(known: empty, work\)"),
         (dict(question=Q, vaults=[""]), InputError, "a vault name is empty"),
         (dict(question=Q, folders=["projcts"]), InputError, r"no folder named 'projcts' .*did you mean: .*projects"),
         (dict(question=Q, detail="verbose"), InputError, "detail must be one of: brief, normal, detailed"),

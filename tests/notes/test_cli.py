@@ -228,7 +228,7 @@ def test_search_human_and_json(vault, capsys):
 
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["ask", "  "], 2, "error: the question is empty"),
-    (["ask", QUESTION, "--vault", "nope"], 4, "error: unknown vault 'nope' (known vaults: empty, notes)"),
+    (["ask", QUESTION, "--vault", "nope"], 4, "error: unknown vault 'nope' (known: empty, notes)"),
     (["ask", QUESTION, "--folder", "projcts"], 2, "error: no folder named 'projcts' in notes; did you mean: projects"),
     (["ask", QUESTION, "--folder", "meetngs", "--explain"], 2, "did you mean: meetings"),
     (["ask", QUESTION, "--detail", "verbose"], 2, "error: detail must be one of: brief, normal, detailed"),
