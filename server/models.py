@@ -13,49 +13,26 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from rag.access import CONFIDENTIALITY_LEVELS
+from rag.arguments import json_problem, text_problem
 from rag.notes.question import DETAILS
 from rag.types import Mode
 
 MAX_LIST_ITEMS = 100
-MAX_FILTER_DEPTH = 16
-MAX_FILTER_NODES = 1000
 VAULT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 PROFILE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
 def _check_text(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("must be valid UTF-8 text (no lone surrogates)") from None
+    problem = text_problem(value)  # the library's own rule for text, with its words
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
 def _check_filter(value: dict[str, Any]) -> dict[str, Any]:
-    nodes = 0
-
-    def walk(node: Any, depth: int) -> None:
-        nonlocal nodes
-        nodes += 1
-        if depth > MAX_FILTER_DEPTH:
-            raise ValueError(f"is nested deeper than {MAX_FILTER_DEPTH} levels")
-        if nodes > MAX_FILTER_NODES:
-            raise ValueError(f"has more than {MAX_FILTER_NODES} values")
-        if isinstance(node, str):
-            _check_text(node)
-        elif isinstance(node, dict):
-            for k, v in node.items():
-                _check_text(k)
-                walk(v, depth + 1)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v, depth + 1)
-        elif isinstance(node, float) and node != node:  # NaN never comes from JSON, but be safe
-            raise ValueError("must not contain NaN")
-
-    walk(value, 0)
+    problem = json_problem(value)  # the library's one walk of a filter, with its limits
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 

@@ -147,7 +147,7 @@ def test_a_filter_nested_beyond_any_stack_is_an_input_error(kb):
     deep: dict = {"a": 1}
     for _ in range(5000):
         deep = {"$and": [deep]}
-    with pytest.raises(InputError, match=r"^compute_context: 'filters' is nested too deeply to encode as JSON$"):
+    with pytest.raises(InputError, match=r"^compute_context: 'filters' is nested deeper than 64 levels$"):
         compute_context(STRONG, filters=deep, runtime=kb.runtime())
 
 

@@ -133,6 +133,38 @@ def test_the_query_limit_is_the_setting_on_every_endpoint(settings: Settings, co
         rt.close()
 
 
+def nested(levels: int) -> dict[str, Any]:
+    """A filter of `levels` JSON levels: `$and` arrays around one condition."""
+    deep: dict[str, Any] = {"doc_type": "note"}
+    for _ in range((levels - 1) // 2):
+        deep = {"$and": [deep]}
+    return deep
+
+
+def test_a_filter_gets_one_verdict_at_every_door(client: TestClient, corpus: dict[str, str], runtime: Runtime,
+                                                 conn: psycopg.Connection) -> None:
+    """One walk of a filter (rag.arguments.json_problem) with one set of limits: the HTTP contract, the
+    library's entry points and the SQL calls agree; what passes it meets the SQL compiler's own rules."""
+    from rag import compute_context, search
+    from rag.errors import InputError
+    from rag.retrieval.retrieve import match_lexical
+
+    cases = [(nested(21), "nested deeper than 8 levels"),  # within the walk's limit: the compiler decides
+             (nested(71), "is nested deeper than 64 levels"),
+             ({"tags": {"$in": [f"t{i}" for i in range(1001)]}}, "holds more than 1000 values"),
+             ({"title": "a\x00b"}, "holds a NUL character at title, which Postgres cannot store")]
+    for filters, message in cases:
+        for endpoint in ("context", "search"):
+            resp = post(client, endpoint, corpus["admin"], filters=filters)
+            assert resp.status_code == 400 and message in resp.json()["error"]["message"], (endpoint, resp.text)
+        for call in (lambda: compute_context("tomatoes", filters=filters, runtime=runtime),
+                     lambda: search("tomatoes", filters=filters, runtime=runtime),
+                     lambda: match_lexical(conn, "tomatoes", filter=filters)):
+            with pytest.raises(InputError) as err:
+                call()
+            assert message in str(err.value) and "\n" not in str(err.value)
+
+
 def test_filters_cannot_widen_the_scope(client: TestClient, corpus: dict[str, str]) -> None:
     key = corpus["alpha_public"]
     for endpoint in ("context", "search"):
