@@ -2,6 +2,10 @@
 
 Score names say their direction: `similarity` (cosine, higher is better), `bm25_score`
 (higher is better), `rrf_score` (higher is better), `final` (higher is better).
+
+`Record` is the base of every record a result hands to its caller and the HTTP API serialises
+(the decision here, citations and evidence in `rag.context`, notes answers in `rag.notes.results`):
+declared once, typed for the library's users, and the server's response models as they are.
 """
 
 from __future__ import annotations
@@ -9,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 # How compute_context routes after the base pass (rag.retrieval.autorag): the one list of modes,
 # which profiles, the public entry points and the HTTP contract all take.
@@ -61,3 +67,48 @@ class RankedChunk:
     candidate: Candidate
     scores: ScoreBreakdown
     rank: int
+
+
+class Record(BaseModel):
+    """A typed, immutable result record; `model_dump(mode="json")` is its JSON form."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PassRecord(Record):
+    """One retrieval pass of a request. `queries` (texts fused in one call) and `top_similarity` are
+    present only for the passes that have them."""
+
+    name: str
+    count: int
+    top_similarity: float | None = None
+    queries: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _given_fields_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
+
+
+class Decision(Record):
+    """How a request's candidates were found: the Auto-RAG path (mode → route → passes → winner),
+    the weak-retrieval signals that chose it, and whether anything fit the context."""
+
+    mode: str
+    route: str
+    auto_triggered: bool
+    weak: bool | None
+    weak_signals: list[str]
+    top_similarity: float | None
+    share_above_threshold: float | None
+    winner: str
+    reason: str
+    margin: float | None
+    passes: list[PassRecord]
+    notes: list[str]
+    llm_failures: list[str]
+    multi_query_ran: bool
+    facets: list[str]
+    insufficient: bool
+    lexical_backend: str | None
+    decision_signature: str

@@ -100,44 +100,6 @@ class ErrorResponse(_Response):
     error: ErrorDetail
 
 
-class ContextChunk(_Response):
-    rank: int
-    ref: str
-    vault: str
-    source_path: str
-    ordinal: int
-    heading_path: str
-    start_line: int | None = None
-    end_line: int | None = None
-    scores: dict[str, Any]
-
-
-class Citation(_Response):
-    marker: str
-    vault: str
-    source_path: str
-    title: str | None = None
-    url: str | None = None
-    heading_path: str | None = None
-    start_line: int | None = None
-    end_line: int | None = None
-    chunk_refs: list[str]
-    ordinals: list[int]
-
-
-class ContextResponse(_Response):
-    context: str
-    citations: list[Citation]
-    used: list[ContextChunk] = Field(description="The chunks whose text is in `context`, in context order.")
-    ranked: list[ContextChunk] = Field(description="Every ranked candidate, best first.")
-    chunks: list[ContextChunk] = Field(description="Deprecated: the same list as `ranked`.", deprecated=True)
-    decision: dict[str, Any]
-    evidence_full: dict[str, Any]
-    evidence_llm: dict[str, Any]
-    insufficient: bool
-    used_tokens: int | None = None
-
-
 class Reference(_Response):
     vault: str
     source_path: str

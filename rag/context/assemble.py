@@ -27,7 +27,7 @@ from typing import Any
 
 from rag.arguments import token_budget
 from rag.tokens import count_tokens, framed_counts, tokenizer
-from rag.types import RankedChunk
+from rag.types import RankedChunk, Record
 
 BLOCK_SEPARATOR = "\n\n"
 GAP_JOIN = "\n\n"  # a blank line between consecutive chunks whose text does not touch (layout only)
@@ -41,8 +41,10 @@ DROP_DUPLICATE = "duplicate"
 DROP_EMPTY = "empty"
 
 
-@dataclass(frozen=True)
-class Citation:
+class Citation(Record):
+    """One block of the context: the document it quotes (`marker` names the document), where in it
+    (the first chunk's heading path, the lines), and every chunk whose text the block holds."""
+
     marker: str
     vault: str
     source_path: str
@@ -53,12 +55,6 @@ class Citation:
     end_line: int | None
     chunk_refs: tuple[str, ...]
     ordinals: tuple[int, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"marker": self.marker, "vault": self.vault, "source_path": self.source_path,
-                "title": self.title, "url": self.url, "heading_path": self.heading_path,
-                "start_line": self.start_line, "end_line": self.end_line,
-                "chunk_refs": list(self.chunk_refs), "ordinals": list(self.ordinals)}
 
 
 @dataclass(frozen=True)
@@ -234,9 +230,10 @@ def _citation(span: _Span, marker: str) -> Citation:
     meta, (start, end) = _meta(span), _lines(span)
     title = _one_line(meta[TITLE_KEY]) if meta.get(TITLE_KEY) else None
     url = str(meta[URL_KEY]) if meta.get(URL_KEY) else None
-    return Citation(marker, span.vault, span.source_path, title, url, span.chunks[0].candidate.heading_path,
-                    start, end, tuple(r.candidate.ref for r in span.chunks),
-                    tuple(r.candidate.ordinal for r in span.chunks))
+    return Citation(marker=marker, vault=span.vault, source_path=span.source_path, title=title, url=url,
+                    heading_path=span.chunks[0].candidate.heading_path, start_line=start, end_line=end,
+                    chunk_refs=tuple(r.candidate.ref for r in span.chunks),
+                    ordinals=tuple(r.candidate.ordinal for r in span.chunks))
 
 
 def _header(cit: Citation) -> str:

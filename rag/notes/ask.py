@@ -37,7 +37,7 @@ from rag.retrieval.stage import Retrieval, retrieve_stage
 from rag.retrieval.terms import query_term_stats
 from rag.runtime import Runtime, default_runtime
 from rag.trace_signals import decision_signals, record_signals
-from rag.types import RankedChunk
+from rag.types import Decision, RankedChunk
 
 __all__ = ["ABSTAIN_ANSWER", "AskResponse", "Reference", "SearchItem", "SearchResponse", "ask", "resolve_vaults",
            "retrieve_notes", "search"]
@@ -88,30 +88,30 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
     with rt.tracer.root(request_id=request_id or uuid.uuid4().hex, query=question, profile=ns.profile,
                         mode="ask") as root:
         started = time.perf_counter()
-        response = _ask(rt, ns, question, vault_list, folder_list, k_choice.k, detail,
-                        scope or Scope.unrestricted(), trace)
+        response, decision = _ask(rt, ns, question, vault_list, folder_list, k_choice.k, detail,
+                                  scope or Scope.unrestricted(), trace)
         root.set(abstained=response.abstained, answeredBy=response.answered_by,
                  folderMethod=trace.get("folders", {}).get("method"), topScore=trace.get("best_score"),
                  chunkCount=len(response.references), insufficient=response.abstained)
         timings = {**trace.get("timings_ms", {}), "total_ms": (time.perf_counter() - started) * 1000}
-        record_signals(root, decision_signals(trace.get("retrieval") or {}, timings_ms=timings,
-                                              abstained=response.abstained))
+        record_signals(root, decision_signals(decision, timings_ms=timings, abstained=response.abstained))
     return replace(response, debug=trace) if debug else response
 
 
 def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], folder_list: list[str], k: int,
-         detail: str, scope: Scope, trace: dict[str, Any]) -> AskResponse:
+         detail: str, scope: Scope, trace: dict[str, Any]) -> tuple[AskResponse, Decision]:
     sc = prepare_scope(rt, ns, question, vault_list, folder_list, None, scope, rank_folders=True)
     found, ranked = retrieve_notes(rt, ns, question, sc)
     trace.update(sc.debug())
-    trace["retrieval"] = found.run.decision(insufficient=not ranked)
+    retrieval = found.run.decision(insufficient=not ranked)
+    trace["retrieval"] = retrieval.model_dump(mode="json")
     trace["timings_ms"] = dict(found.run.timings_ms)
     trace["candidates"] = [answering.candidate_debug(r, sc) for r in ranked]
     kept = ranked[:k]
     trace["best_score"] = kept[0].scores.final if kept else None
     if not kept:
         trace["abstention"] = {"abstain": True, "reason": "not answered: nothing in the notes matched"}
-        return answering.abstained("no_results")
+        return answering.abstained("no_results"), retrieval
     answering_started = time.perf_counter()
     sentences = answering.rank_answer_sentences(rt, ns, question, kept, sc.query_embedding)
     with rt.connection(autocommit=True, scope=scope, read=True) as conn:
@@ -123,12 +123,12 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
     if decision.abstain:
         log.info("ask abstained (p=%.3f) for %d candidates", decision.probability, len(ranked))
         trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000  # the sentences it weighed
-        return answering.abstained("no_relevant_context")
+        return answering.abstained("no_relevant_context"), retrieval
     band = "low" if decision.probability < ns.abstain_low_confidence else "normal"
     trace["confidence"] = band
     answered = answering.answer(rt, ns, question, kept, sentences, band, detail, trace)
     trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000
-    return answered
+    return answered, retrieval
 
 
 # -- search ---------------------------------------------------------------------------------------

@@ -11,13 +11,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 import rag
+from rag.context.result import ContextPayload
 from rag.notes.explain import explain_lines
 from ragpg_server.calls import Call, call
 from ragpg_server.models import (
     AskRequest,
     AskResponse,
     ContextRequest,
-    ContextResponse,
     SearchRequest,
     SearchResponse,
 )
@@ -26,14 +26,14 @@ from ragpg_server.routes.common import errors
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 
 
-@router.post("/context", response_model=ContextResponse, responses=errors(404, 502))
-async def context(body: ContextRequest, request: Request) -> dict[str, Any]:
+@router.post("/context", response_model=ContextPayload, responses=errors(404, 502))
+async def context(body: ContextRequest, request: Request) -> ContextPayload:
     """Retrieve, rank and assemble a cited context for a chat backend (`rag.compute_context`)."""
 
-    def op(c: Call) -> dict[str, Any]:
+    def op(c: Call) -> ContextPayload:
         return rag.compute_context(body.query, vaults=body.vaults, filters=body.filters, profile=body.profile,
                                    mode=body.mode, budget_tokens=body.budget_tokens, runtime=c.runtime,
-                                   scope=c.scope, request_id=c.request_id).to_dict()
+                                   scope=c.scope, request_id=c.request_id).payload()
 
     return await call(request, op, vaults=body.vaults)
 

@@ -38,10 +38,10 @@ def test_clear_errors_and_no_data_lost(kb, query, kwargs, error, message):
 
 def test_budget_smaller_than_any_chunk_is_an_empty_result(kb):
     result = compute_context(corpus.STRONG_QUERY, budget_tokens=3, runtime=kb.runtime())
-    assert result.insufficient is True and result.decision["insufficient"] is True
+    assert result.insufficient is True and result.decision.insufficient is True
     assert (result.context, result.citations, result.used_tokens) == ("", [], 0)
     assert result.ranked  # retrieval found things; none fit
-    assert all(i["notes"] == ["dropped: over budget"] for i in result.evidence_full["items"])
+    assert all(i.notes == ["dropped: over budget"] for i in result.evidence_full.items)
 
 
 def test_nothing_indexed_yet_is_a_clear_error(env):
@@ -54,7 +54,7 @@ def test_nothing_indexed_yet_is_a_clear_error(env):
 def test_a_query_nothing_matches_is_well_defined(kb):
     result = compute_context("qwxzj vbnmpl", profile="templates_lookup", runtime=kb.runtime())
     assert (result.ranked, result.context, result.insufficient) == ([], "", True)
-    assert result.decision["weak_signals"] == ["few_matches"]
+    assert result.decision.weak_signals == ["few_matches"]
 
 
 def test_async_variant_raises_the_same_errors(kb):

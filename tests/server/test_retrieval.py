@@ -75,10 +75,9 @@ def test_shapes(client: TestClient, corpus: dict[str, str]) -> None:
     ctx = post(client, "context", corpus["admin"], vaults=["alpha"], budget_tokens=2000)
     assert ctx.status_code == 200, ctx.text
     body = ctx.json()
-    assert set(body) >= {"context", "citations", "used", "ranked", "chunks", "decision", "evidence_full",
-                         "evidence_llm", "insufficient"}
+    assert set(body) == {"context", "citations", "used", "ranked", "decision", "evidence_full", "evidence_llm",
+                         "insufficient", "used_tokens"}  # no deprecated `chunks` doubling `ranked`
     assert body["ranked"] and body["citations"] and all(ch["vault"] == "alpha" for ch in body["ranked"])
-    assert body["chunks"] == body["ranked"]  # deprecated alias
     assert body["used"] and {c["ref"] for c in body["used"]} <= {c["ref"] for c in body["ranked"]}
     found = post(client, "search", corpus["admin"], k=5).json()
     assert found["items"] and set(found["items"][0]) == {"vault", "source_path", "heading_path", "ordinal", "chunk_index",
