@@ -10,8 +10,8 @@ is itself valid text (a lone surrogate is shown escaped, never echoed).
 
 from __future__ import annotations
 
-import functools
 import datetime as dt
+import functools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast

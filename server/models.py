@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from rag.access import CONFIDENTIALITY_LEVELS
 from rag.arguments import json_problem, text_problem
 from rag.notes.question import DETAILS
+from rag.notes.results import AskResponse
 from rag.types import Mode
 
 MAX_LIST_ITEMS = 100
@@ -100,47 +101,10 @@ class ErrorResponse(_Response):
     error: ErrorDetail
 
 
-class Reference(_Response):
-    vault: str
-    source_path: str
-    file: str
-    heading_path: str
-    ordinal: int
-    lines: str | None = None
-    start_line: int | None = None
-    end_line: int | None = None
-    snippet: str
-    rel_path: str = Field(description="Deprecated: the same as `source_path`.", deprecated=True)
-    chunk_index: int = Field(description="Deprecated: the same as `ordinal`.", deprecated=True)
+class AskReply(AskResponse):
+    """POST /v1/ask: the library's answer, and the plain-language account when asked for."""
 
-
-class AskResponse(_Response):
-    answer: str
-    references: list[Reference]
-    abstained: bool
-    abstain_reason: str | None = None
-    answered_by: Literal["llm", "extractive", "none"] | str | None = None
-    notice: str | None = None
-    confidence: str | None = None
-    debug: dict[str, Any] | None = Field(None, description="Present when the request set debug=true.")
     explanation: list[str] | None = Field(None, description="Present when the request set explain=true.")
-
-
-class SearchItem(_Response):
-    vault: str
-    source_path: str
-    heading_path: str
-    ordinal: int
-    start_line: int | None = None
-    end_line: int | None = None
-    snippet: str
-    score: float
-    chunk_index: int = Field(description="Deprecated: the same as `ordinal`.", deprecated=True)
-
-
-class SearchResponse(_Response):
-    query: str | None = None
-    items: list[SearchItem]
 
 
 class ChunkResponse(_Response):
@@ -172,18 +136,6 @@ class VaultInfo(_Response):
 
 class VaultsResponse(_Response):
     vaults: list[VaultInfo]
-
-
-class FolderInfo(_Response):
-    folder: str = Field(description="Path relative to the vault root; '' is the top level.")
-    chunks: int
-
-
-class FoldersResponse(_Response):
-    vault: str
-    obsidian_vault: str | None = Field(None, description="Set when the vault is an Obsidian vault: the name for "
-                                       "`obsidian://open?vault=...&file=...` links.")
-    folders: list[FolderInfo]
 
 
 class IndexRunResponse(_Response):

@@ -30,7 +30,7 @@ from rag.notes.format import (
     strip_chunk_markers,
 )
 from rag.notes.question import query_terms
-from rag.notes.results import AskResponse, Reference
+from rag.notes.results import AnsweredBy, AskResponse, Confidence, Reference
 from rag.prompts import load_prompt
 from rag.runtime import Runtime
 from rag.types import Candidate, RankedChunk
@@ -47,8 +47,9 @@ CAUTION = ("The passages above match the question only weakly. Answer cautiously
            "support, say plainly what they do not, and do not guess.\n\n")
 
 
-def abstained(reason: str, answered_by: str = "none") -> AskResponse:
-    return AskResponse(ABSTAIN_ANSWER, [], True, reason, None, answered_by, None, None)
+def abstained(reason: str, answered_by: AnsweredBy = "none") -> AskResponse:
+    return AskResponse(answer=ABSTAIN_ANSWER, references=[], abstained=True, abstain_reason=reason,
+                       answered_by=answered_by)
 
 
 def found_by(c: Candidate) -> str:
@@ -104,13 +105,14 @@ def _references(chunks: Sequence[Candidate], used: Sequence[int], limit: int, qu
                 ns: NotesSettings) -> list[Reference]:
     order = list(dict.fromkeys([*used, *range(len(chunks))]))[:max(limit, len(used))]
     terms = query_terms(question)
-    return [Reference(chunks[i].vault, chunks[i].source_path, section_label(chunks[i].heading_path), chunks[i].ordinal,
-                      chunks[i].start_line, chunks[i].end_line, snippet(chunks[i].content, terms, ns.snippet_chars))
-            for i in order]
+    return [Reference(vault=c.vault, source_path=c.source_path, heading_path=section_label(c.heading_path),
+                      ordinal=c.ordinal, start_line=c.start_line, end_line=c.end_line,
+                      snippet=snippet(c.content, terms, ns.snippet_chars))
+            for c in (chunks[i] for i in order)]
 
 
 def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedChunk], sentences: list[Sentence],
-           band: str, detail: str, trace: dict[str, Any]) -> AskResponse:
+           band: Confidence, detail: str, trace: dict[str, Any]) -> AskResponse:
     chunks = [r.candidate for r in kept]
     limit = ns.answer_sources[detail]
     llm = rt.llm
@@ -134,8 +136,8 @@ def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedC
             match = match_citations(parse_citations(text), chunks)
             trace["citations"] = match.debug()
             used = match.used or list(range(len(chunks)))
-            return AskResponse(text, _references(chunks, used, limit, question, ns), False, None, None, "llm",
-                               None, band)
+            return AskResponse(answer=text, references=_references(chunks, used, limit, question, ns),
+                               abstained=False, abstain_reason=None, answered_by="llm", confidence=band)
     text, used = extractive_answer(sentences, chunks, count=ns.answer_sentences[detail],
                                    min_share_of_best=ns.extractive_min_share_of_best, fallback_chars=ns.snippet_chars,
                                    short_words=ns.extractive_short_sentence_words)
@@ -144,8 +146,8 @@ def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedC
     trace["citations"] = {"matched_chunks": [i + 1 for i in used], "unmatched_citations": [],
                           "matched_by_file_only": []}
     notice = NOTICE_NO_LLM if llm is None else NOTICE_LLM_FAILED
-    return AskResponse(text, _references(chunks, used, limit, question, ns), False, None, None, "extractive",
-                       notice, band)
+    return AskResponse(answer=text, references=_references(chunks, used, limit, question, ns), abstained=False,
+                       abstain_reason=None, answered_by="extractive", notice=notice, confidence=band)
 
 
 def _declined(text: str) -> bool:

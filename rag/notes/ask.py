@@ -18,7 +18,6 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from rag.access import Scope
@@ -29,7 +28,7 @@ from rag.notes import answer as answering
 from rag.notes.abstain import collect_signals, decide
 from rag.notes.format import section_label, snippet
 from rag.notes.question import choose_k, query_terms, specific_names, validate_detail
-from rag.notes.results import AskResponse, Reference, SearchItem, SearchResponse
+from rag.notes.results import AskResponse, Confidence, Reference, SearchItem, SearchResponse
 from rag.notes.scope import NotesScope, prepare_scope, resolve_vaults
 from rag.notes.settings import notes_settings
 from rag.retrieval.rank import rank_candidates
@@ -95,7 +94,7 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
                  chunkCount=len(response.references), insufficient=response.abstained)
         timings = {**trace.get("timings_ms", {}), "total_ms": (time.perf_counter() - started) * 1000}
         record_signals(root, decision_signals(decision, timings_ms=timings, abstained=response.abstained))
-    return replace(response, debug=trace) if debug else response
+    return response.model_copy(update={"debug": trace}) if debug else response
 
 
 def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], folder_list: list[str], k: int,
@@ -124,7 +123,7 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
         log.info("ask abstained (p=%.3f) for %d candidates", decision.probability, len(ranked))
         trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000  # the sentences it weighed
         return answering.abstained("no_relevant_context"), retrieval
-    band = "low" if decision.probability < ns.abstain_low_confidence else "normal"
+    band: Confidence = "low" if decision.probability < ns.abstain_low_confidence else "normal"
     trace["confidence"] = band
     answered = answering.answer(rt, ns, question, kept, sentences, band, detail, trace)
     trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000
@@ -155,13 +154,17 @@ def search(query: str, *, vaults: Sequence[str] | None = None, folders: Sequence
                            scope or Scope.unrestricted(), rank_folders=True, match_count=k)
         items = _search_items(rt, ns, query, sc, k) if sc.vaults else []
         root.set(count=len(items), topScore=items[0].score if items else None)
-    return SearchResponse(query, items)
+    return SearchResponse(query=query, items=items)
 
 
 def _search_items(rt: Runtime, ns: NotesSettings, query: str, sc: NotesScope, k: int) -> list[SearchItem]:
     _, ranked = retrieve_notes(rt, ns, query, sc)
     terms = query_terms(query)
-    return [SearchItem(r.candidate.vault, r.candidate.source_path, section_label(r.candidate.heading_path),
-                       r.candidate.ordinal, r.candidate.start_line, r.candidate.end_line,
-                       snippet(r.candidate.content, terms, ns.snippet_chars), round(r.scores.final, 6))
-            for r in ranked[:k] if r.scores.final > ns.search_min_score]
+    return [_search_item(r, terms, ns) for r in ranked[:k] if r.scores.final > ns.search_min_score]
+
+
+def _search_item(r: RankedChunk, terms: Sequence[str], ns: NotesSettings) -> SearchItem:
+    c = r.candidate
+    return SearchItem(vault=c.vault, source_path=c.source_path, heading_path=section_label(c.heading_path),
+                      ordinal=c.ordinal, start_line=c.start_line, end_line=c.end_line,
+                      snippet=snippet(c.content, terms, ns.snippet_chars), score=round(r.scores.final, 6))

@@ -80,7 +80,7 @@ def test_shapes(client: TestClient, corpus: dict[str, str]) -> None:
     assert body["ranked"] and body["citations"] and all(ch["vault"] == "alpha" for ch in body["ranked"])
     assert body["used"] and {c["ref"] for c in body["used"]} <= {c["ref"] for c in body["ranked"]}
     found = post(client, "search", corpus["admin"], k=5).json()
-    assert found["items"] and set(found["items"][0]) == {"vault", "source_path", "heading_path", "ordinal", "chunk_index",
+    assert found["items"] and set(found["items"][0]) == {"vault", "source_path", "heading_path", "ordinal",
                                                          "start_line", "end_line", "snippet", "score"}
     answer = post(client, "ask", corpus["admin"], vaults=["alpha"]).json()
     assert set(answer) >= {"answer", "references", "abstained", "abstain_reason", "debug"}
@@ -156,11 +156,11 @@ def test_a_filter_gets_one_verdict_at_every_door(client: TestClient, corpus: dic
         for endpoint in ("context", "search"):
             resp = post(client, endpoint, corpus["admin"], filters=filters)
             assert resp.status_code == 400 and message in resp.json()["error"]["message"], (endpoint, resp.text)
-        for call in (lambda: compute_context("tomatoes", filters=filters, runtime=runtime),
-                     lambda: search("tomatoes", filters=filters, runtime=runtime),
-                     lambda: match_lexical(conn, "tomatoes", filter=filters)):
+        for call in (lambda f: compute_context("tomatoes", filters=f, runtime=runtime),
+                     lambda f: search("tomatoes", filters=f, runtime=runtime),
+                     lambda f: match_lexical(conn, "tomatoes", filter=f)):
             with pytest.raises(InputError) as err:
-                call()
+                call(filters)
             assert message in str(err.value) and "\n" not in str(err.value)
 
 
