@@ -11,15 +11,13 @@ is itself valid text (a lone surrogate is shown escaped, never echoed).
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from rag.access import Scope
 from rag.errors import InputError
 
-F = TypeVar("F", bound=Callable[..., Any])
 Check = Callable[[str, str, Any], None]  # (function, argument, value) -> None, or raises InputError
 
 _SHOWN_CHARS = 80
@@ -218,21 +216,3 @@ def check_arguments(fn: str, arguments: Mapping[str, Any], checks: Mapping[str, 
 
 def check_context_arguments(arguments: Mapping[str, Any]) -> None:
     check_arguments("compute_context", arguments, CONTEXT_CHECKS)
-
-
-def checked(fn: F) -> F:
-    """`fn` (compute_context or acompute_context) with its arguments checked first."""
-    import inspect
-
-    if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def acall(query: Any, **kwargs: Any) -> Any:
-            check_context_arguments({"query": query, **kwargs})
-            return await fn(query, **kwargs)
-        return cast(F, acall)  # wraps keeps the signature
-
-    @functools.wraps(fn)
-    def call(query: Any, **kwargs: Any) -> Any:
-        check_context_arguments({"query": query, **kwargs})
-        return fn(query, **kwargs)
-    return cast(F, call)  # wraps keeps the signature

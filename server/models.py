@@ -104,7 +104,7 @@ class ErrorResponse(_Response):
 class AskReply(AskResponse):
     """POST /v1/ask: the library's answer, and the plain-language account when asked for."""
 
-    explanation: list[str] | None = Field(None, description="Present when the request set explain=true.")
+    explanation: list[str] | None = Field(default=None, description="Present when the request set explain=true.")
 
 
 class ChunkResponse(_Response):

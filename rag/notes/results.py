@@ -52,7 +52,7 @@ class AskResponse(Record):
     references: list[Reference]
     abstained: bool
     abstain_reason: str | None
-    debug: dict[str, Any] | None = Field(None, description="Present when the request set debug=true.")
+    debug: dict[str, Any] | None = Field(default=None, description="Present when the request set debug=true.")
     answered_by: AnsweredBy = "llm"  # "none" when abstained before answering
     notice: str | None = None  # a plain sentence for the reader, e.g. that the answer quotes the notes
     confidence: Confidence | None = None  # None when abstained

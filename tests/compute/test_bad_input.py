@@ -187,3 +187,18 @@ def test_any_value_of_any_argument_is_a_result_or_an_input_error(kb, name, value
     except InputError as exc:
         assert "\n" not in str(exc)
         str(exc).encode("utf-8")
+
+
+def test_the_public_face_checks_the_arguments_once(kb, monkeypatch):
+    """`from rag import compute_context` is the function itself: its own checks run, once."""
+    import rag
+    from rag import arguments
+
+    checked: list[str] = []
+    real = arguments.check_arguments
+    monkeypatch.setattr(arguments, "check_arguments", lambda fn, *rest: (checked.append(fn), real(fn, *rest))[1])
+    rt = kb.runtime()
+    assert rag.compute_context is compute_context
+    rag.compute_context(corpus.STRONG_QUERY, mode="base", runtime=rt)
+    asyncio.run(rag.acompute_context(corpus.STRONG_QUERY, mode="base", runtime=rt))
+    assert checked == ["compute_context", "compute_context"]
