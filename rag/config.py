@@ -240,6 +240,10 @@ class NotesSettings(_Group):
     abstain_top_passages: int = Field(3, gt=0)
     # Answers.
     answer_max_tokens: int = Field(800, gt=0)
+    answer_context_budget_tokens: int = Field(6000, gt=0, description=(
+        "Tokens of notes the LLM answer is given at most: the passages drawn on, assembled like any context "
+        "(rag.context.assemble) under their [File: ..., Section: ...] lines; lower-ranked passages that do not "
+        "fit are left out."))
     folder_rank_max_tokens: int = Field(300, gt=0)
     # Sentences quoted without an LLM, and sources listed, per detail hint.
     answer_sentences: dict[str, int] = Field(default_factory=lambda: {"brief": 1, "normal": 2, "detailed": 3})

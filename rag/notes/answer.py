@@ -18,17 +18,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag.config import NotesSettings
+from rag.context.assemble import assemble_context
 from rag.errors import LLMError
-from rag.llm import Message
+from rag.llm import LLM, Message
+from rag.notes.citations import file_section_header, match_citations
 from rag.notes.extractive import Sentence, extractive_answer, score_sentences, weigh_by_passage
-from rag.notes.format import (
-    format_context,
-    match_citations,
-    parse_citations,
-    section_label,
-    snippet,
-    strip_chunk_markers,
-)
+from rag.notes.format import section_label, snippet
 from rag.notes.question import query_terms
 from rag.notes.results import AnsweredBy, AskResponse, Confidence, Reference
 from rag.prompts import load_prompt
@@ -43,8 +38,12 @@ log = logging.getLogger(__name__)
 ABSTAIN_ANSWER = "I could not find this information in the available documents."
 NOTICE_NO_LLM = "No language model is configured, so this answer quotes your notes directly."
 NOTICE_LLM_FAILED = "The language model could not be reached, so this answer quotes your notes directly."
-CAUTION = ("The passages above match the question only weakly. Answer cautiously: say what the notes do "
-           "support, say plainly what they do not, and do not guess.\n\n")
+NOTICE_NO_ROOM = "The passages were too long to send to the language model, so this answer quotes your notes directly."
+
+
+def caution() -> str:
+    """The request for a cautious answer, put before the question when the evidence is weak."""
+    return load_prompt("notes_caution").render() + "\n"
 
 
 def abstained(reason: str, answered_by: AnsweredBy = "none") -> AskResponse:
@@ -115,29 +114,11 @@ def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedC
            band: Confidence, detail: str, trace: dict[str, Any]) -> AskResponse:
     chunks = [r.candidate for r in kept]
     limit = ns.answer_sources[detail]
-    llm = rt.llm
-    if llm is not None:
-        messages = [Message("system", load_prompt("notes_system").render()),
-                    Message("user", load_prompt("notes_user").render(
-                        context=format_context(chunks), question=question,
-                        caution=CAUTION if band == "low" else ""))]
-        try:
-            raw = llm.complete(messages, max_tokens=ns.answer_max_tokens)
-        except LLMError as exc:
-            trace["llm"] = {"model": llm.model, "error": str(exc)}
-            log.warning("answering with the LLM failed, quoting the notes instead: %s", exc)
-        else:
-            text = strip_chunk_markers(raw)
-            trace["llm"] = {"model": llm.model}
-            if _declined(text):
-                trace["abstention"] = {**trace.get("abstention", {}), "abstain": True,
-                                       "reason": "not answered: the language model found no answer in the passages"}
-                return abstained("llm_declined", "llm")
-            match = match_citations(parse_citations(text), chunks)
-            trace["citations"] = match.debug()
-            used = match.used or list(range(len(chunks)))
-            return AskResponse(answer=text, references=_references(chunks, used, limit, question, ns),
-                               abstained=False, abstain_reason=None, answered_by="llm", confidence=band)
+    notice = NOTICE_NO_LLM
+    if rt.llm is not None:
+        answered, notice = _llm_answer(rt.llm, ns, question, kept, band, limit, trace)
+        if answered is not None:
+            return answered
     text, used = extractive_answer(sentences, chunks, count=ns.answer_sentences[detail],
                                    min_share_of_best=ns.extractive_min_share_of_best, fallback_chars=ns.snippet_chars,
                                    short_words=ns.extractive_short_sentence_words)
@@ -145,9 +126,40 @@ def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedC
         return abstained("only_flagged_text", "extractive")
     trace["citations"] = {"matched_chunks": [i + 1 for i in used], "unmatched_citations": [],
                           "matched_by_file_only": []}
-    notice = NOTICE_NO_LLM if llm is None else NOTICE_LLM_FAILED
     return AskResponse(answer=text, references=_references(chunks, used, limit, question, ns), abstained=False,
                        abstain_reason=None, answered_by="extractive", notice=notice, confidence=band)
+
+
+def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[RankedChunk], band: Confidence, limit: int,
+                trace: dict[str, Any]) -> tuple[AskResponse | None, str]:
+    """The LLM's answer over the passages that fit `answer_context_budget_tokens` (assembled like any
+    context, each block under its `[File: ..., Section: ...]` label), or None and the notice of the
+    quoted answer given instead."""
+    assembled = assemble_context(kept, budget_tokens=ns.answer_context_budget_tokens, header=file_section_header)
+    shown = [r.candidate for r in sorted((r for b in assembled.blocks for r in b.chunks), key=lambda r: r.rank)]
+    trace["llm"] = {"model": llm.model, "context_tokens": assembled.used_tokens, "passages": len(shown),
+                    "left_out": len(kept) - len(shown)}
+    if not shown:
+        trace["llm"]["skipped"] = f"no passage fits answer_context_budget_tokens ({ns.answer_context_budget_tokens})"
+        return None, NOTICE_NO_ROOM
+    messages = [Message("system", load_prompt("notes_system").render()),
+                Message("user", load_prompt("notes_user").render(
+                    context=assembled.text, question=question, caution=caution() if band == "low" else ""))]
+    try:
+        text = llm.complete(messages, max_tokens=ns.answer_max_tokens)
+    except LLMError as exc:
+        trace["llm"]["error"] = str(exc)
+        log.warning("answering with the LLM failed, quoting the notes instead: %s", exc)
+        return None, NOTICE_LLM_FAILED
+    if _declined(text):
+        trace["abstention"] = {**trace.get("abstention", {}), "abstain": True,
+                               "reason": "not answered: the language model found no answer in the passages"}
+        return abstained("llm_declined", "llm"), ""
+    match = match_citations(text, shown)
+    trace["citations"] = match.debug()
+    used = match.used or list(range(len(shown)))
+    return AskResponse(answer=text, references=_references(shown, used, limit, question, ns), abstained=False,
+                       abstain_reason=None, answered_by="llm", confidence=band), ""
 
 
 def _declined(text: str) -> bool:

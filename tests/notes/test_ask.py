@@ -11,7 +11,7 @@ import pytest
 
 from rag.access import Scope
 from rag.errors import AuthError, InputError, NotFoundError
-from rag.notes.answer import CAUTION, NOTICE_LLM_FAILED, NOTICE_NO_LLM
+from rag.notes.answer import NOTICE_LLM_FAILED, NOTICE_NO_LLM, caution
 from rag.notes.ask import ABSTAIN_ANSWER, ask, search
 from rag.retrieval.profiles import BUILTIN_PROFILES
 from rag.retrieval.rank import FRESHNESS_UNKNOWN
@@ -114,10 +114,10 @@ def test_low_confidence_asks_the_llm_for_a_cautious_answer(notes, llm_runtime, l
     script(llm_stub, answer="Alpha ships in March [File: alpha.md, Section: Timeline].")
     resp = ask(Q, runtime=llm_runtime)
     assert resp.confidence == "low" and not resp.abstained
-    assert CAUTION.strip() in answer_prompts(llm_stub)[-1]
+    assert caution().strip() in answer_prompts(llm_stub)[-1]
     use_settings(monkeypatch)
     assert ask(Q, runtime=llm_runtime).confidence == "normal"
-    assert CAUTION.strip() not in answer_prompts(llm_stub)[-1]
+    assert caution().strip() not in answer_prompts(llm_stub)[-1]
 
 
 # -- folders: a prior, never a blindfold ------------------------------------------------------------
@@ -298,10 +298,9 @@ def test_unknown_folder_names_close_matches(notes, runtime, notes_config):
 def test_references_are_the_passages_the_llm_answer_cites(notes, llm_runtime, llm_stub, notes_config):
     two_notes(notes)
     script(llm_stub, answer="Alpha ships in March [File: alpha.md, Section: Timeline] "
-                            "[Chunk 1] as planned [File: gamma.md, Section: Plans].")
+                            "as planned [File: gamma.md, Section: Plans].")
     resp = ask(Q, detail="brief", debug=True, runtime=llm_runtime)
     assert resp.answered_by == "llm" and resp.notice is None and not resp.abstained
-    assert "[Chunk" not in resp.answer
     assert [(r.source_path, r.heading_path, r.ordinal) for r in resp.references] == [
         ("projects/alpha.md", "Alpha > Timeline", 0)]
     ref = resp.references[0].to_dict()
@@ -309,7 +308,9 @@ def test_references_are_the_passages_the_llm_answer_cites(notes, llm_runtime, ll
     assert resp.debug["citations"]["unmatched_citations"] == ["[File: gamma.md, Section: Plans]"]
     system, user = llm_stub.requests[-1]["messages"]
     assert system["role"] == "system" and "only the user's own notes" in system["content"]
-    assert "[Chunk 1]\n[Vault: work] File: projects/alpha.md\nSection: Alpha > Timeline\nContent:\n" in user["content"]
+    # the context is assembled like any (rag.context.assemble): each block under the label it is cited by
+    assert "[File: alpha.md, Section: Timeline]\nProject alpha ships in March after the beta review." in user["content"]
+    assert "[File: beta.md, Section: Beta]\nProject beta follows alpha." in user["content"]
     assert user["content"].rstrip().endswith(f"Question: {Q}")
 
 
@@ -373,7 +374,8 @@ def ten_passages(notes, question=Q, vault="work"):
 
 
 def context_chunks(stub) -> int:
-    return len(re.findall(r"^\[Chunk \d+\]$", answer_prompts(stub)[-1], re.MULTILINE))
+    """The passages (context blocks) the last answering prompt showed, each under its own label."""
+    return len(re.findall(r"^\[File: n\d\.md, Section: N\]$", answer_prompts(stub)[-1], re.MULTILINE))
 
 
 def test_auto_k_is_the_number_of_passages_the_llm_sees(notes, llm_runtime, llm_stub, notes_config):
