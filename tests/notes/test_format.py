@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rag.errors import InputError
-from rag.notes.folders import Folder, map_folder_names, parse_folder_answer, resolve_user_folders
 from rag.notes.citations import citation_for, cite_label, file_section_header, match_citations
+from rag.notes.folders import Folder, map_folder_names, parse_folder_answer, resolve_user_folders
 from rag.notes.format import section_label, snippet
 from rag.types import Candidate
 
