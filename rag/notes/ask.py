@@ -35,6 +35,7 @@ from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import Retrieval, retrieve_stage
 from rag.retrieval.terms import query_term_stats
 from rag.runtime import Runtime, default_runtime
+from rag.store.database import Connection
 from rag.trace_signals import decision_signals, record_signals
 from rag.types import Decision, RankedChunk
 
@@ -59,12 +60,11 @@ def _names(values: Sequence[str] | str | None, what: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def retrieve_notes(rt: Runtime, ns: NotesSettings, question: str, sc: NotesScope) -> tuple[Retrieval, list[RankedChunk]]:
+def retrieve_notes(conn: Connection, rt: Runtime, question: str, sc: NotesScope) -> tuple[Retrieval, list[RankedChunk]]:
     """The shared retrieve and rank stages over a notes scope (what `ask` and `search` both rank)."""
     prof = sc.profile
-    with rt.connection(autocommit=True, scope=sc.caller, read=True) as conn:
-        found = retrieve_stage(conn, rt, prof, question, sc.filter, mode=prof.mode, model=sc.model,
-                               query_embedding=sc.query_embedding)
+    found = retrieve_stage(conn, rt, prof, question, sc.filter, mode=prof.mode, model=sc.model,
+                           query_embedding=sc.query_embedding)
     return found, rank_candidates(found.candidates, prof, prior=sc.prior)
 
 
@@ -99,8 +99,11 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
 
 def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], folder_list: list[str], k: int,
          detail: str, scope: Scope, trace: dict[str, Any]) -> tuple[AskResponse, Decision]:
-    sc = prepare_scope(rt, ns, question, vault_list, folder_list, None, scope, rank_folders=True)
-    found, ranked = retrieve_notes(rt, ns, question, sc)
+    # One connection, scoped to the caller, for every read of the request; given back before answering.
+    with rt.connection(autocommit=True, scope=scope, read=True) as conn:
+        sc = prepare_scope(conn, rt, ns, question, vault_list, folder_list, None, scope, rank_folders=True)
+        found, ranked = retrieve_notes(conn, rt, question, sc)
+        stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels()) if ranked[:k] else []
     trace.update(sc.debug())
     retrieval = found.run.decision(insufficient=not ranked)
     trace["retrieval"] = retrieval.model_dump(mode="json")
@@ -113,8 +116,6 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
         return answering.abstained("no_results"), retrieval
     answering_started = time.perf_counter()
     sentences = answering.rank_answer_sentences(rt, ns, question, kept, sc.query_embedding)
-    with rt.connection(autocommit=True, scope=scope, read=True) as conn:
-        stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels())
     signals = collect_signals(ranked, stats, max((x.similarity for x in sentences), default=0.0),
                               top_passages=ns.abstain_top_passages, names=specific_names(question))
     decision = decide(signals, ns.abstain_weights, ns.abstain_bias, ns.abstain_threshold)
@@ -150,17 +151,15 @@ def search(query: str, *, vaults: Sequence[str] | None = None, folders: Sequence
     vault_list, folder_list = _names(vaults, "vault"), _names(folders, "folder")
     with rt.tracer.root(request_id=request_id or uuid.uuid4().hex, query=query, profile=ns.profile,
                         mode="search") as root:
-        sc = prepare_scope(rt, ns, query, vault_list, folder_list, dict(filters) if filters else None,
-                           scope or Scope.unrestricted(), rank_folders=True, match_count=k)
-        items = _search_items(rt, ns, query, sc, k) if sc.vaults else []
+        caller = scope or Scope.unrestricted()
+        with rt.connection(autocommit=True, scope=caller, read=True) as conn:  # the request's one connection
+            sc = prepare_scope(conn, rt, ns, query, vault_list, folder_list, dict(filters) if filters else None,
+                               caller, rank_folders=True, match_count=k)
+            ranked = retrieve_notes(conn, rt, query, sc)[1] if sc.vaults else []
+        terms = query_terms(query)
+        items = [_search_item(r, terms, ns) for r in ranked[:k] if r.scores.final > ns.search_min_score]
         root.set(count=len(items), topScore=items[0].score if items else None)
     return SearchResponse(query=query, items=items)
-
-
-def _search_items(rt: Runtime, ns: NotesSettings, query: str, sc: NotesScope, k: int) -> list[SearchItem]:
-    _, ranked = retrieve_notes(rt, ns, query, sc)
-    terms = query_terms(query)
-    return [_search_item(r, terms, ns) for r in ranked[:k] if r.scores.final > ns.search_min_score]
 
 
 def _search_item(r: RankedChunk, terms: Sequence[str], ns: NotesSettings) -> SearchItem:

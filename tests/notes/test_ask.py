@@ -567,3 +567,35 @@ def test_a_repeated_question_reuses_its_sentence_vectors(notes, runtime, monkeyp
     assert ask(Q, runtime=runtime).answer == first.answer
     # each sentence after its note's title and section (the H1 "Alpha" is the title, not said twice)
     assert "alpha Timeline: Project alpha ships in March after the beta review." in [t for b in embedded for t in b]
+
+
+def test_one_scoped_connection_per_request(notes, llm_runtime, llm_stub, monkeypatch):
+    """ask and search read through one connection, scoped to the caller (folder ranking by the LLM,
+    then by centroids, retrieval, word statistics); ask gives it back before the answer's LLM call."""
+    from contextlib import contextmanager
+
+    two_notes(notes)
+    notes.note("work", "meetings/m.md", [("# M", OFF_TOPIC)], embeddings=[toward(notes.query_vector(Q), 0.5, 7)])
+    use_settings(monkeypatch, folder_prior_weight=0.2)
+    script(llm_stub, folders="not a list", answer="Soon [File: alpha.md, Section: Timeline].")
+    taken: list[object] = []
+    real = llm_runtime.connection
+
+    @contextmanager
+    def counting(**kwargs):
+        with real(**kwargs) as conn:
+            taken.append(kwargs.get("scope"))
+            answering = len(answer_prompts(llm_stub))
+            yield conn
+            assert len(answer_prompts(llm_stub)) == answering  # no answering call while it is held
+
+    monkeypatch.setattr(llm_runtime, "connection", counting)
+    caller = Scope(clearance="internal")
+    resp = ask(Q, debug=True, runtime=llm_runtime, scope=caller)
+    assert resp.answered_by == "llm" and len(answer_prompts(llm_stub)) == 1
+    assert any(FOLDER_PROMPT_MARK in r["messages"][-1]["content"] for r in llm_stub.requests)  # folders ranked
+    assert resp.debug["folders"]["selected"]  # ... by centroids, after the LLM's answer was malformed
+    assert taken == [caller]
+    taken.clear()
+    assert search(Q, runtime=llm_runtime, scope=caller).items
+    assert taken == [caller]
