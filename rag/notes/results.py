@@ -17,8 +17,8 @@ AnsweredBy = Literal["llm", "extractive", "none"]
 Confidence = Literal["normal", "low"]
 
 
-class Reference(Record):
-    """A passage an answer draws on: where it is, and an excerpt."""
+class Passage(Record):
+    """A passage of a note: where it is (`heading_path` as a section label, `A > B`), and an excerpt."""
 
     vault: str
     source_path: str
@@ -27,6 +27,10 @@ class Reference(Record):
     start_line: int | None
     end_line: int | None
     snippet: str
+
+
+class Reference(Passage):
+    """A passage an answer draws on."""
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
     @property
@@ -62,14 +66,9 @@ class AskResponse(Record):
         return self.model_dump(mode="json", exclude=None if self.debug is not None else {"debug"})
 
 
-class SearchItem(Record):
-    vault: str
-    source_path: str
-    heading_path: str
-    ordinal: int
-    start_line: int | None
-    end_line: int | None
-    snippet: str
+class SearchItem(Passage):
+    """A passage found by `search`, with its final ranking score."""
+
     score: float
 
 
