@@ -12,14 +12,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 # How compute_context routes after the base pass (rag.retrieval.autorag): the one list of modes,
 # which profiles, the public entry points and the HTTP contract all take.
 Mode = Literal["auto", "base", "hyde", "rewrite", "multi", "reverse"]
 MODES: tuple[Mode, ...] = get_args(Mode)
+
+
+@dataclass(frozen=True)
+class ChunkSpan:
+    """A chunk of a document as the index stores it: its place (ordinal, heading trail, lines and
+    bytes), its text with the text's token count, and the injection flags. The chunk the indexer
+    writes (`rag.ingest.store.PreparedChunk`) and the one `get_chunk` reads back
+    (`rag.retrieval.chunks.ChunkRecord`) are this with their own additions. Byte offsets serve
+    assembly only and never appear in JSON."""
+
+    ordinal: int
+    heading_path: str
+    content: str
+    token_count: int
+    start_line: int | None
+    end_line: int | None
+    start_byte: Annotated[int | None, Field(exclude=True)]
+    end_byte: Annotated[int | None, Field(exclude=True)]
+    risk_flags: list[str]
+    risk_score: float
 
 
 @dataclass(frozen=True)

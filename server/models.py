@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from rag.access import CONFIDENTIALITY_LEVELS
 from rag.arguments import json_problem, text_problem
 from rag.notes.question import DETAILS
 from rag.notes.results import AskResponse
@@ -105,26 +104,6 @@ class AskReply(AskResponse):
     """POST /v1/ask: the library's answer, and the plain-language account when asked for."""
 
     explanation: list[str] | None = Field(default=None, description="Present when the request set explain=true.")
-
-
-class ChunkResponse(_Response):
-    ref: str
-    vault: str
-    source_path: str
-    ordinal: int
-    heading_path: str
-    content: str
-    token_count: int
-    start_line: int | None = None
-    end_line: int | None = None
-    title: str | None = None
-    url: str | None = None
-    doc_type: str | None = None
-    confidentiality: Literal[CONFIDENTIALITY_LEVELS] | str  # type: ignore[valid-type]
-    risk_flags: list[str]
-    risk_score: float
-    document_version: str
-    indexed_at: datetime
 
 
 class VaultInfo(_Response):
