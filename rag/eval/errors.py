@@ -7,7 +7,10 @@ The eval command has its own exit-code contract (0 ok, 1 runtime failure, 2 malf
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import IntEnum
+from pathlib import Path
 
 from rag.errors import InputError, RagError
 
@@ -35,3 +38,19 @@ class EvalRunError(RagError):
     """The evaluation could not run to the end (search failure, unwritable output)."""
 
     exit_code = int(EvalExit.RUNTIME_FAILURE)
+
+
+@contextmanager
+def reading(path: Path, what: str, error: type[InputError]) -> Iterator[None]:
+    """A failure to read `path` inside the block, as one `error` line naming the file: `what` is its
+    kind with a trailing space ("golden file ", "baseline ") or "" for a bare path."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise error(f"{what}{path} not found") from None
+    except IsADirectoryError:
+        raise error(f"{what}{path} is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise error(f"{what}{path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise error(f"cannot read {what}{path}: {exc.strerror or exc}") from None
