@@ -1,8 +1,10 @@
-"""The HTTP contract: request and response models, separate from rag's internal types.
+"""The HTTP contract: the request models, and the responses that only the server gives.
 
 Requests are strict (`extra="forbid"`, no type coercion: `"k": "10"` is an error, not 10).
-Responses list exactly the fields the API promises; anything else an internal `to_dict()`
-may grow is dropped, not leaked.
+The retrieval responses are rag's own records, declared once (`rag.context.result.ContextPayload`,
+`rag.notes.results`, `rag.notes.browse.VaultOutline`, `rag.retrieval.chunks.ChunkRecord`); the
+models here list exactly the fields the API promises and refuse any other (`extra="forbid"`), so
+a field an internal `to_dict()` grows fails the tests instead of being dropped or leaked.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class _Request(BaseModel):
 
 
 class _Response(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
 
 # -- requests --------------------------------------------------------------------------------
