@@ -155,6 +155,7 @@ def test_errors_carry_request_id_and_bearer_hint(client: TestClient, keys: Keys)
 def test_response_models_refuse_a_field_they_do_not_declare() -> None:
     """A field an internal to_dict() grows fails loudly instead of being dropped (or leaked)."""
     import pydantic
+    import pytest
 
     from rag.notes.results import SearchResponse
     from ragpg_server.models import HealthResponse, IndexRunResponse
