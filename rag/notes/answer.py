@@ -1,12 +1,14 @@
 """The notes workflow's last step: the answer, from the LLM or quoted from the notes, with references.
 
-Without an LLM (or when it fails) the answer is the best 1-3 sentences of the passages drawn on
-(`--detail` brief 1, normal 2, detailed 3 by default), scored by the local embedding model plus
-term overlap (`rag.notes.extractive`), each cited. With an LLM the notes prompt asks for an answer
-citing `[File: name.md, Section: ...]`; an answer that says the notes do not cover the question is
-an abstention with reason `llm_declined`; an extractive answer with nothing to quote (every sentence
-flagged as an injection) is one with reason `only_flagged_text`. References: the passages the answer cites, then, up to
-the detail's number of sources, the other passages drawn on.
+Without an LLM (or when it fails, or when no passage fits the budget) the answer is the best 1-3
+sentences of the passages drawn on (`--detail` brief 1, normal 2, detailed 3 by default), scored by
+the local embedding model plus term overlap (`rag.notes.extractive`), each cited. With an LLM the
+passages are assembled like any context (`rag.context.assemble`, at most
+`notes.answer_context_budget_tokens`), each block under the `[File: name.md, Section: ...]` label
+the answer is asked to cite (`rag.notes.citations`); an answer that says the notes do not cover the
+question is an abstention with reason `llm_declined`; an extractive answer with nothing to quote
+(every sentence flagged as an injection) is one with reason `only_flagged_text`. References: the
+passages the answer cites, then, up to the detail's number of sources, the other passages shown.
 """
 
 from __future__ import annotations
