@@ -87,8 +87,8 @@ def run_one(rt: Runtime, dataset: str, queries: dict[str, str], qrels: Any, prof
         for stage, ms in result.timings_ms.items():
             stages.setdefault(stage, []).append(ms)
         rankings[qid] = document_ranking((r.candidate.source_path for r in result.ranked), qid, DEPTH)
-        routes[result.decision["route"]] += 1
-        winners[result.decision["winner"]] += 1
+        routes[result.decision.route] += 1
+        winners[result.decision.winner] += 1
     metrics = score_run(qrels, rankings, DEPTH)
     return {
         "dataset": dataset, "profile": profile, "mode": mode, "queries": len(queries),

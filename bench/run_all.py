@@ -249,9 +249,9 @@ def compute_context_figures(url: str, ds: Dataset, embedder: Any, spec: str, n_q
                     continue
                 times.append(ms)
                 run[test_ids[i]] = [r.candidate.source_path for r in result.ranked]
-                route = result.decision.get("route", "?")
+                route = result.decision.route
                 routes[route] = routes.get(route, 0) + 1
-                winner = result.decision.get("winner", "?")
+                winner = result.decision.winner
                 winners[winner] = winners.get(winner, 0) + 1
             out[mode] = {**_stats(times), "ndcg_at_10": round(sr.ndcg_at_10(qrels, run), 4), "routes": routes,
                          "winners": winners}

@@ -32,19 +32,7 @@ LOW_CONFIDENCE_NOTE = "Your notes match this question only loosely, so check the
 def _runtime(ctx: typer.Context):
     from rag.runtime import Runtime
 
-    settings = state(ctx).settings
-    if settings.llm.model:
-        _quiet_litellm()
-    return Runtime.from_settings(settings, pool_max_size=2)
-
-
-def _quiet_litellm() -> None:
-    """litellm prints help banners to stdout when a call fails; the answer owns stdout here."""
-    try:
-        import litellm
-    except ImportError:  # pragma: no cover - litellm is a dependency
-        return
-    litellm.suppress_debug_info = True
+    return Runtime.from_settings(state(ctx).settings, pool_max_size=2)
 
 
 def ask_command(

@@ -10,7 +10,7 @@ from rag.errors import InputError, NotFoundError
 from rag.store.database import open_connection
 from rag.store.locate import resolve_database_url
 from rag.store.row_security import ConsoleLogin, console_login
-from rag.store.vaults import all_vaults
+from rag.store.vaults import resolve_vault_names
 from ragpg_cli.app import print_json
 from ragpg_cli.psql import psql_invocation, run_psql
 
@@ -19,10 +19,7 @@ def _login(settings: Settings, clearance: str, vaults: list[str]) -> ConsoleLogi
     levels_up_to(clearance)  # an unknown clearance is an InputError naming the choices
     url = resolve_database_url(settings)
     with open_connection(url) as conn:
-        known = [v.name for v in all_vaults(conn)]
-        unknown = [v for v in vaults if v not in known]
-        if unknown:
-            raise NotFoundError(f"unknown vault '{unknown[0]}' (known vaults: {', '.join(known) or 'none'})")
+        resolve_vault_names(conn, vaults)
         return console_login(conn, url, clearance, sorted(set(vaults)) or None,
                              settings.db.console_login_valid_h)
 

@@ -33,14 +33,6 @@ def _fail(exc: BaseException) -> typer.Exit:
     return typer.Exit(_exit_code(exc))
 
 
-def _quiet_litellm() -> None:
-    try:
-        import litellm
-    except ImportError:  # pragma: no cover - litellm is a dependency
-        return
-    litellm.suppress_debug_info = True
-
-
 def eval_command(
     ctx: typer.Context,
     golden: Path = typer.Argument(..., help=GOLDEN_HELP),
@@ -70,8 +62,6 @@ def eval_command(
 
     try:
         settings = state(ctx).settings
-        if settings.llm.model:
-            _quiet_litellm()
         rt = Runtime.from_settings(settings, pool_max_size=2)
         search_fn = make_search_fn(rt, profile, mode, vault)
     except RagError as exc:
@@ -140,8 +130,6 @@ def eval_beir_command(
         chosen = parse_modes(modes)
         data = load_beir_queries(directory, split)
         settings = eval_settings(state(ctx).settings)
-        if settings.llm.model:
-            _quiet_litellm()
         with connect(settings):  # an unreachable database fails here, at once
             pass
         rt = Runtime.from_settings(settings, pool_max_size=2)

@@ -4,7 +4,6 @@ cli/exit_codes.py) and stderr lines."""
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -88,7 +87,6 @@ def _not_utf8(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if (refusal := _not_utf8(sys.argv[1:] if argv is None else argv)) is not None:
         typer.echo(refusal, err=True)
         return 2

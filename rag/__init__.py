@@ -1,11 +1,12 @@
 """ragpg: Postgres-native retrieval for RAG. This module is the small public face:
 
     from rag import compute_context, acompute_context, ask, search, index
-    from rag import ContextResult, AskResponse, SearchResponse, RankedChunk, Candidate
+    from rag import ContextResult, Citation, Decision, EvidenceFull, AskResponse, SearchResponse, ...
     from rag import RagError, InputError, NotFoundError, DatabaseError, ...  (rag.errors)
 
 Entry points are imported lazily so `import rag` stays cheap (the CLI and the server import only
-what a command needs).
+what a command needs); a type checker sees each name's real type (the imports under
+TYPE_CHECKING). Each entry point checks its own arguments (rag.arguments), once.
 
 Layout (each folder's `__init__` says what it owns and what it may import; tests/layout checks it):
 the shared basics sit at the top (`config`, `errors`, `extras`, `types`, `access`, `arguments`, `text`,
@@ -19,18 +20,58 @@ HTTP server (`ragpg_server`) sit on top and are never imported from here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# public name -> (module, attribute)
+if TYPE_CHECKING:  # what a type checker sees: the real signatures and types (no import at run time)
+    from rag.compute import acompute_context as acompute_context
+    from rag.compute import compute_context as compute_context
+    from rag.config import Settings as Settings
+    from rag.config import load_settings as load_settings
+    from rag.context.assemble import Citation as Citation
+    from rag.context.evidence import EvidenceFull as EvidenceFull
+    from rag.context.evidence import EvidenceLlm as EvidenceLlm
+    from rag.context.result import ContextPayload as ContextPayload
+    from rag.context.result import ContextResult as ContextResult
+    from rag.errors import AdmissionError as AdmissionError
+    from rag.errors import AuthError as AuthError
+    from rag.errors import ConfigError as ConfigError
+    from rag.errors import ConflictError as ConflictError
+    from rag.errors import DatabaseError as DatabaseError
+    from rag.errors import EmbeddingError as EmbeddingError
+    from rag.errors import InputError as InputError
+    from rag.errors import LLMError as LLMError
+    from rag.errors import NotFoundError as NotFoundError
+    from rag.errors import RagError as RagError
+    from rag.ingest.pipeline import index_vaults as index  # noqa: F401  (in __all__, through _EXPORTS)
+    from rag.ingest.report import IndexReport as IndexReport
+    from rag.notes.ask import ask as ask
+    from rag.notes.ask import search as search
+    from rag.notes.results import AskResponse as AskResponse
+    from rag.notes.results import Reference as Reference
+    from rag.notes.results import SearchItem as SearchItem
+    from rag.notes.results import SearchResponse as SearchResponse
+    from rag.runtime import Runtime as Runtime
+    from rag.types import Candidate as Candidate
+    from rag.types import Decision as Decision
+    from rag.types import RankedChunk as RankedChunk
+
+# public name -> (module, attribute); the same names as above, imported on first use
 _EXPORTS = {
     "compute_context": ("rag.compute", "compute_context"),
     "acompute_context": ("rag.compute", "acompute_context"),
-    "ContextResult": ("rag.compute", "ContextResult"),
+    "ContextResult": ("rag.context.result", "ContextResult"),
+    "ContextPayload": ("rag.context.result", "ContextPayload"),
+    "Citation": ("rag.context.assemble", "Citation"),
+    "EvidenceFull": ("rag.context.evidence", "EvidenceFull"),
+    "EvidenceLlm": ("rag.context.evidence", "EvidenceLlm"),
+    "Decision": ("rag.types", "Decision"),
     "ask": ("rag.notes.ask", "ask"),
     "search": ("rag.notes.ask", "search"),
-    "AskResponse": ("rag.notes.ask", "AskResponse"),
+    "AskResponse": ("rag.notes.results", "AskResponse"),
+    "Reference": ("rag.notes.results", "Reference"),
+    "SearchItem": ("rag.notes.results", "SearchItem"),
     "SearchResponse": ("rag.notes.results", "SearchResponse"),
     "index": ("rag.ingest.pipeline", "index_vaults"),
     "IndexReport": ("rag.ingest.report", "IndexReport"),
@@ -44,8 +85,6 @@ _EXPORTS = {
         "EmbeddingError", "LLMError", "AuthError", "AdmissionError")},
 }
 
-_CHECKED = frozenset({"compute_context", "acompute_context"})
-
 __all__ = ["__version__", *_EXPORTS]
 
 
@@ -56,9 +95,4 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     module, attribute = target
-    value = getattr(importlib.import_module(module), attribute)
-    if name in _CHECKED:  # the public face checks argument types (rag/arguments.py)
-        from rag.arguments import checked
-
-        value = checked(value)
-    return value
+    return getattr(importlib.import_module(module), attribute)

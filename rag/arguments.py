@@ -10,20 +10,21 @@ is itself valid text (a lone surrogate is shown escaped, never echoed).
 
 from __future__ import annotations
 
-import functools
-import json
+import datetime as dt
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from rag.access import Scope
 from rag.errors import InputError
-from rag.runtime import Runtime
 
-F = TypeVar("F", bound=Callable[..., Any])
 Check = Callable[[str, str, Any], None]  # (function, argument, value) -> None, or raises InputError
 
 _SHOWN_CHARS = 80
+# A filter's limits. The SQL compiler allows 8 levels of filter nesting (db/sql/30_filters.sql), about 18
+# of JSON; these only keep a hostile value from costing the encoders, the driver or the compiler.
+MAX_JSON_DEPTH = 64
+MAX_JSON_NODES = 1000
 
 
 def _got(value: Any) -> str:
@@ -39,13 +40,26 @@ def _label(key: str) -> str:
     return key if key.isprintable() else ascii(key)
 
 
-def _unicode(fn: str, name: str, text: str, where: str = "") -> None:
+def _unicode_problem(text: str, where: str = "") -> str | None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         bad = ascii(text[exc.start])[1:-1]
-        raise InputError(f"{fn}: '{name}' is not valid Unicode{where}: a lone surrogate ({bad}) at position "
-                         f"{exc.start}") from None
+        return f"is not valid Unicode{where}: a lone surrogate ({bad}) at position {exc.start}"
+    return None
+
+
+def text_problem(text: str, where: str = "") -> str | None:
+    """What keeps `text` from being stored and shown (a NUL, a lone surrogate), or None."""
+    if "\x00" in text:
+        return f"holds a NUL character{where}, which Postgres cannot store"
+    return _unicode_problem(text, where)
+
+
+def _unicode(fn: str, name: str, text: str, where: str = "") -> None:
+    problem = _unicode_problem(text, where)
+    if problem is not None:
+        raise InputError(f"{fn}: '{name}' {problem}")
 
 
 def text(fn: str, name: str, value: Any) -> None:
@@ -77,48 +91,89 @@ def name_or_names(fn: str, name: str, value: Any) -> None:
     optional_names(fn, name, [value] if isinstance(value, str) else value)
 
 
+def _leaf_problem(node: Any, where: str) -> str | None:
+    if node is None or isinstance(node, bool | dt.date):  # a date is written as ISO text
+        return None
+    if isinstance(node, str):
+        return text_problem(node, f" at {where}"[:_SHOWN_CHARS])
+    if isinstance(node, int):
+        try:
+            repr(node)
+        except ValueError:
+            return f"holds a number too long to write at {where}"
+        return None
+    if isinstance(node, float):
+        return None if math.isfinite(node) else f"holds {node!r} at {where}, which JSON cannot carry"
+    return (f"holds a {type(node).__name__} at {where[:_SHOWN_CHARS]}, which JSON cannot carry (use strings, "
+            "numbers, true/false, null, lists and objects)")
+
+
+def json_problem(value: Mapping[str, Any]) -> str | None:
+    """What keeps `value` (a metadata filter) from being JSON this project takes, or None: string keys;
+    strings, finite numbers, booleans, None and dates (written as ISO text), lists and dicts of them;
+    at most MAX_JSON_DEPTH levels and MAX_JSON_NODES values. The one walk of a filter: the public entry
+    points, the HTTP contract and every SQL call (rag.retrieval.filters) run it. Iterative, so no
+    nesting raises RecursionError here."""
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    nodes = 0
+    while stack:
+        node, path, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_JSON_NODES:
+            return f"holds more than {MAX_JSON_NODES} values"
+        if depth > MAX_JSON_DEPTH:
+            return f"is nested deeper than {MAX_JSON_DEPTH} levels"
+        if isinstance(node, Mapping):
+            for key, child in node.items():
+                if not isinstance(key, str):
+                    return f"has a key that is not a string ({_got(key)})"
+                if (problem := _leaf_problem(key, "a key")) is not None:
+                    return problem
+                stack.append((child, f"{path}.{_label(key)}" if path else _label(key), depth + 1))
+        elif isinstance(node, list | tuple):
+            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(node))
+        elif (problem := _leaf_problem(node, path or "the top")) is not None:
+            return problem
+    return None
+
+
 def json_object(fn: str, name: str, value: Any) -> None:
-    """None, or a dict JSON can carry: string keys; strings, finite numbers, booleans, None, lists and
-    dicts of them. Walked without recursion, so no nesting depth raises RecursionError here."""
+    """None, or a dict `json_problem` finds nothing wrong with."""
     if value is None:
         return
     if not isinstance(value, Mapping):
         raise InputError(f"{fn}: '{name}' must be a JSON object (dict) or None, got {_got(value)}")
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        node, path = stack.pop()
-        where = path or "the top"
-        if node is None or isinstance(node, bool | str):
-            if isinstance(node, str):
-                _unicode(fn, name, node, f" at {where}"[:_SHOWN_CHARS])
-        elif isinstance(node, int):
-            try:
-                repr(node)
-            except ValueError:
-                raise InputError(f"{fn}: '{name}' holds a number too long to write at {where}") from None
-        elif isinstance(node, float):
-            if not math.isfinite(node):
-                raise InputError(f"{fn}: '{name}' holds {node!r} at {where}, which JSON cannot carry")
-        elif isinstance(node, Mapping):
-            for key, child in node.items():
-                if not isinstance(key, str):
-                    raise InputError(f"{fn}: '{name}' has a key that is not a string ({_got(key)})")
-                _unicode(fn, name, key, " at a key")
-                stack.append((child, f"{path}.{_label(key)}" if path else _label(key)))
-        elif isinstance(node, list | tuple):
-            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(node))
-        else:
-            raise InputError(f"{fn}: '{name}' holds a {type(node).__name__} at {where[:_SHOWN_CHARS]}, which JSON "
-                             "cannot carry (use strings, numbers, true/false, null, lists and objects)")
-    try:
-        json.dumps(value)
-    except RecursionError:
-        raise InputError(f"{fn}: '{name}' is nested too deeply to encode as JSON") from None
+    problem = json_problem(value)
+    if problem is not None:
+        raise InputError(f"{fn}: '{name}' {problem}")
+
+
+def check_query_length(text: str, max_chars: int, what: str = "query") -> None:
+    """The one limit on the text a search runs on (`retrieval.max_query_chars`) and its message."""
+    if len(text) > max_chars:
+        raise InputError(f"the {what} is {len(text)} characters long; the limit is {max_chars}")
+
+
+def query_text(value: str, max_chars: int, what: str = "query") -> str:
+    """The text a search runs on, stripped: not blank, and within the length limit. Every entry point
+    (compute_context, ask, search, `ragpg embed`) checks its query here, with one message."""
+    text = value.strip()
+    if not text:
+        raise InputError(f"the {what} is empty")
+    check_query_length(value, max_chars, what)
+    return text
 
 
 def whole_number(fn: str, name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"{fn}: '{name}' must be a whole number, got {_got(value)}")
+
+
+def token_budget(fn: str, name: str, value: Any) -> None:
+    """A token budget: a whole number, 0 or more (0 gives an empty context, not an error)."""
+    whole_number(fn, name, value)
+    if value < 0:
+        raise InputError(f"{fn}: '{name}' must be 0 or more, got {value}")
 
 
 def flag(fn: str, name: str, value: Any) -> None:
@@ -127,7 +182,11 @@ def flag(fn: str, name: str, value: Any) -> None:
 
 
 def optional_runtime(fn: str, name: str, value: Any) -> None:
-    if value is not None and not isinstance(value, Runtime):
+    if value is None:
+        return
+    from rag.runtime import Runtime  # loaded already when a caller built one
+
+    if not isinstance(value, Runtime):
         raise InputError(f"{fn}: '{name}' must be a rag Runtime or None, got {_got(value)}")
 
 
@@ -139,7 +198,7 @@ def optional_scope(fn: str, name: str, value: Any) -> None:
 _COMMON: dict[str, Check] = {"runtime": optional_runtime, "scope": optional_scope, "request_id": optional_text}
 CONTEXT_CHECKS: dict[str, Check] = {
     "query": text, "profile": text, "mode": text, "vaults": optional_names, "filters": json_object,
-    "budget_tokens": whole_number, **_COMMON,
+    "budget_tokens": token_budget, **_COMMON,
 }
 # `ask` and `search` check k and detail themselves (their messages name the allowed range and values).
 ASK_CHECKS: dict[str, Check] = {"question": text, "vaults": name_or_names, "folders": name_or_names,
@@ -157,21 +216,3 @@ def check_arguments(fn: str, arguments: Mapping[str, Any], checks: Mapping[str, 
 
 def check_context_arguments(arguments: Mapping[str, Any]) -> None:
     check_arguments("compute_context", arguments, CONTEXT_CHECKS)
-
-
-def checked(fn: F) -> F:
-    """`fn` (compute_context or acompute_context) with its arguments checked first."""
-    import inspect
-
-    if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def acall(query: Any, **kwargs: Any) -> Any:
-            check_context_arguments({"query": query, **kwargs})
-            return await fn(query, **kwargs)
-        return cast(F, acall)  # wraps keeps the signature
-
-    @functools.wraps(fn)
-    def call(query: Any, **kwargs: Any) -> Any:
-        check_context_arguments({"query": query, **kwargs})
-        return fn(query, **kwargs)
-    return cast(F, call)  # wraps keeps the signature

@@ -71,6 +71,9 @@ class NotesSettings(Group):
     abstain_top_passages: int = Field(3, gt=0, description=(
         "How many of the best passages the abstention signals read."))
     answer_max_tokens: int = Field(800, gt=0, description="The longest answer an LLM may write, in tokens.")
+    answer_context_budget_tokens: int = Field(6000, gt=0, description=(
+        "Tokens of notes the LLM answer is given at most: the passages drawn on, assembled like any context "
+        "under their [File: ..., Section: ...] lines; lower-ranked passages that do not fit are left out."))
     folder_rank_max_tokens: int = Field(300, gt=0, description=(
         "The longest reply an LLM may give when it ranks the folders a question is about, in tokens."))
     answer_sentences: dict[str, int] = Field(

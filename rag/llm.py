@@ -7,13 +7,35 @@ nothing here is required for ragpg to work.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rag.config import LLMSettings
 from rag.errors import LLMError
 from rag.secrets import mask_secrets
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+_litellm: ModuleType | None = None
+_import_lock = threading.Lock()
+
+
+def import_litellm() -> ModuleType:
+    """litellm, imported in this one place with its network-free, quiet settings: the bundled model
+    cost map instead of a download at import, and no help banner printed on stdout (which a CLI
+    answer or JSON output owns) when a call fails. Every caller, LLM or embedder, imports it here."""
+    global _litellm
+    with _import_lock:
+        if _litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm
+
+            litellm.suppress_debug_info = True
+            _litellm = litellm
+    return _litellm
 
 
 @dataclass(frozen=True)
@@ -37,11 +59,7 @@ class LiteLLM:
         self._settings = settings
 
     def complete(self, messages: Sequence[Message], *, max_tokens: int | None = None) -> str:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
-        litellm.suppress_debug_info = True  # its banner would otherwise print on every failure
-
+        litellm = import_litellm()
         s = self._settings
         payload = [{"role": m.role, "content": mask_secrets(m.content)} for m in messages]
         try:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rag.types import Decision
+
 # metadata key -> (score name or None for metadata only, score data type)
 SIGNALS: dict[str, tuple[str | None, str | None]] = {
     "weak": ("ragpg.weak", "BOOLEAN"),  # the base pass looked weak (rag.retrieval.autorag.is_weak_retrieval)
@@ -40,14 +42,13 @@ def score_names() -> list[str]:
     return [s for s, _ in SIGNALS.values() if s] + [latency_score_name(k) for k in LATENCY_STAGES]
 
 
-def decision_signals(decision: Mapping[str, Any], *, timings_ms: Mapping[str, float] | None = None,
+def decision_signals(decision: Decision | None, *, timings_ms: Mapping[str, float] | None = None,
                      used_tokens: int | None = None, abstained: bool | None = None) -> dict[str, Any]:
-    """The signals of one request from its decision record (RetrievalRun.decision) and timings."""
-    out: dict[str, Any] = {
-        "weak": decision.get("weak"), "weakFlags": list(decision.get("weak_signals") or []),
-        "route": decision.get("route"), "winner": decision.get("winner"), "margin": decision.get("margin"),
-        "usedTokens": used_tokens, "abstained": abstained,
-    }
+    """The signals of one request from its decision record (None when it retrieved nothing) and timings."""
+    out: dict[str, Any] = {} if decision is None else {
+        "weak": decision.weak, "weakFlags": list(decision.weak_signals), "route": decision.route,
+        "winner": decision.winner, "margin": decision.margin}
+    out |= {"usedTokens": used_tokens, "abstained": abstained}
     for key, name in LATENCY_STAGES.items():
         if timings_ms and timings_ms.get(key) is not None:
             out[name] = round(float(timings_ms[key]), 3)

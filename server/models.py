@@ -1,8 +1,10 @@
-"""The HTTP contract: request and response models, separate from rag's internal types.
+"""The HTTP contract: the request models, and the responses that only the server gives.
 
 Requests are strict (`extra="forbid"`, no type coercion: `"k": "10"` is an error, not 10).
-Responses list exactly the fields the API promises; anything else an internal `to_dict()`
-may grow is dropped, not leaked.
+The retrieval responses are rag's own records, declared once (`rag.context.result.ContextPayload`,
+`rag.notes.results`, `rag.notes.browse.VaultOutline`, `rag.retrieval.chunks.ChunkRecord`); the
+models here list exactly the fields the API promises and refuse any other (`extra="forbid"`), so
+a field an internal `to_dict()` grows fails the tests instead of being dropped or leaked.
 """
 
 from __future__ import annotations
@@ -12,60 +14,36 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from rag.access import CONFIDENTIALITY_LEVELS
+from rag.arguments import json_problem, text_problem
 from rag.notes.question import DETAILS
-from rag.retrieval.autorag import MODES
+from rag.notes.results import AskResponse
+from rag.types import Mode
 
-MAX_QUERY_CHARS = 20000  # rag also enforces settings.retrieval.max_query_chars (→ 400)
 MAX_LIST_ITEMS = 100
-MAX_FILTER_DEPTH = 16
-MAX_FILTER_NODES = 1000
 VAULT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 PROFILE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
 def _check_text(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("must be valid UTF-8 text (no lone surrogates)") from None
+    problem = text_problem(value)  # the library's own rule for text, with its words
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
 def _check_filter(value: dict[str, Any]) -> dict[str, Any]:
-    nodes = 0
-
-    def walk(node: Any, depth: int) -> None:
-        nonlocal nodes
-        nodes += 1
-        if depth > MAX_FILTER_DEPTH:
-            raise ValueError(f"is nested deeper than {MAX_FILTER_DEPTH} levels")
-        if nodes > MAX_FILTER_NODES:
-            raise ValueError(f"has more than {MAX_FILTER_NODES} values")
-        if isinstance(node, str):
-            _check_text(node)
-        elif isinstance(node, dict):
-            for k, v in node.items():
-                _check_text(k)
-                walk(v, depth + 1)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v, depth + 1)
-        elif isinstance(node, float) and node != node:  # NaN never comes from JSON, but be safe
-            raise ValueError("must not contain NaN")
-
-    walk(value, 0)
+    problem = json_problem(value)  # the library's one walk of a filter, with its limits
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
 Text = Annotated[str, AfterValidator(_check_text)]
-Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS), AfterValidator(_check_text)]
+# Not blank and at most retrieval.max_query_chars characters: rag checks that (rag.arguments.query_text) → 400.
+Query = Annotated[str, AfterValidator(_check_text)]
 VaultName = Annotated[str, Field(pattern=VAULT_NAME_PATTERN, description="A vault name.")]
 FolderName = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_check_text)]
 Filter = Annotated[dict[str, Any], AfterValidator(_check_filter)]
-Mode = Literal[MODES]  # type: ignore[valid-type]
 
 
 class _Request(BaseModel):
@@ -73,7 +51,7 @@ class _Request(BaseModel):
 
 
 class _Response(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
 
 # -- requests --------------------------------------------------------------------------------
@@ -124,105 +102,10 @@ class ErrorResponse(_Response):
     error: ErrorDetail
 
 
-class ContextChunk(_Response):
-    rank: int
-    ref: str
-    vault: str
-    source_path: str
-    ordinal: int
-    heading_path: str
-    start_line: int | None = None
-    end_line: int | None = None
-    scores: dict[str, Any]
+class AskReply(AskResponse):
+    """POST /v1/ask: the library's answer, and the plain-language account when asked for."""
 
-
-class Citation(_Response):
-    marker: str
-    vault: str
-    source_path: str
-    title: str | None = None
-    url: str | None = None
-    heading_path: str | None = None
-    start_line: int | None = None
-    end_line: int | None = None
-    chunk_refs: list[str]
-    ordinals: list[int]
-
-
-class ContextResponse(_Response):
-    context: str
-    citations: list[Citation]
-    used: list[ContextChunk] = Field(description="The chunks whose text is in `context`, in context order.")
-    ranked: list[ContextChunk] = Field(description="Every ranked candidate, best first.")
-    chunks: list[ContextChunk] = Field(description="Deprecated: the same list as `ranked`.", deprecated=True)
-    decision: dict[str, Any]
-    evidence_full: dict[str, Any]
-    evidence_llm: dict[str, Any]
-    insufficient: bool
-    used_tokens: int | None = None
-
-
-class Reference(_Response):
-    vault: str
-    source_path: str
-    file: str
-    heading_path: str
-    ordinal: int
-    lines: str | None = None
-    start_line: int | None = None
-    end_line: int | None = None
-    snippet: str
-    rel_path: str = Field(description="Deprecated: the same as `source_path`.", deprecated=True)
-    chunk_index: int = Field(description="Deprecated: the same as `ordinal`.", deprecated=True)
-
-
-class AskResponse(_Response):
-    answer: str
-    references: list[Reference]
-    abstained: bool
-    abstain_reason: str | None = None
-    answered_by: Literal["llm", "extractive", "none"] | str | None = None
-    notice: str | None = None
-    confidence: str | None = None
-    debug: dict[str, Any] | None = Field(None, description="Present when the request set debug=true.")
-    explanation: list[str] | None = Field(None, description="Present when the request set explain=true.")
-
-
-class SearchItem(_Response):
-    vault: str
-    source_path: str
-    heading_path: str
-    ordinal: int
-    start_line: int | None = None
-    end_line: int | None = None
-    snippet: str
-    score: float
-    chunk_index: int = Field(description="Deprecated: the same as `ordinal`.", deprecated=True)
-
-
-class SearchResponse(_Response):
-    query: str | None = None
-    items: list[SearchItem]
-
-
-class ChunkResponse(_Response):
-    ref: str
-    vault: str
-    source_path: str
-    ordinal: int
-    heading_path: str
-    content: str
-    token_count: int
-    start_line: int | None = None
-    end_line: int | None = None
-    title: str | None = None
-    url: str | None = None
-    doc_type: str | None = None
-    confidentiality: Literal[CONFIDENTIALITY_LEVELS] | str  # type: ignore[valid-type]
-    risk_flags: list[str]
-    risk_score: float
-    document_version: str
-    indexed_at: datetime
+    explanation: list[str] | None = Field(default=None, description="Present when the request set explain=true.")
 
 
 class VaultInfo(_Response):
@@ -234,18 +117,6 @@ class VaultInfo(_Response):
 
 class VaultsResponse(_Response):
     vaults: list[VaultInfo]
-
-
-class FolderInfo(_Response):
-    folder: str = Field(description="Path relative to the vault root; '' is the top level.")
-    chunks: int
-
-
-class FoldersResponse(_Response):
-    vault: str
-    obsidian_vault: str | None = Field(None, description="Set when the vault is an Obsidian vault: the name for "
-                                       "`obsidian://open?vault=...&file=...` links.")
-    folders: list[FolderInfo]
 
 
 class IndexRunResponse(_Response):

@@ -102,27 +102,35 @@ def _timeout_response(message: str) -> bytes:
     return head + body
 
 
-class TimedH11Protocol(H11Protocol):
+class _WithDeadlines:
+    """The deadlines, hooked into the uvicorn protocol class this is mixed in before."""
+
+    deadlines: Deadlines
+
     def __init__(self, *args: Any, header_timeout_s: float, body_timeout_s: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.deadlines = Deadlines(self, header_timeout_s, body_timeout_s)
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]  # the protocol's, next in the MRO
         self.deadlines.arm("headers")
 
     def data_received(self, data: bytes) -> None:
         self.deadlines.received(len(data))
-        super().data_received(data)
+        super().data_received(data)  # type: ignore[misc]
         self.deadlines.advance()
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
+        super().on_response_complete()  # type: ignore[misc]
         self.deadlines.response_done()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.deadlines.cancel()
-        super().connection_lost(exc)
+        super().connection_lost(exc)  # type: ignore[misc]
+
+
+class TimedH11Protocol(_WithDeadlines, H11Protocol):
+    pass
 
 
 try:
@@ -131,27 +139,8 @@ except ImportError:  # httptools missing: uvicorn itself would use h11
     HttpToolsProtocol = None  # type: ignore[assignment,misc]
 
 if HttpToolsProtocol is not None:
-    class TimedHttpToolsProtocol(HttpToolsProtocol):
-        def __init__(self, *args: Any, header_timeout_s: float, body_timeout_s: float, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.deadlines = Deadlines(self, header_timeout_s, body_timeout_s)
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self.deadlines.arm("headers")
-
-        def data_received(self, data: bytes) -> None:
-            self.deadlines.received(len(data))
-            super().data_received(data)
-            self.deadlines.advance()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self.deadlines.response_done()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self.deadlines.cancel()
-            super().connection_lost(exc)
+    class TimedHttpToolsProtocol(_WithDeadlines, HttpToolsProtocol):
+        pass
 
 
 def protocol_factory(server: ServerSettings) -> functools.partial[Any]:

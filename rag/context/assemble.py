@@ -15,19 +15,20 @@ A dropped chunk whose text ends up inside a block of its own document anyway (ne
 block later) is cited after all, so "text in the context" and "cited" stay the same thing.
 
 Every chunk in a block is cited (one Citation per block; the marker `S<n>` names the document,
-so blocks of one document share it). `insufficient` is true when no block fits (or nothing was
+so blocks of one document share it). A block's first line renders its citation: `[S1] Title — Heading
+(lines 3–9)` for a chat backend, or the notes prompt's `[File: name.md, Section: ...]` (`header`). `insufficient` is true when no block fits (or nothing was
 ranked): an empty context is a result, not an error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rag.errors import InputError
+from rag.arguments import token_budget
 from rag.tokens import count_tokens, framed_counts, tokenizer
-from rag.types import RankedChunk
+from rag.types import RankedChunk, Record
 
 BLOCK_SEPARATOR = "\n\n"
 GAP_JOIN = "\n\n"  # a blank line between consecutive chunks whose text does not touch (layout only)
@@ -41,8 +42,10 @@ DROP_DUPLICATE = "duplicate"
 DROP_EMPTY = "empty"
 
 
-@dataclass(frozen=True)
-class Citation:
+class Citation(Record):
+    """One block of the context: the document it quotes (`marker` names the document), where in it
+    (the first chunk's heading path, the lines), and every chunk whose text the block holds."""
+
     marker: str
     vault: str
     source_path: str
@@ -53,12 +56,6 @@ class Citation:
     end_line: int | None
     chunk_refs: tuple[str, ...]
     ordinals: tuple[int, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"marker": self.marker, "vault": self.vault, "source_path": self.source_path,
-                "title": self.title, "url": self.url, "heading_path": self.heading_path,
-                "start_line": self.start_line, "end_line": self.end_line,
-                "chunk_refs": list(self.chunk_refs), "ordinals": list(self.ordinals)}
 
 
 @dataclass(frozen=True)
@@ -234,12 +231,17 @@ def _citation(span: _Span, marker: str) -> Citation:
     meta, (start, end) = _meta(span), _lines(span)
     title = _one_line(meta[TITLE_KEY]) if meta.get(TITLE_KEY) else None
     url = str(meta[URL_KEY]) if meta.get(URL_KEY) else None
-    return Citation(marker, span.vault, span.source_path, title, url, span.chunks[0].candidate.heading_path,
-                    start, end, tuple(r.candidate.ref for r in span.chunks),
-                    tuple(r.candidate.ordinal for r in span.chunks))
+    return Citation(marker=marker, vault=span.vault, source_path=span.source_path, title=title, url=url,
+                    heading_path=span.chunks[0].candidate.heading_path, start_line=start, end_line=end,
+                    chunk_refs=tuple(r.candidate.ref for r in span.chunks),
+                    ordinals=tuple(r.candidate.ordinal for r in span.chunks))
 
 
-def _header(cit: Citation) -> str:
+Header = Callable[[Citation], str]  # a block's first line, naming its source; starts with "[" (see _Fill.total)
+
+
+def marker_header(cit: Citation) -> str:
+    """`[S1] Title — Heading > Path (lines 3–9)`: the chat context's header."""
     head = f"[{cit.marker}] {cit.title or cit.source_path}"
     if cit.heading_path.strip():
         head += f" — {_one_line(cit.heading_path)}"
@@ -248,9 +250,9 @@ def _header(cit: Citation) -> str:
     return head
 
 
-def _block(span: _Span, marker: str) -> Block:
+def _block(span: _Span, marker: str, header: Header) -> Block:
     cit = _citation(span, marker)
-    return Block(cit.marker, _header(cit), span.text, span.chunks, cit)
+    return Block(cit.marker, header(cit), span.text, span.chunks, cit)
 
 
 
@@ -267,6 +269,7 @@ def _normalised(text: str) -> str:
 @dataclass
 class _Fill:
     budget: int
+    header: Header
     spans: list[_Span] = field(default_factory=list)
     markers: dict[tuple[str, str], str] = field(default_factory=dict)
     kept_text: dict[str, str] = field(default_factory=dict)  # normalised content → ref of the kept chunk
@@ -294,8 +297,8 @@ class _Fill:
         "[", where no tokenizer piece begins before the separator, so the counts add up."""
         if not blocks:
             return 0
-        if tokenizer().encoding is None:  # the byte estimate rounds up per text: it does not add up
-            return count_tokens(_render(blocks))
+        if tokenizer().encoding is None or not all(b.header.startswith("[") for b in blocks):
+            return count_tokens(_render(blocks))  # the byte estimate rounds up per text: it does not add up
         return sum(self.block_counts(b)[1] for b in blocks[:-1]) + self.block_counts(blocks[-1])[0]
 
     def fits(self, spans: Sequence[_Span], markers: Mapping[tuple[str, str], str]) -> bool:
@@ -308,7 +311,7 @@ class _Fill:
             key = (id(span), markers[span.doc])
             hit = self.block_cache.get(key)
             if hit is None or hit[0] is not span:
-                hit = self.block_cache[key] = (span, _block(span, key[1]))
+                hit = self.block_cache[key] = (span, _block(span, key[1], self.header))
             out.append(hit[1])
         return tuple(out)
 
@@ -353,19 +356,21 @@ class _Fill:
         return False
 
 
-def _fill(ranked: Sequence[RankedChunk], budget: int) -> _Fill:
-    fill = _Fill(budget)
+def _fill(ranked: Sequence[RankedChunk], budget: int, header: Header) -> _Fill:
+    fill = _Fill(budget, header)
     for r in sorted(ranked, key=lambda item: item.rank):
         fill.try_add(r)
     fill.sweep()
     return fill
 
 
-def assemble_context(ranked: Sequence[RankedChunk], *, budget_tokens: int) -> AssembledContext:
-    """Blocks are the candidates' text, stored secret-masked by the indexer."""
-    if budget_tokens < 0:
-        raise InputError(f"budget_tokens must be ≥ 0, got {budget_tokens}")
-    fill = _fill(ranked, budget_tokens)
+def assemble_context(ranked: Sequence[RankedChunk], *, budget_tokens: int,
+                     header: Header = marker_header) -> AssembledContext:
+    """Blocks are the candidates' text, stored secret-masked by the indexer. `header` renders each
+    block's citation as its first line (the chat context's `[S1] ...`, or the notes prompt's
+    `[File: name.md, Section: ...]`); the budget counts it."""
+    token_budget("assemble_context", "budget_tokens", budget_tokens)
+    fill = _fill(ranked, budget_tokens, header)
     blocks = fill.blocks(fill.spans, fill.markers)
     text, used = _render(blocks), fill.total(blocks)
     return AssembledContext(text=text, blocks=blocks, citations=tuple(b.citation for b in blocks),

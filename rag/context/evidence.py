@@ -11,10 +11,9 @@ Snippets are the candidates' text, which the indexer stored secret-masked (rag/s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from rag.context.assemble import DROP_DUPLICATE, DROP_EMPTY, DROP_OVER_BUDGET, AssembledContext, Block
-from rag.types import RankedChunk, ScoreBreakdown
+from rag.types import Decision, RankedChunk, Record, ScoreBreakdown
 
 SNIPPET_MAX_CHARS = 300  # LLM pack: enough to judge relevance, small enough to keep the pack compact
 AUDIT_SNIPPET_MAX_CHARS = 500
@@ -36,6 +35,58 @@ def snippet(text: str, max_chars: int) -> str:
     cut = flat[: max_chars - len(ELLIPSIS)]
     space = cut.rfind(" ")
     return (cut[:space] if space > max_chars // 2 else cut).rstrip() + ELLIPSIS
+
+
+class EvidenceItem(Record):
+    """One ranked chunk in the audit pack; `id` (`S<n>#<ordinal>`) is set when its text is in the context."""
+
+    ref: str
+    id: str | None
+    rank: int
+    used: bool
+    vault: str
+    source: str
+    ordinal: int
+    heading: str
+    lines: tuple[int | None, int | None] | None
+    scores: ScoreBreakdown
+    risk_flags: tuple[str, ...]
+    snippet: str
+    notes: list[str]
+
+
+class Source(Record):
+    """A document the context quotes, under its marker."""
+
+    vault: str
+    source_path: str
+    title: str | None
+    url: str | None
+
+
+class EvidenceFull(Record):
+    """The audit pack: the decision, the budget, the documents quoted and every ranked chunk."""
+
+    decision: Decision | None
+    budget_tokens: int
+    used_tokens: int
+    insufficient: bool
+    sources: dict[str, Source]
+    items: list[EvidenceItem]
+
+
+class LlmItem(Record):
+    id: str
+    snippet: str
+    score: float
+    notes: list[str]
+
+
+class EvidenceLlm(Record):
+    """The compact pack for a model: marker → source path, and the chunks in the context."""
+
+    sources: dict[str, str]
+    items: list[LlmItem]
 
 
 class _Ids:
@@ -67,37 +118,27 @@ def _notes(r: RankedChunk, assembled: AssembledContext, ids: _Ids, by_ref: Mappi
     return notes
 
 
-def score_dict(s: ScoreBreakdown) -> dict[str, Any]:
-    # by hand: dataclasses.asdict deep-copies every value and was a visible share of a request
-    return {"vector": s.vector, "lexical": s.lexical, "fused": s.fused, "weights_applied": dict(s.weights_applied),
-            "penalty": s.penalty, "final": s.final}
-
-
 def _full_item(r: RankedChunk, assembled: AssembledContext, ids: _Ids,
-               by_ref: Mapping[str, RankedChunk]) -> dict[str, Any]:
+               by_ref: Mapping[str, RankedChunk]) -> EvidenceItem:
     c = r.candidate
-    return {
-        "ref": c.ref, "id": ids.of(r) if assembled.block_of(c.ref) else None, "rank": r.rank,
-        "used": assembled.block_of(c.ref) is not None,
-        "vault": c.vault, "source": c.source_path, "ordinal": c.ordinal, "heading": c.heading_path,
-        "lines": [c.start_line, c.end_line] if c.start_line is not None else None,
-        "scores": score_dict(r.scores), "risk_flags": list(c.risk_flags),
-        "snippet": snippet(c.content, AUDIT_SNIPPET_MAX_CHARS),
-        "notes": _notes(r, assembled, ids, by_ref),
-    }
+    used = assembled.block_of(c.ref) is not None
+    return EvidenceItem(
+        ref=c.ref, id=ids.of(r) if used else None, rank=r.rank, used=used, vault=c.vault, source=c.source_path,
+        ordinal=c.ordinal, heading=c.heading_path,
+        lines=(c.start_line, c.end_line) if c.start_line is not None else None, scores=r.scores,
+        risk_flags=c.risk_flags, snippet=snippet(c.content, AUDIT_SNIPPET_MAX_CHARS),
+        notes=_notes(r, assembled, ids, by_ref))
 
 
 def evidence_full(ranked: Sequence[RankedChunk], assembled: AssembledContext,
-                  decision: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  decision: Decision | None = None) -> EvidenceFull:
     ids, by_ref = _Ids(assembled), {r.candidate.ref: r for r in ranked}
-    return {
-        "decision": dict(decision or {}),
-        "budget_tokens": assembled.budget_tokens, "used_tokens": assembled.used_tokens,
-        "insufficient": assembled.insufficient,
-        "sources": {c.marker: {"vault": c.vault, "source_path": c.source_path, "title": c.title, "url": c.url}
-                    for c in assembled.citations},
-        "items": [_full_item(r, assembled, ids, by_ref) for r in sorted(ranked, key=lambda x: x.rank)],
-    }
+    return EvidenceFull(
+        decision=decision, budget_tokens=assembled.budget_tokens, used_tokens=assembled.used_tokens,
+        insufficient=assembled.insufficient,
+        sources={c.marker: Source(vault=c.vault, source_path=c.source_path, title=c.title, url=c.url)
+                 for c in assembled.citations},
+        items=[_full_item(r, assembled, ids, by_ref) for r in sorted(ranked, key=lambda x: x.rank)])
 
 
 def _aliases(assembled: AssembledContext) -> dict[str, str]:
@@ -107,11 +148,11 @@ def _aliases(assembled: AssembledContext) -> dict[str, str]:
     return {m: (f"{v}/{p}" if p in ambiguous else p) for m, v, p in paths}
 
 
-def evidence_llm(assembled: AssembledContext, ranked: Sequence[RankedChunk] | None = None) -> dict[str, Any]:
+def evidence_llm(assembled: AssembledContext, ranked: Sequence[RankedChunk] | None = None) -> EvidenceLlm:
     ids = _Ids(assembled)
     by_ref = {r.candidate.ref: r for r in (ranked or [])}
     used = sorted((r for b in assembled.blocks for r in b.chunks), key=lambda r: r.rank)
-    items = [{"id": ids.label(r), "snippet": snippet(r.candidate.content, SNIPPET_MAX_CHARS),
-              "score": round(r.scores.final, SCORE_DIGITS), "notes": _notes(r, assembled, ids, by_ref)}
+    items = [LlmItem(id=ids.label(r), snippet=snippet(r.candidate.content, SNIPPET_MAX_CHARS),
+                     score=round(r.scores.final, SCORE_DIGITS), notes=_notes(r, assembled, ids, by_ref))
              for r in used]
-    return {"sources": _aliases(assembled), "items": items}
+    return EvidenceLlm(sources=_aliases(assembled), items=items)

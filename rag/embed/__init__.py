@@ -3,7 +3,8 @@
 Built-in providers: ``local`` (all-MiniLM-L6-v2 on onnxruntime, the default), ``hash``
 (feature hashing) and ``litellm`` (any ``provider/model`` spec). Their modules load lazily.
 
-May import: `rag.config`, `rag.errors`. Nothing else of rag.
+May import: `rag.config`, `rag.errors`, and `rag.llm` for the one quiet import of litellm. Nothing else
+of rag.
 """
 
 from rag.embed.base import Embedder, embed_in_batches, l2_normalize

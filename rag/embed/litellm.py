@@ -10,45 +10,23 @@ litellm is imported on first use: it takes seconds to import.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from rag.config import EmbeddingSettings
 from rag.embed.base import DEFAULT_BATCH_SIZE, Embedder, l2_normalize
 from rag.errors import ConfigError, EmbeddingError
-
-if TYPE_CHECKING:
-    from types import ModuleType
+from rag.llm import import_litellm
 
 PROBE_TEXT = "dimension probe"
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _LITELLM_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)+")
 _KEY_LIKE = re.compile(r"\b(sk|pk|key|api)[-_][A-Za-z0-9_\-]{6,}", re.IGNORECASE)
-
-_litellm: ModuleType | None = None
-_import_lock = threading.Lock()
-
-
-def import_litellm() -> ModuleType:
-    """litellm, imported once with its network-free, quiet settings."""
-    global _litellm
-    with _import_lock:
-        if _litellm is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            try:
-                import litellm
-            except ImportError:
-                raise EmbeddingError("litellm embedding models need the package 'litellm'") from None
-            litellm.suppress_debug_info = True
-            _litellm = litellm
-    return _litellm
-
 
 def mask_secret(text: str, secret: str | None) -> str:
     """``text`` with ``secret`` and anything key-shaped replaced by a masked form."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import InputError
-from rag.eval.errors import BaselineError, EvalRunError
+from rag.eval.errors import BaselineError, EvalRunError, reading
 from rag.eval.golden import ALL_SPLITS, SPLITS
 from rag.eval.results import EvalSummary
 
@@ -113,16 +113,12 @@ def load_baseline(path: str | Path) -> Baseline:
 
 
 def _read_json(path: Path) -> Any:
+    with reading(path, "baseline ", BaselineError):
+        text = path.read_text(encoding="utf-8")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BaselineError(f"baseline {path} not found") from None
-    except UnicodeDecodeError:
-        raise BaselineError(f"baseline {path} is not UTF-8 text") from None
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise BaselineError(f"baseline {path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-    except OSError as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
 
 
 def _metric_set(value: Any, path: Path) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ from ir_measures import RR, Measure, R, nDCG
 
 from rag.config import Settings
 from rag.errors import InputError, NotFoundError
+from rag.eval.errors import reading
 from rag.runtime import Runtime
 
 BEIR_MODES = ("vector", "bm25", "hybrid", "auto")
@@ -180,18 +181,11 @@ def read_queries(path: Path) -> dict[str, str]:
 
 
 def _lines(path: Path) -> Iterable[tuple[int, str]]:
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for line_no, raw in enumerate(fh, start=1):
-                line = raw.rstrip("\r\n")
-                if line.strip():
-                    yield line_no, line
-    except FileNotFoundError:
-        raise BeirDataError(f"{path} not found") from None
-    except UnicodeDecodeError:
-        raise BeirDataError(f"{path} is not UTF-8 text") from None
-    except OSError as exc:
-        raise BeirDataError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with reading(path, "", BeirDataError), path.open(encoding="utf-8") as fh:
+        for line_no, raw in enumerate(fh, start=1):
+            line = raw.rstrip("\r\n")
+            if line.strip():
+                yield line_no, line
 
 
 # -- the vault ----------------------------------------------------------------------------------

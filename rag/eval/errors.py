@@ -8,7 +8,10 @@ code of what went wrong.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import IntEnum
+from pathlib import Path
 
 from rag.errors import InputError, RagError
 
@@ -44,3 +47,19 @@ class EvalRunError(RagError):
     def __init__(self, message: str, *, exit_code: int = int(EvalExit.RUNTIME_FAILURE)) -> None:
         super().__init__(message)
         self.exit_code = exit_code  # the failure's own (3 for the database)
+
+
+@contextmanager
+def reading(path: Path, what: str, error: type[InputError]) -> Iterator[None]:
+    """A failure to read `path` inside the block, as one `error` line naming the file: `what` is its
+    kind with a trailing space ("golden file ", "baseline ") or "" for a bare path."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise error(f"{what}{path} not found") from None
+    except IsADirectoryError:
+        raise error(f"{what}{path} is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise error(f"{what}{path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise error(f"cannot read {what}{path}: {exc.strerror or exc}") from None

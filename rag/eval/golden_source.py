@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from rag.eval.errors import GoldenError
+from rag.eval.errors import GoldenError, reading
 
 JSON_SUFFIXES = frozenset({".json"})
 CASES_KEY = "cases"
@@ -52,16 +52,8 @@ def read_golden_source(path: Path) -> GoldenSource:
 
 
 def _read_text(path: Path) -> str:
-    try:
+    with reading(path, "golden file ", GoldenError):
         return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise GoldenError(f"golden file {path} not found") from None
-    except IsADirectoryError:
-        raise GoldenError(f"golden file {path} is a directory, not a file") from None
-    except UnicodeDecodeError:
-        raise GoldenError(f"golden file {path} is not UTF-8 text") from None
-    except OSError as exc:
-        raise GoldenError(f"cannot read golden file {path}: {exc.strerror}") from None
 
 
 def _parse_json(text: str, path: Path) -> Any:

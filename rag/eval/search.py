@@ -21,20 +21,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any, cast
 
 from rag.errors import InputError
 from rag.eval.golden import GoldenCase
 from rag.eval.results import EvalHit
 from rag.eval.runner import SearchFn
-from rag.retrieval.profiles import Mode
 from rag.runtime import Runtime
+from rag.types import MODES, Mode
 
 NOTES_PROFILE = "notes"
 DEFAULT_PROFILE = NOTES_PROFILE
 ASK_MODE, SEARCH_MODE = "ask", "search"
 NOTES_MODES = (ASK_MODE, SEARCH_MODE)
-CONTEXT_MODES: tuple[str, ...] = get_args(Mode)
+CONTEXT_MODES: tuple[str, ...] = MODES
 CONTEXT_BUDGET_TOKENS = 4000
 
 
@@ -96,7 +96,8 @@ class SystemSearch:
         from rag.compute import compute_context
 
         result = compute_context(case.query, vaults=vaults, filters=_with_folders(case.filters, case.folders),
-                                 profile=self.profile, mode=self.mode, budget_tokens=CONTEXT_BUDGET_TOKENS,
+                                 profile=self.profile, mode=cast(Mode, self.mode),  # resolve_mode checked it
+                                 budget_tokens=CONTEXT_BUDGET_TOKENS,
                                  runtime=self.runtime)
         pairs = [(r.candidate.source_path, r.candidate.ordinal) for r in result.ranked]
         return EvalHit.from_pairs(pairs[:depth], abstained=result.insufficient)

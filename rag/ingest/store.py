@@ -25,23 +25,14 @@ from rag.secrets import mask_structure, mask_text
 from rag.store.database import Connection
 from rag.store.models import EmbeddingModelRef
 from rag.tokens import count_tokens
+from rag.types import ChunkSpan
 
 # First key of the two-key advisory lock that serialises index runs of one vault ("RAGP").
 _INDEX_LOCK_CLASS = 0x52414750
 
 
 @dataclass(frozen=True)
-class PreparedChunk:
-    ordinal: int
-    heading_path: str
-    content: str
-    token_count: int
-    start_line: int | None
-    end_line: int | None
-    start_byte: int | None
-    end_byte: int | None
-    risk_flags: list[str]
-    risk_score: float
+class PreparedChunk(ChunkSpan):
     metadata: dict[str, Any]
 
 

@@ -8,12 +8,15 @@ Retrieval and ranking are the shared stages (`rag.retrieval.stage`, `rag.retriev
 - `folders`    — folder listing and ranking (user folders, LLM ranking, centroid fallback);
 - `question`   — the question's terms, the detail hint and auto-K;
 - `abstain`    — calibrated abstention from signals, fitted on the golden set's dev split;
-- `answer`     — the LLM answer or the extractive one, references, the LLM-declines path;
+- `answer`     — the LLM answer (its context assembled by `rag.context.assemble` under a token
+                 budget) or the extractive one, references, the LLM-declines path;
+- `citations`  — the one citation, `[File: name.md, Section: ...]`: labels, block headers, matching;
 - `extractive` — sentence scoring and the quoted answer without a language model;
 - `explain`    — `ragpg ask --explain` in plain words;
-- `format`     — the notes context format, citation parsing and matching, snippets;
-- `results`    — the response types; `settings` — reads `rag.config.NotesSettings`.
+- `format`     — section labels, markdown as plain text, snippets;
+- `results`    — the response records (also the HTTP response models); `browse` — a vault's folders;
+- `settings`   — reads `rag.config.NotesSettings`.
 
-May import: the shared basics, `rag.store`, `rag.retrieval`, `rag.runtime`, `rag.llm`,
+May import: the shared basics, `rag.store`, `rag.retrieval`, `rag.context`, `rag.runtime`, `rag.llm`,
 `rag.prompts`, `rag.ingest.guard` (injection flags). Never eval, the CLI or the server.
 """

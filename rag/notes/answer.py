@@ -1,12 +1,14 @@
 """The notes workflow's last step: the answer, from the LLM or quoted from the notes, with references.
 
-Without an LLM (or when it fails) the answer is the best 1-3 sentences of the passages drawn on
-(`--detail` brief 1, normal 2, detailed 3 by default), scored by the local embedding model plus
-term overlap (`rag.notes.extractive`), each cited. With an LLM the notes prompt asks for an answer
-citing `[File: name.md, Section: ...]`; an answer that says the notes do not cover the question is
-an abstention with reason `llm_declined`; an extractive answer with nothing to quote (every sentence
-flagged as an injection) is one with reason `only_flagged_text`. References: the passages the answer cites, then, up to
-the detail's number of sources, the other passages drawn on.
+Without an LLM (or when it fails, or when no passage fits the budget) the answer is the best 1-3
+sentences of the passages drawn on (`--detail` brief 1, normal 2, detailed 3 by default), scored by
+the local embedding model plus term overlap (`rag.notes.extractive`), each cited. With an LLM the
+passages are assembled like any context (`rag.context.assemble`, at most
+`notes.answer_context_budget_tokens`), each block under the `[File: name.md, Section: ...]` label
+the answer is asked to cite (`rag.notes.citations`); an answer that says the notes do not cover the
+question is an abstention with reason `llm_declined`; an extractive answer with nothing to quote
+(every sentence flagged as an injection) is one with reason `only_flagged_text`. References: the
+passages the answer cites, then, up to the detail's number of sources, the other passages shown.
 """
 
 from __future__ import annotations
@@ -18,18 +20,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag.config import NotesSettings
+from rag.context.assemble import assemble_context
 from rag.errors import LLMError
-from rag.llm import Message
+from rag.llm import LLM, Message
+from rag.notes.citations import file_section_header, match_citations
 from rag.notes.extractive import Sentence, extractive_answer, score_sentences, weigh_by_passage
-from rag.notes.format import (
-    format_context,
-    match_citations,
-    parse_citations,
-    snippet,
-    strip_chunk_markers,
-)
+from rag.notes.format import snippet
 from rag.notes.question import query_terms
-from rag.notes.results import AskResponse, Reference
+from rag.notes.results import AnsweredBy, AskResponse, Confidence, Reference
 from rag.prompts import load_prompt
 from rag.runtime import Runtime
 from rag.types import Candidate, RankedChunk
@@ -42,12 +40,17 @@ log = logging.getLogger(__name__)
 ABSTAIN_ANSWER = "I could not find this information in the available documents."
 NOTICE_NO_LLM = "No language model is configured, so this answer quotes your notes directly."
 NOTICE_LLM_FAILED = "The language model could not be reached, so this answer quotes your notes directly."
-CAUTION = ("The passages above match the question only weakly. Answer cautiously: say what the notes do "
-           "support, say plainly what they do not, and do not guess.\n\n")
+NOTICE_NO_ROOM = "The passages were too long to send to the language model, so this answer quotes your notes directly."
 
 
-def abstained(reason: str, answered_by: str = "none") -> AskResponse:
-    return AskResponse(ABSTAIN_ANSWER, [], True, reason, None, answered_by, None, None)
+def caution() -> str:
+    """The request for a cautious answer, put before the question when the evidence is weak."""
+    return load_prompt("notes_caution").render() + "\n"
+
+
+def abstained(reason: str, answered_by: AnsweredBy = "none") -> AskResponse:
+    return AskResponse(answer=ABSTAIN_ANSWER, references=[], abstained=True, abstain_reason=reason,
+                       answered_by=answered_by)
 
 
 def found_by(c: Candidate) -> str:
@@ -104,38 +107,21 @@ def _references(chunks: Sequence[Candidate], used: Sequence[int], limit: int, qu
     order = list(dict.fromkeys([*used, *range(len(chunks))]))[:max(limit, len(used))]
     terms = query_terms(question)
     # the stored trail ("# A > ## B"), as SQL and compute_context show it: one heading format everywhere
-    return [Reference(chunks[i].vault, chunks[i].source_path, chunks[i].heading_path, chunks[i].ordinal,
-                      chunks[i].start_line, chunks[i].end_line, snippet(chunks[i].content, terms, ns.snippet_chars))
-            for i in order]
+    return [Reference(vault=c.vault, source_path=c.source_path, heading_path=c.heading_path,
+                      ordinal=c.ordinal, start_line=c.start_line, end_line=c.end_line,
+                      snippet=snippet(c.content, terms, ns.snippet_chars))
+            for c in (chunks[i] for i in order)]
 
 
 def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedChunk], sentences: list[Sentence],
-           band: str, detail: str, trace: dict[str, Any]) -> AskResponse:
+           band: Confidence, detail: str, trace: dict[str, Any]) -> AskResponse:
     chunks = [r.candidate for r in kept]
     limit = ns.answer_sources[detail]
-    llm = rt.llm
-    if llm is not None:
-        messages = [Message("system", load_prompt("notes_system").render()),
-                    Message("user", load_prompt("notes_user").render(
-                        context=format_context(chunks), question=question,
-                        caution=CAUTION if band == "low" else ""))]
-        try:
-            raw = llm.complete(messages, max_tokens=ns.answer_max_tokens)
-        except LLMError as exc:
-            trace["llm"] = {"model": llm.model, "error": str(exc)}
-            log.warning("answering with the LLM failed, quoting the notes instead: %s", exc)
-        else:
-            text = strip_chunk_markers(raw)
-            trace["llm"] = {"model": llm.model}
-            if _declined(text):
-                trace["abstention"] = {**trace.get("abstention", {}), "abstain": True,
-                                       "reason": "not answered: the language model found no answer in the passages"}
-                return abstained("llm_declined", "llm")
-            match = match_citations(parse_citations(text), chunks)
-            trace["citations"] = match.debug()
-            used = match.used or list(range(len(chunks)))
-            return AskResponse(text, _references(chunks, used, limit, question, ns), False, None, None, "llm",
-                               None, band)
+    notice = NOTICE_NO_LLM
+    if rt.llm is not None:
+        answered, notice = _llm_answer(rt.llm, ns, question, kept, band, limit, trace)
+        if answered is not None:
+            return answered
     text, used = extractive_answer(sentences, chunks, count=ns.answer_sentences[detail],
                                    min_share_of_best=ns.extractive_min_share_of_best, fallback_chars=ns.snippet_chars,
                                    short_words=ns.extractive_short_sentence_words)
@@ -143,9 +129,40 @@ def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedC
         return abstained("only_flagged_text", "extractive")
     trace["citations"] = {"matched_chunks": [i + 1 for i in used], "unmatched_citations": [],
                           "matched_by_file_only": []}
-    notice = NOTICE_NO_LLM if llm is None else NOTICE_LLM_FAILED
-    return AskResponse(text, _references(chunks, used, limit, question, ns), False, None, None, "extractive",
-                       notice, band)
+    return AskResponse(answer=text, references=_references(chunks, used, limit, question, ns), abstained=False,
+                       abstain_reason=None, answered_by="extractive", notice=notice, confidence=band)
+
+
+def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[RankedChunk], band: Confidence, limit: int,
+                trace: dict[str, Any]) -> tuple[AskResponse | None, str]:
+    """The LLM's answer over the passages that fit `answer_context_budget_tokens` (assembled like any
+    context, each block under its `[File: ..., Section: ...]` label), or None and the notice of the
+    quoted answer given instead."""
+    assembled = assemble_context(kept, budget_tokens=ns.answer_context_budget_tokens, header=file_section_header)
+    shown = [r.candidate for r in sorted((r for b in assembled.blocks for r in b.chunks), key=lambda r: r.rank)]
+    trace["llm"] = {"model": llm.model, "context_tokens": assembled.used_tokens, "passages": len(shown),
+                    "left_out": len(kept) - len(shown)}
+    if not shown:
+        trace["llm"]["skipped"] = f"no passage fits answer_context_budget_tokens ({ns.answer_context_budget_tokens})"
+        return None, NOTICE_NO_ROOM
+    messages = [Message("system", load_prompt("notes_system").render()),
+                Message("user", load_prompt("notes_user").render(
+                    context=assembled.text, question=question, caution=caution() if band == "low" else ""))]
+    try:
+        text = llm.complete(messages, max_tokens=ns.answer_max_tokens)
+    except LLMError as exc:
+        trace["llm"]["error"] = str(exc)
+        log.warning("answering with the LLM failed, quoting the notes instead: %s", exc)
+        return None, NOTICE_LLM_FAILED
+    if _declined(text):
+        trace["abstention"] = {**trace.get("abstention", {}), "abstain": True,
+                               "reason": "not answered: the language model found no answer in the passages"}
+        return abstained("llm_declined", "llm"), ""
+    match = match_citations(text, shown)
+    trace["citations"] = match.debug()
+    used = match.used or list(range(len(shown)))
+    return AskResponse(answer=text, references=_references(shown, used, limit, question, ns), abstained=False,
+                       abstain_reason=None, answered_by="llm", confidence=band), ""
 
 
 def _declined(text: str) -> bool:

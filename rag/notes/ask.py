@@ -18,26 +18,26 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from rag.access import Scope
-from rag.arguments import ASK_CHECKS, SEARCH_CHECKS, check_arguments
+from rag.arguments import ASK_CHECKS, SEARCH_CHECKS, check_arguments, query_text
 from rag.config import NotesSettings
 from rag.errors import InputError
 from rag.notes import answer as answering
 from rag.notes.abstain import collect_signals, decide
 from rag.notes.format import snippet
 from rag.notes.question import choose_k, query_terms, specific_names, validate_detail
-from rag.notes.results import AskResponse, Reference, SearchItem, SearchResponse
+from rag.notes.results import AskResponse, Confidence, Reference, SearchItem, SearchResponse
 from rag.notes.scope import NotesScope, prepare_scope, resolve_vaults
 from rag.notes.settings import notes_settings
 from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import Retrieval, retrieve_stage
 from rag.retrieval.terms import query_term_stats
 from rag.runtime import Runtime, default_runtime
+from rag.store.database import Connection
 from rag.trace_signals import decision_signals, record_signals
-from rag.types import RankedChunk
+from rag.types import Decision, RankedChunk
 
 __all__ = ["ABSTAIN_ANSWER", "AskResponse", "Reference", "SearchItem", "SearchResponse", "ask", "resolve_vaults",
            "retrieve_notes", "search"]
@@ -45,14 +45,6 @@ __all__ = ["ABSTAIN_ANSWER", "AskResponse", "Reference", "SearchItem", "SearchRe
 log = logging.getLogger(__name__)
 
 ABSTAIN_ANSWER = answering.ABSTAIN_ANSWER
-
-
-def _check_text(text: Any, what: str, max_chars: int) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise InputError(f"the {what} is empty: type what you want to find in your notes")
-    if len(text) > max_chars:
-        raise InputError(f"the {what} is {len(text)} characters long; the limit is {max_chars}")
-    return text.strip()
 
 
 def _names(values: Sequence[str] | str | None, what: str) -> list[str]:
@@ -68,12 +60,11 @@ def _names(values: Sequence[str] | str | None, what: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def retrieve_notes(rt: Runtime, ns: NotesSettings, question: str, sc: NotesScope) -> tuple[Retrieval, list[RankedChunk]]:
+def retrieve_notes(conn: Connection, rt: Runtime, question: str, sc: NotesScope) -> tuple[Retrieval, list[RankedChunk]]:
     """The shared retrieve and rank stages over a notes scope (what `ask` and `search` both rank)."""
     prof = sc.profile
-    with rt.connection(autocommit=True, scope=sc.caller, read=True) as conn:
-        found = retrieve_stage(conn, rt, prof, question, sc.filter, model=sc.model,
-                               query_embedding=sc.query_embedding)
+    found = retrieve_stage(conn, rt, prof, question, sc.filter, model=sc.model,
+                           query_embedding=sc.query_embedding)
     return found, rank_candidates(found.candidates, prof, prior=sc.prior)
 
 
@@ -87,7 +78,7 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
                             "debug": debug, "runtime": runtime, "scope": scope, "request_id": request_id}, ASK_CHECKS)
     rt = runtime or default_runtime()
     ns = notes_settings(rt.settings)
-    question = _check_text(question, "question", rt.settings.retrieval.max_query_chars)
+    question = query_text(question, rt.settings.retrieval.max_query_chars, "question")
     validate_detail(detail)
     vault_list, folder_list = _names(vaults, "vault"), _names(folders, "folder")
     k_choice = choose_k(question, detail=detail, k=k, user_folders=bool(folder_list), s=ns)
@@ -96,35 +87,36 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
     with rt.tracer.root(request_id=request_id or uuid.uuid4().hex, query=question, profile=ns.profile,
                         mode="ask") as root:
         started = time.perf_counter()
-        response = _ask(rt, ns, question, vault_list, folder_list, k_choice.k, detail,
-                        scope or Scope.unrestricted(), trace)
+        response, decision = _ask(rt, ns, question, vault_list, folder_list, k_choice.k, detail,
+                                  scope or Scope.unrestricted(), trace)
         root.set(abstained=response.abstained, answeredBy=response.answered_by,
                  folderMethod=trace.get("folders", {}).get("method"), topScore=trace.get("best_score"),
                  chunkCount=len(response.references), insufficient=response.abstained)
         timings = {**trace.get("timings_ms", {}), "total_ms": (time.perf_counter() - started) * 1000}
-        record_signals(root, decision_signals(trace.get("retrieval") or {}, timings_ms=timings,
-                                              abstained=response.abstained))
-    return replace(response, debug=trace) if debug else response
+        record_signals(root, decision_signals(decision, timings_ms=timings, abstained=response.abstained))
+    return response.model_copy(update={"debug": trace}) if debug else response
 
 
 def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], folder_list: list[str], k: int,
-         detail: str, scope: Scope, trace: dict[str, Any]) -> AskResponse:
-    sc = prepare_scope(rt, ns, question, vault_list, folder_list, None, scope, rank_folders=True)
-    found, ranked = retrieve_notes(rt, ns, question, sc)
+         detail: str, scope: Scope, trace: dict[str, Any]) -> tuple[AskResponse, Decision]:
+    # One connection, scoped to the caller, for every read of the request; given back before answering.
+    with rt.connection(autocommit=True, scope=scope, read=True) as conn:
+        sc = prepare_scope(conn, rt, ns, question, vault_list, folder_list, None, scope, rank_folders=True)
+        found, ranked = retrieve_notes(conn, rt, question, sc)
+        stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels(),
+                                 [r.candidate.chunk_id for r in ranked[:ns.abstain_top_passages]]) if ranked[:k] else []
     trace.update(sc.debug())
-    trace["retrieval"] = found.run.decision(insufficient=not ranked)
+    retrieval = found.run.decision(insufficient=not ranked)
+    trace["retrieval"] = retrieval.model_dump(mode="json")
     trace["timings_ms"] = dict(found.run.timings_ms)
     trace["candidates"] = [answering.candidate_debug(r, sc) for r in ranked]
     kept = ranked[:k]
     trace["best_score"] = kept[0].scores.final if kept else None
     if not kept:
         trace["abstention"] = {"abstain": True, "reason": "not answered: nothing in the notes matched"}
-        return answering.abstained("no_results")
+        return answering.abstained("no_results"), retrieval
     answering_started = time.perf_counter()
     sentences = answering.rank_answer_sentences(rt, ns, question, kept, sc.query_embedding)
-    with rt.connection(autocommit=True, scope=scope, read=True) as conn:
-        stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels(),
-                                 [r.candidate.chunk_id for r in ranked[:ns.abstain_top_passages]])
     signals = collect_signals(ranked, stats, max((x.similarity for x in sentences), default=0.0),
                               top_passages=ns.abstain_top_passages, names=specific_names(question))
     decision = decide(signals, ns.abstain_weights, ns.abstain_bias, ns.abstain_threshold)
@@ -132,12 +124,12 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
     if decision.abstain:
         log.info("ask abstained (p=%.3f) for %d candidates", decision.probability, len(ranked))
         trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000  # the sentences it weighed
-        return answering.abstained("no_relevant_context")
-    band = "low" if decision.probability < ns.abstain_low_confidence else "normal"
+        return answering.abstained("no_relevant_context"), retrieval
+    band: Confidence = "low" if decision.probability < ns.abstain_low_confidence else "normal"
     trace["confidence"] = band
     answered = answering.answer(rt, ns, question, kept, sentences, band, detail, trace)
     trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000
-    return answered
+    return answered, retrieval
 
 
 # -- search ---------------------------------------------------------------------------------------
@@ -154,23 +146,25 @@ def search(query: str, *, vaults: Sequence[str] | None = None, folders: Sequence
                                "runtime": runtime, "scope": scope, "request_id": request_id}, SEARCH_CHECKS)
     rt = runtime or default_runtime()
     ns = notes_settings(rt.settings)
-    query = _check_text(query, "search query", rt.settings.retrieval.max_query_chars)
+    query = query_text(query, rt.settings.retrieval.max_query_chars, "search query")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= ns.search_k_max:
         raise InputError(f"k must be a whole number between 1 and {ns.search_k_max}, got {k!r}")
     vault_list, folder_list = _names(vaults, "vault"), _names(folders, "folder")
     with rt.tracer.root(request_id=request_id or uuid.uuid4().hex, query=query, profile=ns.profile,
                         mode="search") as root:
-        sc = prepare_scope(rt, ns, query, vault_list, folder_list, dict(filters) if filters else None,
-                           scope or Scope.unrestricted(), rank_folders=True, match_count=k)
-        items = _search_items(rt, ns, query, sc, k) if sc.vaults else []
+        caller = scope or Scope.unrestricted()
+        with rt.connection(autocommit=True, scope=caller, read=True) as conn:  # the request's one connection
+            sc = prepare_scope(conn, rt, ns, query, vault_list, folder_list, dict(filters) if filters else None,
+                               caller, rank_folders=True, match_count=k)
+            ranked = retrieve_notes(conn, rt, query, sc)[1] if sc.vaults else []
+        terms = query_terms(query)
+        items = [_search_item(r, terms, ns) for r in ranked[:k] if r.scores.final > ns.search_min_score]
         root.set(count=len(items), topScore=items[0].score if items else None)
-    return SearchResponse(query, items)
+    return SearchResponse(query=query, items=items)
 
 
-def _search_items(rt: Runtime, ns: NotesSettings, query: str, sc: NotesScope, k: int) -> list[SearchItem]:
-    _, ranked = retrieve_notes(rt, ns, query, sc)
-    terms = query_terms(query)
-    return [SearchItem(r.candidate.vault, r.candidate.source_path, r.candidate.heading_path,
-                       r.candidate.ordinal, r.candidate.start_line, r.candidate.end_line,
-                       snippet(r.candidate.content, terms, ns.snippet_chars), round(r.scores.final, 6))
-            for r in ranked[:k] if r.scores.final > ns.search_min_score]
+def _search_item(r: RankedChunk, terms: Sequence[str], ns: NotesSettings) -> SearchItem:
+    c = r.candidate
+    return SearchItem(vault=c.vault, source_path=c.source_path, heading_path=c.heading_path,
+                      ordinal=c.ordinal, start_line=c.start_line, end_line=c.end_line,
+                      snippet=snippet(c.content, terms, ns.snippet_chars), score=round(r.scores.final, 6))

@@ -8,26 +8,31 @@ pipeline's own (`rag.notes.folders.list_folders`), so the picker offers exactly 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import Field
 
 from rag.access import Scope
 from rag.notes.folders import list_folders
 from rag.store.database import Connection
 from rag.store.vaults import get_vault
+from rag.types import Record
 
 OBSIDIAN_MARKER = ".obsidian"
 
 
-@dataclass(frozen=True)
-class VaultOutline:
-    vault: str
-    obsidian_vault: str | None  # the name Obsidian knows the vault by (its folder's name), if any
-    folders: list[dict[str, Any]]
+class FolderInfo(Record):
+    folder: str = Field(description="Path relative to the vault root; '' is the top level.")
+    chunks: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"vault": self.vault, "obsidian_vault": self.obsidian_vault, "folders": self.folders}
+
+class VaultOutline(Record):
+    """GET /v1/vaults/{vault}/folders."""
+
+    vault: str
+    obsidian_vault: str | None = Field(description="Set when the vault is an Obsidian vault: the name for "
+                                       "`obsidian://open?vault=...&file=...` links.")
+    folders: list[FolderInfo]
 
 
 def obsidian_name(root: Path) -> str | None:
@@ -41,5 +46,5 @@ def obsidian_name(root: Path) -> str | None:
 def vault_outline(conn: Connection, vault: str, scope: Scope) -> VaultOutline:
     """Folders of `vault` holding passages the scope may read (NotFoundError for an unknown vault)."""
     v = get_vault(conn, vault)
-    folders = [{"folder": f.folder, "chunks": f.chunks} for f in list_folders(conn, [v.name], scope)]
+    folders = [FolderInfo(folder=f.folder, chunks=f.chunks) for f in list_folders(conn, [v.name], scope)]
     return VaultOutline(vault=v.name, obsidian_vault=obsidian_name(v.root), folders=folders)

@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from rag.ingest.guard import assess_injection
-from rag.notes.format import citation_for, heading_parts, plain
+from rag.notes.citations import citation_for
+from rag.notes.format import heading_parts, plain
 from rag.notes.question import match_terms, stem
 from rag.secrets import mask_secrets
 from rag.text import split_sentences, tokenize

@@ -1,37 +1,16 @@
-"""The notes context format, the citations an answer makes, and references built from them.
-
-Context (one block per passage, numbered in rank order):
-
-    [Chunk 1]
-    [Vault: work] File: projects/alpha.md
-    Section: Alpha > Timeline
-    Content:
-    <text>
-
-followed by the instruction to cite as `[File: filename.md, Section: section name]`.
-"""
+"""How notes passages read to a person: heading paths as section labels, file names, markdown
+made plain text, and one-line snippets. The citations an answer makes are `rag.notes.citations`."""
 
 from __future__ import annotations
 
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from rag.notes.question import stem
-from rag.types import Candidate
-
-CITE_INSTRUCTION = ("Cite every statement you take from these notes as [File: filename.md, Section: section name], "
-                    "using the file name and section shown above.")
 
 _HEADING_SPLIT = re.compile(r"\s+>\s+|\n")  # the chunker writes "# A > ## B"
-_CITED_SECTION_SPLIT = re.compile(r"\s+(?:>|/|\u203a|\u00bb)\s+")
-_CITATION = re.compile(
-    r"\[\s*File:\s*(?P<file>[^,\]\n]+?)\s*(?:[,;|]\s*Section:\s*(?P<section>[^\]\n]*?)\s*)?\]", re.IGNORECASE)
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$\n?", re.MULTILINE)
-_CHUNK_MARKER = re.compile(r"\s*\[Chunk\s+\d+\]", re.IGNORECASE)
-_NO_SECTION = {"", "none", "-", "(none)", "n/a", "top", "(top)"}
 
 
 def heading_parts(heading_path: str) -> list[str]:
@@ -45,63 +24,6 @@ def section_label(heading_path: str) -> str:
 
 def file_name(source_path: str) -> str:
     return posixpath.basename(source_path)
-
-
-def format_context(chunks: Sequence[Candidate]) -> str:
-    blocks = []
-    for n, c in enumerate(chunks, start=1):
-        section = section_label(c.heading_path) or "(top of the note)"
-        blocks.append(f"[Chunk {n}]\n[Vault: {c.vault}] File: {c.source_path}\nSection: {section}\n"
-                      f"Content:\n{c.content.strip()}\n")
-    return "\n".join(blocks) + "\n" + CITE_INSTRUCTION
-
-
-def citation_for(c: Candidate) -> str:
-    section = section_label(c.heading_path)
-    parts = heading_parts(c.heading_path)
-    return f"[File: {file_name(c.source_path)}, Section: {parts[-1] if parts else section or '(top of the note)'}]"
-
-
-@dataclass(frozen=True)
-class Citation:
-    text: str
-    file: str
-    section: str
-
-
-def parse_citations(answer: str) -> list[Citation]:
-    return [Citation(m.group(0), m.group("file").strip().strip("'\"`"), (m.group("section") or "").strip().strip("'\"`"))
-            for m in _CITATION.finditer(answer or "")]
-
-
-def strip_chunk_markers(answer: str) -> str:
-    """Remove `[Chunk N]` labels a model may echo from the context format."""
-    return _CHUNK_MARKER.sub("", answer).strip()
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text.replace("\\", "/")).strip().lower()
-
-
-def _file_matches(cited: str, source_path: str) -> bool:
-    """`alpha.md`, `alpha`, `projects/alpha.md` and `work/projects/alpha.md` all name `projects/alpha.md`."""
-    cited_n, path_n = _norm(cited).removeprefix("./"), _norm(source_path)
-    names = {path_n, posixpath.basename(path_n)}
-    names |= {posixpath.splitext(n)[0] for n in names}
-    return cited_n in names or path_n.endswith("/" + cited_n) or cited_n.endswith("/" + path_n)
-
-
-def _section_matches(cited: str, heading_path: str) -> bool:
-    cited_n = _norm(cited).lstrip("#").strip()
-    parts = [_norm(p) for p in heading_parts(heading_path)]
-    if cited_n in _NO_SECTION or cited_n == "(top of the note)":
-        return not parts
-    if not parts:
-        return False
-    full = " > ".join(parts)
-    cited_parts = [_norm(p.strip().lstrip("#").strip()) for p in _CITED_SECTION_SPLIT.split(cited) if p.strip()]
-    return (cited_n == full or cited_n == parts[-1] or " > ".join(cited_parts) == full
-            or (bool(cited_parts) and parts[-len(cited_parts):] == cited_parts) or cited_n in parts)
 
 
 # -- markdown / Obsidian markup as plain text ------------------------------------------------------
@@ -151,42 +73,6 @@ def plain(text: str) -> str:
         last = m.end()
     out.append(_plain_prose(text[last:]))
     return "".join(out)
-
-
-@dataclass
-class CitationMatch:
-    """Which passages (indexes into the context's chunk list) the answer's citations point at."""
-
-    used: list[int] = field(default_factory=list)
-    unmatched: list[str] = field(default_factory=list)
-    by_file_only: list[str] = field(default_factory=list)
-
-    def debug(self) -> dict[str, Any]:
-        return {"matched_chunks": [i + 1 for i in self.used], "unmatched_citations": self.unmatched,
-                "matched_by_file_only": self.by_file_only}
-
-
-def match_citations(citations: Sequence[Citation], chunks: Sequence[Candidate]) -> CitationMatch:
-    """Match each citation to passages by file (path or name) and section.
-
-    A citation whose file matches but whose section names no passage of that file points at all
-    of that file's passages (the model paraphrased the heading). A citation naming no passage's
-    file is ignored and listed in `unmatched`.
-    """
-    result = CitationMatch()
-    for cite in citations:
-        files = [i for i, c in enumerate(chunks) if _file_matches(cite.file, c.source_path)]
-        if not files:
-            result.unmatched.append(cite.text)
-            continue
-        hits = [i for i in files if _section_matches(cite.section, chunks[i].heading_path)]
-        if not hits:
-            hits = files
-            result.by_file_only.append(cite.text)
-        for i in hits:
-            if i not in result.used:
-                result.used.append(i)
-    return result
 
 
 def snippet(content: str, terms: Sequence[str], max_chars: int) -> str:

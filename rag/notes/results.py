@@ -1,15 +1,25 @@
-"""What notes `ask` and `search` return: the answer with its references, or ranked passages."""
+"""What notes `ask` and `search` return: the answer with its references, or ranked passages.
+
+The records are declared here once: the library returns them, `to_dict` is their JSON, and the
+HTTP API serves them as its response models (POST /v1/ask, /v1/search).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, computed_field
 
 from rag.notes.format import file_name
+from rag.types import Record
+
+AnsweredBy = Literal["llm", "extractive", "none"]
+Confidence = Literal["normal", "low"]
 
 
-@dataclass(frozen=True)
-class Reference:
+class Passage(Record):
+    """A passage of a note: where it is (`heading_path` as a section label, `A > B`), and an excerpt."""
+
     vault: str
     source_path: str
     heading_path: str
@@ -18,65 +28,53 @@ class Reference:
     end_line: int | None
     snippet: str
 
+
+class Reference(Passage):
+    """A passage an answer draws on."""
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
+    @property
+    def file(self) -> str:
+        """The file's name (the last part of `source_path`), as answers cite it."""
+        return file_name(self.source_path)
+
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def lines(self) -> str | None:
+        """`start-end`, or one line number, or None when the lines are unknown."""
         if self.start_line is None:
             return None
         end = self.end_line if self.end_line is not None else self.start_line
         return f"{self.start_line}-{end}" if end != self.start_line else f"{self.start_line}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"vault": self.vault, "source_path": self.source_path, "file": file_name(self.source_path),
-                "heading_path": self.heading_path, "ordinal": self.ordinal, "lines": self.lines,
-                "start_line": self.start_line, "end_line": self.end_line, "snippet": self.snippet,
-                # deprecated names of source_path and ordinal, kept for existing callers (docs/glossary.md)
-                "rel_path": self.source_path, "chunk_index": self.ordinal}
+        return self.model_dump(mode="json")
 
 
-@dataclass(frozen=True)
-class AskResponse:
+class AskResponse(Record):
     answer: str
     references: list[Reference]
     abstained: bool
     abstain_reason: str | None
-    debug: dict[str, Any] | None = None
-    answered_by: str = "llm"  # "llm", "extractive" or "none" (abstained)
+    debug: dict[str, Any] | None = Field(default=None, description="Present when the request set debug=true.")
+    answered_by: AnsweredBy = "llm"  # "none" when abstained before answering
     notice: str | None = None  # a plain sentence for the reader, e.g. that the answer quotes the notes
-    confidence: str | None = None  # "normal" or "low"; None when abstained
+    confidence: Confidence | None = None  # None when abstained
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "answer": self.answer, "references": [r.to_dict() for r in self.references],
-            "abstained": self.abstained, "abstain_reason": self.abstain_reason,
-            "answered_by": self.answered_by, "notice": self.notice, "confidence": self.confidence,
-        }
-        if self.debug is not None:
-            out["debug"] = self.debug
-        return out
+        """The JSON form; `debug` only when it was asked for."""
+        return self.model_dump(mode="json", exclude=None if self.debug is not None else {"debug"})
 
 
-@dataclass(frozen=True)
-class SearchItem:
-    vault: str
-    source_path: str
-    heading_path: str
-    ordinal: int
-    start_line: int | None
-    end_line: int | None
-    snippet: str
+class SearchItem(Passage):
+    """A passage found by `search`, with its final ranking score."""
+
     score: float
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"vault": self.vault, "source_path": self.source_path, "heading_path": self.heading_path,
-                "ordinal": self.ordinal, "start_line": self.start_line, "end_line": self.end_line,
-                "snippet": self.snippet, "score": self.score,
-                "chunk_index": self.ordinal}  # deprecated name of ordinal (docs/glossary.md)
 
-
-@dataclass(frozen=True)
-class SearchResponse:
+class SearchResponse(Record):
     query: str
-    items: list[SearchItem] = field(default_factory=list)
+    items: list[SearchItem] = Field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "items": [i.to_dict() for i in self.items]}
+        return self.model_dump(mode="json")

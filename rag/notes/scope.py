@@ -34,6 +34,8 @@ from rag.retrieval.profiles import Profile, get_profile, load_profiles
 from rag.retrieval.stage import indexed_model
 from rag.runtime import Runtime
 from rag.store import models
+from rag.store.database import Connection
+from rag.store.vaults import check_known, vault_names
 from rag.types import Candidate
 
 
@@ -49,7 +51,6 @@ class NotesScope:
     available: list[Folder] = field(default_factory=list)
     user_scopes: list[FolderScope] = field(default_factory=list)
     weight_min: float = 0.1  # a folder the ranking left out (an LLM lists only some) weighs the minimum
-    caller: Scope | None = None  # whose clearance the database enforces on every read (row-level security)
 
     def folder_weight(self, vault: str, folder: str) -> float:
         if self.selection is None:
@@ -84,14 +85,11 @@ class NotesScope:
 def resolve_vaults(conn: Any, requested: Sequence[str], scope: Scope) -> list[str]:
     """Vault names to search: the requested ones (each must exist), else every vault the scope allows."""
     allowed = scope.check_vaults(list(requested) or None)  # AuthError for a vault outside the scope
-    known = retrieve.known_vaults(conn)
+    known = vault_names(conn)
     if not known:
         raise NotFoundError("there are no vaults yet: add one with `ragpg vault add`, then run `ragpg index`")
     if requested:
-        unknown = [v for v in requested if v not in known]
-        if unknown:
-            raise NotFoundError(f"unknown vault '{unknown[0]}' (known vaults: {', '.join(known)})")
-        return list(requested)
+        return check_known(requested, known)
     return [v for v in known if allowed is None or v in allowed]
 
 
@@ -121,42 +119,42 @@ def notes_profile(rt: Runtime, ns: NotesSettings, match_count: int | None = None
     return prof
 
 
-def prepare_scope(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], folder_list: list[str],
-                  base: dict[str, Any] | None, scope: Scope, *, rank_folders: bool,
+def prepare_scope(conn: Connection, rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str],
+                  folder_list: list[str], base: dict[str, Any] | None, scope: Scope, *, rank_folders: bool,
                   match_count: int | None = None) -> NotesScope:
-    """Resolve vaults and folders, build the filter and (when it weighs anything) the folder prior."""
+    """Resolve vaults and folders, build the filter and (when it weighs anything) the folder prior.
+    `conn` is the request's connection, scoped to the caller."""
     prof = notes_profile(rt, ns, match_count)
-    with rt.connection(autocommit=True, scope=scope, read=True) as conn:
-        names = resolve_vaults(conn, vault_list, scope)
-        if base and "vault" in base:  # a vault named in the filter narrows the vaults searched
-            wanted = filter_vault_names(base)
-            base = {k: v for k, v in base.items() if k != "vault"}
-            names = [n for n in names if n in wanted]
-            if not names:
-                return NotesScope([], {}, prof, caller=scope)
-        available = _indexed_folders(conn, names, scope)
-        user_scopes = resolve_user_folders(folder_list, available) if folder_list else []
-        model = indexed_model(conn, rt) if prof.retrieval != "lexical" else None
+    names = resolve_vaults(conn, vault_list, scope)
+    if base and "vault" in base:  # a vault named in the filter narrows the vaults searched
+        wanted = filter_vault_names(base)
+        base = {k: v for k, v in base.items() if k != "vault"}
+        names = [n for n in names if n in wanted]
+        if not names:
+            return NotesScope([], {}, prof)
+    available = _indexed_folders(conn, names, scope)
+    user_scopes = resolve_user_folders(folder_list, available) if folder_list else []
+    model = indexed_model(conn, rt) if prof.retrieval != "lexical" else None
     sc = NotesScope(names, notes_filter(names, user_scopes, base, scope), prof, model, available=available,
-                    user_scopes=user_scopes, weight_min=ns.folder_weight_min, caller=scope)
+                    user_scopes=user_scopes, weight_min=ns.folder_weight_min)
     if model is not None:
         sc.query_embedding = rt.embedder.embed_query(question)
     weight = ns.folder_prior_weight_llm if rt.llm is not None else ns.folder_prior_weight
     # Folders the user named are the whole search: ranking the others would weigh nothing found.
     if rank_folders and weight > 0 and len(available) > 1 and model is not None and not user_scopes:
-        sc.selection = _select(rt, ns, question, folder_list, available, names, model, sc.query_embedding, scope)
+        sc.selection = _select(conn, rt, ns, question, folder_list, available, names, model, sc.query_embedding)
         # An LLM that failed or named no known folder leaves the centroid (or name) order: weighed as that.
         sc.prior_weight = weight if rt.llm is None or "llm" in sc.selection.method else ns.folder_prior_weight
     return sc
 
 
-def _select(rt: Runtime, ns: NotesSettings, question: str, folder_list: list[str], available: list[Folder],
-            names: list[str], model: models.EmbeddingModelRef, embedding: Any, scope: Scope) -> FolderSelection:
+def _select(conn: Connection, rt: Runtime, ns: NotesSettings, question: str, folder_list: list[str],
+            available: list[Folder], names: list[str], model: models.EmbeddingModelRef,
+            embedding: Any) -> FolderSelection:
     def centroids() -> list[tuple[str, str, float]]:
-        with rt.connection(autocommit=True, scope=scope, read=True) as conn:
-            rows = retrieve.match_folders(conn, model, embedding, vaults=names,
-                                          match_count=min(max(len(available), 1), retrieve.SQL_MAX_MATCH_COUNT),
-                                          settings=rt.settings.retrieval)
+        rows = retrieve.match_folders(conn, model, embedding, vaults=names,
+                                      match_count=min(max(len(available), 1), retrieve.SQL_MAX_MATCH_COUNT),
+                                      settings=rt.settings.retrieval)
         return [(r.vault, r.folder, r.similarity) for r in rows]
 
     return select_folders(question, folder_list, available, llm=rt.llm, centroids=centroids,

@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rag.text import content_terms, unique
-
-MODES = ("auto", "base", "hyde", "rewrite", "multi", "reverse")
+from rag.types import MODES
 
 
 @dataclass(frozen=True)

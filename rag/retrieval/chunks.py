@@ -11,41 +11,36 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from psycopg import sql
 from psycopg.rows import class_row
+from pydantic import Field, computed_field
 
 from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
 from rag.errors import AuthError, InputError, NotFoundError
 from rag.store.database import Connection
+from rag.types import ChunkSpan
 
 MAX_SOURCE_PATH_CHARS = 4096
 _DRIVE = re.compile(r"^[A-Za-z]:(/|$)")
 
 
 @dataclass(frozen=True)
-class ChunkRecord:
+class ChunkRecord(ChunkSpan):
+    """One chunk by its reference, with its document's fields; also the body of GET /v1/chunks/..."""
+
     vault: str
     source_path: str
-    ordinal: int
-    heading_path: str
-    content: str
-    token_count: int
-    start_line: int | None
-    end_line: int | None
-    start_byte: int | None
-    end_byte: int | None
-    risk_flags: list[str]
-    risk_score: float
     title: str | None
     url: str | None
     doc_type: str | None
     confidentiality: str
     document_version: str
     indexed_at: datetime
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], Field(exclude=True)] = field(default_factory=dict)
 
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
     @property
     def ref(self) -> str:
         return f"{self.vault}/{self.source_path}#{self.ordinal}"

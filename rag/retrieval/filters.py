@@ -1,43 +1,26 @@
 """Python-side checks of metadata filters before they reach the SQL compiler (db/sql/30_filters.sql).
 
 The SQL function ``ragpg_compile_filter`` is the one authority on filter semantics; this module
-only does what is cheap and needs no database: the filter must be a JSON object with string keys
-and JSON values (dates become ISO strings), and the names under a top-level ``vault`` key are
-collected so callers can report unknown vaults by name.
+only does what is cheap and needs no database: the filter must be a JSON object that
+``rag.arguments.json_problem`` accepts (the one walk of a filter; dates become ISO strings), and
+the names under a top-level ``vault`` key are collected so callers can report unknown vaults by name.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
+from rag.arguments import json_problem
 from rag.errors import InputError
 
 
 def _json_default(value: Any) -> Any:
-    if isinstance(value, dt.datetime | dt.date):
+    if isinstance(value, dt.date):  # and datetime
         return value.isoformat()
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
     raise TypeError(f"{type(value).__name__} is not a JSON value")
-
-
-def _check_keys(value: Any, depth: int = 0) -> None:
-    if depth > 64:
-        raise InputError("invalid filter: nested too deeply")
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise InputError(f"invalid filter: keys must be strings, got {type(key).__name__}")
-            _check_keys(item, depth + 1)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            _check_keys(item, depth + 1)
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise InputError(f"invalid filter: {value} is not a JSON number")
 
 
 def filter_json(filter: Mapping[str, Any] | None) -> str:
@@ -46,7 +29,9 @@ def filter_json(filter: Mapping[str, Any] | None) -> str:
         return "{}"
     if not isinstance(filter, Mapping):
         raise InputError(f"invalid filter: expected a JSON object, got {type(filter).__name__}")
-    _check_keys(filter)
+    problem = json_problem(filter)
+    if problem is not None:
+        raise InputError(f"invalid filter: {problem}")
     try:
         return json.dumps(filter, allow_nan=False, default=_json_default)
     except (TypeError, ValueError) as exc:

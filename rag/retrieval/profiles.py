@@ -27,9 +27,9 @@ from pydantic import (
 )
 
 from rag.errors import ConfigError, NotFoundError
+from rag.types import Mode
 
 Retrieval = Literal["vector", "lexical", "hybrid"]
-Mode = Literal["auto", "base", "hyde", "rewrite", "multi", "reverse"]
 
 # Doc-type multipliers of the default profile (rag.retrieval.rank). Keys are matched lower-cased.
 DEFAULT_TYPE_WEIGHTS: dict[str, float] = {

@@ -25,12 +25,14 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 from psycopg import sql
 
+from rag.arguments import check_query_length
 from rag.config import RetrievalSettings
-from rag.errors import InputError, NotFoundError
+from rag.errors import InputError
 from rag.retrieval.filters import filter_json
 from rag.store.calls import database_call, fetch_rows
 from rag.store.database import Connection
 from rag.store.models import EmbeddingModelRef
+from rag.store.vaults import resolve_vault_names
 
 #: Hard ceiling of the SQL functions (also HNSW's largest ef_search).
 SQL_MAX_MATCH_COUNT = 1000
@@ -151,8 +153,7 @@ def _query_text(text: Any, s: RetrievalSettings, name: str = "query text") -> st
         return ""
     if not isinstance(text, str):
         raise InputError(f"{name} must be a string, got {type(text).__name__}")
-    if len(text) > s.max_query_chars:
-        raise InputError(f"{name} is {len(text)} characters long; the limit is {s.max_query_chars}")
+    check_query_length(text, s.max_query_chars, name)
     return text
 
 
@@ -177,13 +178,6 @@ def _weights(weights: Mapping[str, float] | None) -> str:
     return json.dumps(out)
 
 
-def known_vaults(conn: Connection) -> list[str]:
-    """Vault names, sorted."""
-    with database_call(conn), conn.cursor() as cur:
-        cur.execute("select name from vaults order by name")
-        return [_first(r) for r in cur.fetchall()]
-
-
 def _first(row: Any) -> Any:
     if isinstance(row, Mapping):
         return next(iter(row.values()))
@@ -191,12 +185,9 @@ def _first(row: Any) -> Any:
 
 
 def _check_vaults(conn: Connection, names: Sequence[str]) -> None:
-    if not names:
-        return
-    known = known_vaults(conn)
-    for name in names:
-        if name not in known:
-            raise NotFoundError(f"unknown vault {name!r} (known: {', '.join(known) or 'none'})")
+    if names:
+        with database_call(conn):
+            resolve_vault_names(conn, names)
 
 
 def _filter(filter: Mapping[str, Any] | None) -> str:

@@ -22,7 +22,7 @@ from rag.retrieval.passes import PassSpec, run_pass, similarity_to
 from rag.retrieval.profiles import Profile
 from rag.store import models
 from rag.trace import decision_signature
-from rag.types import Candidate
+from rag.types import Candidate, Decision, PassRecord
 
 if TYPE_CHECKING:  # the runtime is handed in by the entry point (rag.runtime)
     from rag.runtime import Runtime
@@ -55,18 +55,19 @@ class RetrievalRun:
     def path(self) -> list[str]:
         return [self.mode, self.route, *[p["name"] for p in self.passes], self.winner]
 
-    def decision(self, insufficient: bool) -> dict[str, Any]:
+    def decision(self, insufficient: bool) -> Decision:
         weak = self.weak
-        return {
-            "mode": self.mode, "route": self.route, "auto_triggered": self.auto_triggered,
-            "weak": weak.weak if weak else None, "weak_signals": list(weak.signals) if weak else [],
-            "top_similarity": weak.top_similarity if weak else None,
-            "share_above_threshold": weak.share_above_threshold if weak else None,
-            "winner": self.winner, "reason": self.reason, "margin": self.margin, "passes": self.passes, "notes": self.notes,
-            "llm_failures": self.llm_failures, "multi_query_ran": self.multi_query_ran, "facets": self.facets,
-            "insufficient": insufficient, "lexical_backend": self.lexical_backend,
-            "decision_signature": decision_signature(self.path()),
-        }
+        return Decision(
+            mode=self.mode, route=self.route, auto_triggered=self.auto_triggered,
+            weak=weak.weak if weak else None, weak_signals=list(weak.signals) if weak else [],
+            top_similarity=weak.top_similarity if weak else None,
+            share_above_threshold=weak.share_above_threshold if weak else None,
+            winner=self.winner, reason=self.reason, margin=self.margin,
+            passes=[PassRecord(**p) for p in self.passes], notes=list(self.notes),
+            llm_failures=list(self.llm_failures), multi_query_ran=self.multi_query_ran, facets=list(self.facets),
+            insufficient=insufficient, lexical_backend=self.lexical_backend,
+            decision_signature=decision_signature(self.path()),
+        )
 
 
 def cut_weights(p: Profile) -> dict[str, float]:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag.errors import DatabaseError, InputError, NotFoundError
+from rag.arguments import query_text
+from rag.errors import DatabaseError, NotFoundError
 from rag.retrieval import autorag
 from rag.retrieval.passes import fill_similarity
 from rag.retrieval.profiles import Profile
@@ -112,11 +113,7 @@ def embed_and_cache(rt: Runtime, text: str, *, role: str | None = None) -> tuple
     """`ragpg embed`: the configured model's embedding of `text`, cached for the console: for the
     owner, or for the console role `role` (only that role and the owner read it).
     Returns (the model's registration, the embedding)."""
-    query = text.strip() if isinstance(text, str) else ""
-    if not query:
-        raise InputError("the text to embed is empty")
-    if len(query) > rt.settings.retrieval.max_query_chars:
-        raise InputError(f"the text is {len(query)} characters; the limit is {rt.settings.retrieval.max_query_chars}")
+    query = query_text(text if isinstance(text, str) else "", rt.settings.retrieval.max_query_chars, "text to embed")
     with rt.connection(autocommit=True) as conn:
         if role is not None:
             known = row_security.console_roles(conn)

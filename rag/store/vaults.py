@@ -168,7 +168,7 @@ def get_vault(conn: Connection, name: str) -> Vault:
     with conn.cursor(row_factory=class_row(Vault)) as cur:
         row = cur.execute(query, (name,)).fetchone()
     if row is None:
-        raise NotFoundError(f"vault '{name}' not found (see `ragpg vault list`)")
+        raise unknown_vault(name, vault_names(conn))
     return row
 
 
@@ -185,17 +185,34 @@ def resolve_vaults(conn: Connection, names: Sequence[str] | None) -> list[Vault]
     return [get_vault(conn, n) for n in dict.fromkeys(names)]
 
 
+# -- "the vault must exist": the one rule and its one message, for every door -----------------------
+
+def unknown_vault(name: str, known: Sequence[str]) -> NotFoundError:
+    """The error for a vault name that is not registered (the SQL functions word it the same way)."""
+    return NotFoundError(f"unknown vault '{name}' (known: {', '.join(known) or 'none'})")
+
+
+def vault_names(conn: Connection) -> list[str]:
+    """Every registered vault's name, sorted."""
+    with conn.cursor(row_factory=class_row(_Name)) as cur:
+        return [r.name for r in cur.execute("select name from vaults order by name")]
+
+
+def check_known(names: Sequence[str], known: Sequence[str]) -> list[str]:
+    """`names` without duplicates, in the order given, when each is a known vault; else the error
+    naming the first unknown one."""
+    wanted = list(dict.fromkeys(names))
+    missing = [n for n in wanted if n not in known]
+    if missing:
+        raise unknown_vault(missing[0], known)
+    return wanted
+
+
 def resolve_vault_names(conn: Connection, names: Sequence[str] | None) -> list[str] | None:
     """Check that each named vault exists; None (every vault) stays None."""
     if names is None:
         return None
-    wanted = list(dict.fromkeys(names))
-    with conn.cursor(row_factory=class_row(_Name)) as cur:
-        found = {r.name for r in cur.execute("select name from vaults where name = any(%s)", (wanted,))}
-    missing = [n for n in wanted if n not in found]
-    if missing:
-        raise NotFoundError(f"vault '{missing[0]}' not found (see `ragpg vault list`)")
-    return wanted
+    return check_known(names, vault_names(conn)) if names else []
 
 
 def list_vaults(conn: Connection, readable_levels: Sequence[str] | None = None) -> list[VaultSummary]:
@@ -219,7 +236,7 @@ def remove_vault(conn: Connection, name: str) -> VaultSummary:
     """Delete a vault and everything indexed from it; returns what it held."""
     summary = next((s for s in list_vaults(conn) if s.name == name), None)
     if summary is None:
-        raise NotFoundError(f"vault '{name}' not found (see `ragpg vault list`)")
+        raise unknown_vault(name, vault_names(conn))
     with conn.transaction():
         # Chunks first in one statement: the BM25 triggers are statement-level, while a cascade from
         # vaults would fire them once per document.

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
 from starlette.convertors import Convertor, register_url_convertor
 
 from rag.retrieval import chunks
 from ragpg_server.calls import Call, call
-from ragpg_server.models import VAULT_NAME_PATTERN, ChunkResponse
+from ragpg_server.models import VAULT_NAME_PATTERN
 from ragpg_server.routes.common import errors
 
 router = APIRouter(prefix="/v1", tags=["chunks"])
@@ -32,16 +31,15 @@ class AnyPathConvertor(Convertor[str]):
 register_url_convertor("anypath", AnyPathConvertor())
 
 
-@router.get("/chunks/{vault}/{source_path:anypath}/{ordinal}", response_model=ChunkResponse, responses=errors(404))
+@router.get("/chunks/{vault}/{source_path:anypath}/{ordinal}", response_model=chunks.ChunkRecord, responses=errors(404))
 async def get_chunk(vault: Annotated[str, Path(pattern=VAULT_NAME_PATTERN)],
                     source_path: Annotated[str, Path(description="Path relative to the vault root.")],
-                    ordinal: Annotated[int, Path(ge=0, le=2_147_483_647)], request: Request) -> dict[str, Any]:
+                    ordinal: Annotated[int, Path(ge=0, le=2_147_483_647)], request: Request) -> chunks.ChunkRecord:
     """A chunk by vault, source path and ordinal. Chunks above the key's clearance are reported as not found."""
     chunks.validate_source_path(source_path)  # traversal etc. → 400 before any database work
 
-    def op(c: Call) -> dict[str, Any]:
+    def op(c: Call) -> chunks.ChunkRecord:
         with c.runtime.connection(scope=c.scope, read=True) as conn:
-            record = chunks.get_chunk(conn, vault, source_path, ordinal, scope=c.scope)
-        return {**asdict(record), "ref": record.ref}
+            return chunks.get_chunk(conn, vault, source_path, ordinal, scope=c.scope)
 
     return await call(request, op, vaults=[vault], trace="chunk")

@@ -3,24 +3,24 @@ folder picker), and the name Obsidian knows the vault by when it is an Obsidian 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
 
-from rag.notes.browse import vault_outline
+from rag.notes.browse import VaultOutline, vault_outline
 from ragpg_server.calls import Call, call
-from ragpg_server.models import VAULT_NAME_PATTERN, FoldersResponse
+from ragpg_server.models import VAULT_NAME_PATTERN
 from ragpg_server.routes.common import errors
 
 router = APIRouter(prefix="/v1", tags=["vaults"])
 
 
-@router.get("/vaults/{vault}/folders", response_model=FoldersResponse, responses=errors(404))
-async def list_folders(vault: Annotated[str, Path(pattern=VAULT_NAME_PATTERN)], request: Request) -> dict[str, Any]:
+@router.get("/vaults/{vault}/folders", response_model=VaultOutline, responses=errors(404))
+async def list_folders(vault: Annotated[str, Path(pattern=VAULT_NAME_PATTERN)], request: Request) -> VaultOutline:
     """Folders holding indexed passages at or below the key's clearance; a vault outside the key is 403."""
 
-    def op(c: Call) -> dict[str, Any]:
+    def op(c: Call) -> VaultOutline:
         with c.runtime.connection(scope=c.scope, read=True) as conn:
-            return vault_outline(conn, vault, c.scope).to_dict()
+            return vault_outline(conn, vault, c.scope)
 
     return await call(request, op, vaults=[vault], trace="folders")

@@ -178,7 +178,7 @@ function citationIndex(refs, file, section) {
   let best = -1;
   refs.forEach((r, i) => {
     if (best >= 0 && refs[best].file === file && (!section || refs[best].heading_path.endsWith(section))) return;
-    if (r.file === file || r.rel_path === file) {
+    if (r.file === file || r.source_path === file) {
       if (best < 0 || (section && r.heading_path.endsWith(section))) best = i;
     }
   });
@@ -196,7 +196,7 @@ function renderAnswerText(text, refs) {
       const i = citationIndex(refs, m[1].trim(), (m[2] || "").trim());
       if (i >= 0) {
         p.append(el("a", { class: "cite", href: `#source-${i + 1}`, text: `[${i + 1}]`,
-                           "aria-label": `source ${i + 1}: ${refs[i].rel_path}` }));
+                           "aria-label": `source ${i + 1}: ${refs[i].source_path}` }));
       } else {
         p.append(m[0]);
       }
@@ -235,7 +235,7 @@ function renderAnswer(data) {
   const sources = $("sources");
   sources.replaceChildren();
   data.references.forEach((r, i) => sources.append(
-    sourceItem(r.vault, r.rel_path, r.chunk_index, r.heading_path, r.start_line, r.end_line, "", `source-${i + 1}`)));
+    sourceItem(r.vault, r.source_path, r.ordinal, r.heading_path, r.start_line, r.end_line, "", `source-${i + 1}`)));
   $("sources-heading").hidden = data.references.length === 0;
   $("why").open = false;
   renderExplanation(data.explanation);
@@ -281,7 +281,7 @@ async function onSearch(event) {
     showError(null);
     list.replaceChildren();
     for (const item of data.items) {
-      list.append(sourceItem(item.vault, item.source_path, item.chunk_index, item.heading_path, item.start_line,
+      list.append(sourceItem(item.vault, item.source_path, item.ordinal, item.heading_path, item.start_line,
                              item.end_line, item.snippet));
     }
     $("search-status").textContent = data.items.length

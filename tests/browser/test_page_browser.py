@@ -53,6 +53,9 @@ def enter_key(browser, base: str, key: str) -> None:
     browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
     # the vault picker fills from GET /v1/vaults once the key is accepted
     wait(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#ask-vault option")) > 1, "vaults never loaded")
+    # then each vault's folders (GET /v1/vaults/{vault}/folders), after the vaults: on a busy machine
+    # reading the folder picker right after the vaults arrive raced them
+    wait(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#ask-folder option")) > 1, "folders never loaded")
 
 
 def ask(browser, question: str) -> None:

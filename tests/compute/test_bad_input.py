@@ -16,13 +16,13 @@ from tests.compute import corpus
 
 
 @pytest.mark.parametrize("query, kwargs, error, message", [
-    ("", {}, InputError, "query is empty"),
-    ("   \n\t ", {}, InputError, "query is empty"),
-    ("x" * 100 * 1024, {}, InputError, "query is 102400 characters; the limit is 20000"),
+    ("", {}, InputError, "the query is empty"),
+    ("   \n\t ", {}, InputError, "the query is empty"),
+    ("x" * 100 * 1024, {}, InputError, "the query is 102400 characters long; the limit is 20000"),
     ("zorblax", {"profile": "nope"}, NotFoundError, "unknown profile 'nope' (known: cautious, chat, "),
     ("zorblax", {"mode": "fast"}, InputError, "unknown mode 'fast' (use one of: auto, base, hyde, "),
-    ("zorblax", {"budget_tokens": -1}, InputError, "budget_tokens must be ≥ 0, got -1"),
-    ("zorblax", {"vaults": ["kb", "missing"]}, NotFoundError, "vault 'missing' not found"),
+    ("zorblax", {"budget_tokens": -1}, InputError, "compute_context: 'budget_tokens' must be 0 or more, got -1"),
+    ("zorblax", {"vaults": ["kb", "missing"]}, NotFoundError, "unknown vault 'missing' (known: kb)"),
 ])
 def test_clear_errors_and_no_data_lost(kb, query, kwargs, error, message):
     before = kb.chunk_count()
@@ -38,10 +38,10 @@ def test_clear_errors_and_no_data_lost(kb, query, kwargs, error, message):
 
 def test_budget_smaller_than_any_chunk_is_an_empty_result(kb):
     result = compute_context(corpus.STRONG_QUERY, budget_tokens=3, runtime=kb.runtime())
-    assert result.insufficient is True and result.decision["insufficient"] is True
+    assert result.insufficient is True and result.decision.insufficient is True
     assert (result.context, result.citations, result.used_tokens) == ("", [], 0)
     assert result.ranked  # retrieval found things; none fit
-    assert all(i["notes"] == ["dropped: over budget"] for i in result.evidence_full["items"])
+    assert all(i.notes == ["dropped: over budget"] for i in result.evidence_full.items)
 
 
 def test_nothing_indexed_yet_is_a_clear_error(env):
@@ -54,11 +54,11 @@ def test_nothing_indexed_yet_is_a_clear_error(env):
 def test_a_query_nothing_matches_is_well_defined(kb):
     result = compute_context("qwxzj vbnmpl", profile="templates_lookup", runtime=kb.runtime())
     assert (result.ranked, result.context, result.insufficient) == ([], "", True)
-    assert result.decision["weak_signals"] == ["few_matches"]
+    assert result.decision.weak_signals == ["few_matches"]
 
 
 def test_async_variant_raises_the_same_errors(kb):
-    with pytest.raises(InputError, match="^query is empty$"):
+    with pytest.raises(InputError, match="^the query is empty$"):
         asyncio.run(acompute_context(" ", runtime=kb.runtime()))
 
 
@@ -147,7 +147,7 @@ def test_a_filter_nested_beyond_any_stack_is_an_input_error(kb):
     deep: dict = {"a": 1}
     for _ in range(5000):
         deep = {"$and": [deep]}
-    with pytest.raises(InputError, match=r"^compute_context: 'filters' is nested too deeply to encode as JSON$"):
+    with pytest.raises(InputError, match=r"^compute_context: 'filters' is nested deeper than 64 levels$"):
         compute_context(STRONG, filters=deep, runtime=kb.runtime())
 
 
@@ -187,3 +187,18 @@ def test_any_value_of_any_argument_is_a_result_or_an_input_error(kb, name, value
     except InputError as exc:
         assert "\n" not in str(exc)
         str(exc).encode("utf-8")
+
+
+def test_the_public_face_checks_the_arguments_once(kb, monkeypatch):
+    """`from rag import compute_context` is the function itself: its own checks run, once."""
+    import rag
+    from rag import arguments
+
+    checked: list[str] = []
+    real = arguments.check_arguments
+    monkeypatch.setattr(arguments, "check_arguments", lambda fn, *rest: (checked.append(fn), real(fn, *rest))[1])
+    rt = kb.runtime()
+    assert rag.compute_context is compute_context
+    rag.compute_context(corpus.STRONG_QUERY, mode="base", runtime=rt)
+    asyncio.run(rag.acompute_context(corpus.STRONG_QUERY, mode="base", runtime=rt))
+    assert checked == ["compute_context", "compute_context"]

@@ -15,7 +15,7 @@ def sources(result) -> set[str]:
 
 
 def pass_names(result) -> list[str]:
-    return [p["name"] for p in result.decision["passes"]]
+    return [p.name for p in result.decision.passes]
 
 
 def chat_kinds(stub) -> list[str]:
@@ -26,10 +26,10 @@ def test_strong_base_pass_needs_no_correction(kb, scripted):
     stub = scripted(hyde=corpus.HYDE_BAD)
     result = compute_context(corpus.STRONG_QUERY, profile="focused", runtime=kb.runtime(llm=stub))
     d = result.decision
-    assert (d["weak"], d["weak_signals"], d["route"], d["winner"]) == (False, [], "base", "base")
-    assert d["auto_triggered"] is False and d["reason"] == "retrieval was strong"
+    assert (d.weak, d.weak_signals, d.route, d.winner) == (False, [], "base", "base")
+    assert d.auto_triggered is False and d.reason == "retrieval was strong"
     assert pass_names(result) == ["base"]
-    assert d["top_similarity"] >= 0.30  # the chat threshold the focused profile inherits
+    assert d.top_similarity >= 0.30  # the chat threshold the focused profile inherits
     assert stub.requests == []  # a strong base pass costs no LLM call
     assert result.ranked[0].candidate.source_path == "ops/zorblax-maintenance.md"
 
@@ -41,21 +41,21 @@ def test_weak_base_pass_corrected_by_hyde_wins(kb, scripted):
     stub = scripted(hyde=corpus.HYDE_GOOD, rewrite=corpus.WEAK_QUERY)
     result = compute_context(corpus.WEAK_QUERY, profile="focused", runtime=kb.runtime(llm=stub))
     d = result.decision
-    assert d["weak"] is True and {"low_top_similarity", "low_density"} <= set(d["weak_signals"])
-    assert (d["route"], d["winner"], d["auto_triggered"]) == ("correct", "hyde", True)
-    assert d["reason"].startswith("hyde scored") and "margin" in d["reason"]
+    assert d.weak is True and {"low_top_similarity", "low_density"} <= set(d.weak_signals)
+    assert (d.route, d.winner, d.auto_triggered) == ("correct", "hyde", True)
+    assert d.reason.startswith("hyde scored") and "margin" in d.reason
     assert pass_names(result) == ["base", "hyde", "rewrite"]
     assert sorted(chat_kinds(stub)) == ["hyde", "rewrite"]
     assert sources(result) == set(ZORBLAX)  # the corrected set replaced the story with the third note
-    assert d["llm_failures"] == []
+    assert d.llm_failures == []
 
 
 def test_decision_margin_is_a_profile_setting(kb, scripted):
     stub = scripted(hyde=corpus.HYDE_GOOD, rewrite=corpus.WEAK_QUERY)
     result = compute_context(corpus.WEAK_QUERY, profile="cautious", runtime=kb.runtime(llm=stub))
     d = result.decision
-    assert (d["route"], d["winner"]) == ("correct", "base")  # the same +0.15 win is not enough here
-    assert "< margin 0.5" in d["reason"]
+    assert (d.route, d.winner) == ("correct", "base")  # the same +0.15 win is not enough here
+    assert "< margin 0.5" in d.reason
 
 
 def test_weak_base_pass_kept_when_correction_is_worse(kb, scripted):
@@ -63,18 +63,18 @@ def test_weak_base_pass_kept_when_correction_is_worse(kb, scripted):
     stub = scripted(hyde=corpus.HYDE_BAD, rewrite=corpus.HYDE_BAD)
     result = compute_context(corpus.WEAK_QUERY, profile="focused", runtime=kb.runtime(llm=stub))
     d = result.decision
-    assert (d["weak"], d["route"], d["winner"]) == (True, "correct", "base")
-    assert d["reason"].count("base kept") == 2  # both corrections judged and rejected
+    assert (d.weak, d.route, d.winner) == (True, "correct", "base")
+    assert d.reason.count("base kept") == 2  # both corrections judged and rejected
     assert [r.candidate.ref for r in result.ranked] == [r.candidate.ref for r in base.ranked]
-    assert d["decision_signature"] != base.decision["decision_signature"]
+    assert d.decision_signature != base.decision.decision_signature
 
 
 def test_forced_base_never_calls_the_llm(kb, scripted):
     stub = scripted(hyde=corpus.HYDE_GOOD)
     result = compute_context(corpus.WEAK_QUERY, profile="focused", mode="base", runtime=kb.runtime(llm=stub))
     d = result.decision
-    assert (d["route"], d["winner"], d["reason"]) == ("base", "base", "base mode forced")
-    assert d["weak"] is True and d["auto_triggered"] is False  # recorded, but it routes nothing
+    assert (d.route, d.winner, d.reason) == ("base", "base", "base mode forced")
+    assert d.weak is True and d.auto_triggered is False  # recorded, but it routes nothing
     assert pass_names(result) == ["base"] and stub.requests == []
 
 
@@ -85,8 +85,8 @@ def test_forced_mode_routes_before_the_weak_check(kb, scripted, mode):
     stub = scripted(hyde=corpus.HYDE_BAD, rewrite=corpus.HYDE_BAD, reverse=corpus.HYDE_BAD)
     result = compute_context(corpus.STRONG_QUERY, profile="focused", mode=mode, runtime=kb.runtime(llm=stub))
     d = result.decision
-    assert d["weak"] is None and d["weak_signals"] == []
-    assert (d["mode"], d["route"], d["winner"]) == (mode, mode, mode)
+    assert d.weak is None and d.weak_signals == []
+    assert (d.mode, d.route, d.winner) == (mode, mode, mode)
     assert pass_names(result) == ["base", mode]
     assert chat_kinds(stub) == [mode]
     assert sources(result) <= set(STORIES) | {"ops/zorblax-maintenance.md"}
@@ -102,11 +102,11 @@ def test_multi_query_fusion(kb, scripted, profile, mode):
     stub = scripted(multi="lighthouse keeper storms shipwrecks gulls\nlighthouse children cliffs waves")
     result = compute_context(corpus.STRONG_QUERY, profile=profile, mode=mode, runtime=kb.runtime(llm=stub))
     d = result.decision
-    assert (d["route"], d["winner"], d["multi_query_ran"]) == ("multi", "multi", True)
-    last = d["passes"][-1]
-    assert {k: last[k] for k in ("name", "count", "queries")} == {"name": "multi", "count": 3, "queries": 3}
-    assert isinstance(last["top_similarity"], float)
-    assert "fused by reciprocal rank fusion" in d["reason"]
+    assert (d.route, d.winner, d.multi_query_ran) == ("multi", "multi", True)
+    last = d.passes[-1]
+    assert (last.name, last.count, last.queries) == ("multi", 3, 3)
+    assert isinstance(last.top_similarity, float)
+    assert "fused by reciprocal rank fusion" in d.reason
     assert chat_kinds(stub) == ["multi"] and "Give 3 different" in stub.requests[0]["messages"][-1]["content"]
     found = sources(result)
     assert "misc/lighthouse.md" in found  # only the variants match it
@@ -117,28 +117,28 @@ def test_multi_query_fusion(kb, scripted, profile, mode):
 def test_no_llm_auto_rewrites_by_prf_and_skips_hyde(kb):
     result = compute_context(corpus.WEAK_QUERY, profile="focused", runtime=kb.runtime())
     d = result.decision
-    assert (d["weak"], d["route"], d["auto_triggered"]) == (True, "prf", True)
-    assert "no LLM configured: rewrite by pseudo-relevance feedback, HyDE skipped" in d["notes"]
+    assert (d.weak, d.route, d.auto_triggered) == (True, "prf", True)
+    assert "no LLM configured: rewrite by pseudo-relevance feedback, HyDE skipped" in d.notes
     assert pass_names(result) == ["base", "rewrite"]
-    assert d["winner"] in ("base", "rewrite") and "margin" in d["reason"]
+    assert d.winner in ("base", "rewrite") and "margin" in d.reason
 
 
 @pytest.mark.parametrize("mode, reason", [("hyde", "HyDE skipped: no LLM configured"),
                                           ("reverse", "reverse skipped: no LLM configured")])
 def test_forced_llm_modes_without_llm_use_base(kb, mode, reason):
     result = compute_context(corpus.WEAK_QUERY, profile="focused", mode=mode, runtime=kb.runtime())
-    assert (result.decision["winner"], result.decision["reason"]) == ("base", reason)
+    assert (result.decision.winner, result.decision.reason) == ("base", reason)
     assert pass_names(result) == ["base"]
 
 
 def test_forced_rewrite_and_multi_without_llm_use_prf(kb):
     rt = kb.runtime()
     rewrite = compute_context(corpus.WEAK_QUERY, profile="focused", mode="rewrite", runtime=rt).decision
-    assert rewrite["winner"] == "rewrite"
-    assert rewrite["notes"] == ["rewrite by pseudo-relevance feedback (no LLM configured)"]
+    assert rewrite.winner == "rewrite"
+    assert rewrite.notes == ["rewrite by pseudo-relevance feedback (no LLM configured)"]
     multi = compute_context(corpus.WEAK_QUERY, profile="focused", mode="multi", runtime=rt).decision
-    assert multi["notes"] == ["multi-query variants from pseudo-relevance feedback"]
-    assert multi["passes"][-1]["queries"] == 2 and multi["multi_query_ran"] is True
+    assert multi.notes == ["multi-query variants from pseudo-relevance feedback"]
+    assert multi.passes[-1].queries == 2 and multi.multi_query_ran is True
 
 
 def test_llm_error_falls_back_to_base_and_is_recorded(kb, llm_stub):
@@ -146,9 +146,9 @@ def test_llm_error_falls_back_to_base_and_is_recorded(kb, llm_stub):
     llm_stub.fail_status = 500
     result = compute_context(corpus.WEAK_QUERY, profile="focused", runtime=kb.runtime(llm=llm_stub))
     d = result.decision
-    assert (d["route"], d["winner"], d["reason"]) == ("correct", "base", "LLM correction failed: base pass used")
-    assert len(d["llm_failures"]) == 1 and d["llm_failures"][0].startswith("hyde: LLM call to openai/stub failed")
-    assert "rewrite: skipped after an earlier LLM failure" in d["notes"]
+    assert (d.route, d.winner, d.reason) == ("correct", "base", "LLM correction failed: base pass used")
+    assert len(d.llm_failures) == 1 and d.llm_failures[0].startswith("hyde: LLM call to openai/stub failed")
+    assert "rewrite: skipped after an earlier LLM failure" in d.notes
     assert len(llm_stub.requests_to("/chat/completions")) == 1  # a down LLM is asked once per request
     assert [r.candidate.ref for r in result.ranked] == [r.candidate.ref for r in base.ranked]
     assert result.context == base.context
@@ -159,8 +159,8 @@ def test_llm_timeout_costs_one_timeout_and_base_is_used(kb, llm_stub):
     rt = kb.runtime(llm=llm_stub, timeout_s=1.0)
     result = compute_context(corpus.WEAK_QUERY, profile="focused", runtime=rt)
     d = result.decision
-    assert d["winner"] == "base" and len(d["llm_failures"]) == 1
-    assert "timeout" in d["llm_failures"][0].lower()
+    assert d.winner == "base" and len(d.llm_failures) == 1
+    assert "timeout" in d.llm_failures[0].lower()
     # one request, one timeout: the slow LLM was waited on once, then the base pass was used
     assert len(llm_stub.requests_to("/chat/completions")) == 1
     assert result.ranked and not result.insufficient

@@ -80,12 +80,12 @@ def test_per_source_cap_and_deterministic_order(team):
 def test_repeated_text_enters_the_context_once(team):
     result = compute_context(TEAM_QUERY, vaults=["team"], mode="base", runtime=team.runtime())
     assert result.context.count(corpus.RANKING_BODY.strip()) == 1
-    assert [c["source_path"] for c in result.citations].count("about/ada.md") == 1
-    first = next(c for c in result.citations if c["source_path"] == "about/ada.md")
-    items = {i["source"]: i for i in result.evidence_full["items"]}
+    assert [c.source_path for c in result.citations].count("about/ada.md") == 1
+    first = next(c for c in result.citations if c.source_path == "about/ada.md")
+    items = {i.source: i for i in result.evidence_full.items}
     for path in ("kb/ada.md", "blog/ada-post.md", "blog/ada-copy.md", "photos/ada.md"):
-        assert items[path]["used"] is False
-        assert items[path]["notes"] == [f"dropped: duplicate of {first['marker']}#0"]
+        assert items[path].used is False
+        assert items[path].notes == [f"dropped: duplicate of {first.marker}#0"]
 
 
 def test_sliding_window_chunks_merge_into_one_exact_block(manual):
@@ -97,12 +97,12 @@ def test_sliding_window_chunks_merge_into_one_exact_block(manual):
     result = compute_context(PUMP_QUERY, profile="uncapped", mode="base", runtime=env.runtime())
     assert len(result.citations) == 1
     cit = result.citations[0]
-    assert cit["ordinals"] == [r["ordinal"] for r in rows]
+    assert list(cit.ordinals) == [r["ordinal"] for r in rows]
     block = source[rows[0]["start_byte"]:rows[-1]["end_byte"]].decode()
-    assert result.context == f"[S1] {cit['title']} (lines {cit['start_line']}–{cit['end_line']})\n{block}"
+    assert result.context == f"[S1] {cit.title} (lines {cit.start_line}–{cit.end_line})\n{block}"
     for i in range(12):  # the overlaps were spliced out: every paragraph once
         assert result.context.count(f"Paragraph {i} of") == 1
-    merged = result.evidence_llm["items"][0]["notes"]
+    merged = result.evidence_llm.items[0].notes
     assert merged and merged[0].startswith("merged with S1#")
 
 
@@ -125,16 +125,16 @@ def test_budget_is_respected_and_counted_exactly(manual, budget):
     result = compute_context(PUMP_QUERY, profile="uncapped", mode="base", budget_tokens=budget,
                              runtime=env.runtime())
     assert result.used_tokens == count_tokens(result.context) <= budget
-    cited = {ref for c in result.citations for ref in c["chunk_refs"]}
+    cited = {ref for c in result.citations for ref in c.chunk_refs}
     assert result.insufficient == (not cited)
     if budget == 0:
         assert (result.context, result.citations, result.insufficient) == ("", [], True)
-        assert result.evidence_llm == {"sources": {}, "items": []}
+        assert result.evidence_llm.model_dump() == {"sources": {}, "items": []}
     if budget == 4000:
         assert cited == {r.candidate.ref for r in result.ranked}
     if 0 < budget < 4000:
-        over = [i for i in result.evidence_full["items"] if "dropped: over budget" in i["notes"]]
-        assert over and all(not i["used"] for i in over)
+        over = [i for i in result.evidence_full.items if "dropped: over budget" in i.notes]
+        assert over and all(not i.used for i in over)
 
 
 def test_budget_fills_more_with_more_tokens(manual):
@@ -143,7 +143,7 @@ def test_budget_fills_more_with_more_tokens(manual):
     counts = []
     for budget in (40, 80, 160, 320):
         result = compute_context(PUMP_QUERY, profile="uncapped", mode="base", budget_tokens=budget, runtime=rt)
-        counts.append(sum(len(c["chunk_refs"]) for c in result.citations))
+        counts.append(sum(len(c.chunk_refs) for c in result.citations))
     assert counts == sorted(counts) and counts[0] < counts[-1]
 
 
@@ -153,8 +153,8 @@ def test_every_chunk_in_the_context_is_cited(env, budget):
     env.vault("team", corpus.ranking_vault())
     env.vault("manual", {"pump.md": corpus.sliding_text()}, chunking=SLIDING)
     result = compute_context("zorblax maintenance telemetry pump seal", budget_tokens=budget, runtime=env.runtime())
-    cited = {ref for c in result.citations for ref in c["chunk_refs"]}
-    used = {i["ref"] for i in result.evidence_full["items"] if i["used"]}
+    cited = {ref for c in result.citations for ref in c.chunk_refs}
+    used = {i.ref for i in result.evidence_full.items if i.used}
     assert cited == used and cited
     for r in result.ranked:
         c = r.candidate
@@ -162,11 +162,12 @@ def test_every_chunk_in_the_context_is_cited(env, budget):
             assert c.content.strip() in result.context
         elif c.content.strip() in result.context:
             # text that is in the context but not cited must be a repeat of a cited chunk's text
-            item = next(i for i in result.evidence_full["items"] if i["ref"] == c.ref)
-            assert any(n.startswith("dropped: duplicate of") for n in item["notes"])
+            item = next(i for i in result.evidence_full.items if i.ref == c.ref)
+            assert any(n.startswith("dropped: duplicate of") for n in item.notes)
     for cit in result.citations:
-        assert f"[{cit['marker']}] " in result.context
-        assert cit["source_path"] and cit["start_line"] is not None and cit["end_line"] >= cit["start_line"]
+        assert f"[{cit.marker}] " in result.context
+        assert cit.source_path and cit.start_line is not None and cit.end_line is not None
+        assert cit.end_line >= cit.start_line
 
 
 def test_evidence_packs(env):
@@ -174,33 +175,35 @@ def test_evidence_packs(env):
     env.vault("manual", {"pump.md": corpus.sliding_text()}, chunking=SLIDING)
     result = compute_context("zorblax maintenance pump seal", budget_tokens=300, runtime=env.runtime())
     llm = result.evidence_llm
-    assert llm["sources"] == {c["marker"]: c["source_path"] for c in result.citations}
-    assert list(llm["sources"]) == [f"S{i}" for i in range(1, len(llm["sources"]) + 1)]
-    ids = [item["id"] for item in llm["items"]]
+    assert llm.sources == {c.marker: c.source_path for c in result.citations}
+    assert list(llm.sources) == [f"S{i}" for i in range(1, len(llm.sources) + 1)]
+    ids = [item.id for item in llm.items]
     assert ids and all(re.fullmatch(r"S\d+#\d+", i) for i in ids)
-    assert {i.split("#")[0] for i in ids} == set(llm["sources"])
-    expected = {f"{c['marker']}#{o}" for c in result.citations for o in c["ordinals"]}
+    assert {i.split("#")[0] for i in ids} == set(llm.sources)
+    expected = {f"{c.marker}#{o}" for c in result.citations for o in c.ordinals}
     assert set(ids) == expected and len(ids) == len(expected)
-    scores = [item["score"] for item in llm["items"]]
+    scores = [item.score for item in llm.items]
     assert scores == sorted(scores, reverse=True)  # items in rank order
-    assert all(len(item["snippet"]) <= 300 for item in llm["items"])
+    assert all(len(item.snippet) <= 300 for item in llm.items)
 
     full = result.evidence_full
-    assert full["decision"] == result.decision
-    assert (full["budget_tokens"], full["used_tokens"], full["insufficient"]) == (300, result.used_tokens, False)
-    assert [i["ref"] for i in full["items"]] == [r.candidate.ref for r in result.ranked]
-    assert {m: s["source_path"] for m, s in full["sources"].items()} == llm["sources"]
-    for item in full["items"]:
-        assert set(item["scores"]) >= {"vector", "lexical", "fused", "final", "penalty", "weights_applied"}
-        assert (item["id"] is not None) == item["used"]
-        assert item["used"] or item["notes"]  # an unused chunk says why
-    payload = result.to_dict()
-    assert payload["evidence_llm"] == llm and len(payload["ranked"]) == len(result.ranked)
-    assert payload["chunks"] == payload["ranked"] and result.chunks == result.ranked  # deprecated alias
+    assert full.decision == result.decision
+    assert (full.budget_tokens, full.used_tokens, full.insufficient) == (300, result.used_tokens, False)
+    assert [i.ref for i in full.items] == [r.candidate.ref for r in result.ranked]
+    assert {m: s.source_path for m, s in full.sources.items()} == llm.sources
+    for item in full.items:
+        assert (item.id is not None) == item.used
+        assert item.used or item.notes  # an unused chunk says why
+    payload = result.to_dict()  # the JSON of POST /v1/context
+    assert set(payload) == {"context", "citations", "decision", "used", "ranked", "insufficient", "used_tokens",
+                            "evidence_full", "evidence_llm"}  # no deprecated `chunks` doubling `ranked`
+    assert payload["evidence_llm"] == llm.model_dump(mode="json") and len(payload["ranked"]) == len(result.ranked)
+    assert set(payload["ranked"][0]["scores"]) == {"vector", "lexical", "fused", "final", "penalty", "weights_applied"}
+    assert not hasattr(result, "chunks")
     # `used`: the chunks in the context, in context order; a subset of `ranked`, each one cited.
     used_refs = [r.candidate.ref for r in result.used]
     assert used_refs and set(used_refs) <= {r.candidate.ref for r in result.ranked}
     assert used_refs == [i["ref"] for i in payload["used"]]
-    assert {i["ref"] for i in full["items"] if i["used"]} <= set(used_refs)
+    assert {i.ref for i in full.items if i.used} <= set(used_refs)
     # one citation per block, in context order: `used` walks the blocks in the same order
-    assert used_refs == [ref for c in result.citations for ref in c["chunk_refs"]]
+    assert used_refs == [ref for c in result.citations for ref in c.chunk_refs]

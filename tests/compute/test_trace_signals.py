@@ -45,9 +45,9 @@ def test_a_corrected_request_records_every_signal(kb, scripted, capture, scores)
     tracer.flush()
     (m,) = root_meta(exporter)
     d = result.decision
-    assert m["weak"] is True and m["weakFlags"] == d["weak_signals"] and m["weakFlags"]
-    assert (m["route"], m["winner"]) == (d["route"], d["winner"]) == ("correct", "hyde")
-    assert m["margin"] == pytest.approx(d["margin"]) and m["margin"] >= 0.10  # the profile's decision_margin
+    assert m["weak"] is True and m["weakFlags"] == d.weak_signals and m["weakFlags"]
+    assert (m["route"], m["winner"]) == (d.route, d.winner) == ("correct", "hyde")
+    assert m["margin"] == pytest.approx(d.margin) and m["margin"] >= 0.10  # the profile's decision_margin
     assert m["usedTokens"] == result.used_tokens > 0
     for stage in ("latencyEmbedMs", "latencyBasePassMs", "latencyRetrievalMs", "latencyAssemblyMs", "latencyTotalMs"):
         assert isinstance(m[stage], float) and m[stage] >= 0, stage

@@ -29,17 +29,17 @@ def test_spans_of_a_corrected_request(kb, scripted, capture):
     assert root_meta["requestId"] == "req-42"
     assert (root_meta["profile"], root_meta["mode"]) == ("focused", "auto")
     d = result.decision
-    assert root_meta["winner"] == d["winner"] == "hyde"
+    assert root_meta["winner"] == d.winner == "hyde"
     assert root_meta["autoTriggered"] is True and root_meta["multiQueryRan"] is False
-    assert root_meta["decisionSignature"] == d["decision_signature"]
+    assert root_meta["decisionSignature"] == d.decision_signature
     assert root_meta["insufficient"] is False and root_meta["chunkCount"] == len(result.ranked)
     assert root_meta["topScore"] == result.ranked[0].scores.final
 
     stages = sorted((s for s in spans if s.name == STAGE_SPAN), key=lambda s: s.start_time)
-    assert [meta(s)["stage"] for s in stages] == [p["name"] for p in d["passes"]] == ["base", "hyde", "rewrite"]
-    for span, record in zip(stages, d["passes"], strict=True):
-        assert meta(span)["count"] == record["count"]
-        assert meta(span)["topSimilarity"] == record["top_similarity"]
+    assert [meta(s)["stage"] for s in stages] == [p.name for p in d.passes] == ["base", "hyde", "rewrite"]
+    for span, record in zip(stages, d.passes, strict=True):
+        assert meta(span)["count"] == record.count
+        assert meta(span)["topSimilarity"] == record.top_similarity
     (selection,) = [s for s in spans if s.name == SELECTION_SPAN]
     assert meta(selection) == {"budget_tokens": 4000, "insufficient": False, "used_tokens": result.used_tokens,
                                "blocks": len(result.citations)}
@@ -89,7 +89,7 @@ def test_async_variant_does_not_block_the_event_loop(kb, scripted):
         return results, ticks_during_llm, overlapped
 
     results, ticks_during_llm, overlapped = asyncio.run(main())
-    assert all(r.decision["winner"] == "hyde" for r in results)
+    assert all(r.decision.winner == "hyde" for r in results)
     assert len(stub.requests_to("/chat/completions")) == 2
     assert overlapped, "the two requests' LLM calls never overlapped"
     assert ticks_during_llm >= 2, "the event loop did not run while the requests waited on the LLM"

@@ -137,3 +137,18 @@ def test_mask_secret() -> None:
     assert mask_secret(f"bad key {API_KEY}!", API_KEY) == "bad key sk-...ef!"
     assert "abcdef123456" not in mask_secret("Incorrect API key provided: sk-proj-abcdef123456", None)
     assert mask_secret("nothing secret here", None) == "nothing secret here"
+
+
+def test_litellm_is_imported_in_one_place_and_quietly() -> None:
+    """rag.llm.import_litellm is the one import (quiet, no cost-map download): the embedder, the LLM
+    and the CLI all come through it, so no caller can forget the settings."""
+    import ast
+
+    from rag.llm import import_litellm
+    from tests.layout.imports import _imports, module_files
+
+    importers = sorted(module for module, path in module_files().items()
+                       if any(name.split(".")[0] == "litellm" for name, _ in _imports(ast.parse(path.read_text()))))
+    assert importers == ["rag.llm"]
+    litellm = import_litellm()
+    assert litellm.suppress_debug_info is True and import_litellm() is litellm

@@ -105,6 +105,29 @@ def test_missing_baseline_file(tmp_path: Path) -> None:
         load_baseline(tmp_path / "nope.json")
 
 
+def test_unreadable_files_get_the_same_words_in_every_eval_input(tmp_path: Path) -> None:
+    """Golden files, baselines and BEIR files are read under one rule (rag.eval.errors.reading)."""
+    from rag.eval import GoldenError, load_golden
+    from rag.eval.beir import BeirDataError, load_beir_queries
+
+    folder = tmp_path / "folder.json"
+    folder.mkdir()
+    latin = tmp_path / "latin.json"
+    latin.write_bytes("{\"caf\xe9\": 1}".encode("latin-1"))
+    for load, error, kind in ((load_baseline, BaselineError, "baseline "), (load_golden, GoldenError, "golden file ")):
+        for path, says in ((folder, "is a directory, not a file"), (latin, "is not UTF-8 text")):
+            with pytest.raises(error) as info:
+                load(path)
+            assert str(info.value) == f"{kind}{path} {says}"
+    beir = tmp_path / "beir"
+    (beir / "queries.jsonl").mkdir(parents=True)
+    (beir / "qrels").mkdir()
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
+    with pytest.raises(BeirDataError) as beir_info:
+        load_beir_queries(beir, "test")
+    assert str(beir_info.value) == f"{beir / 'queries.jsonl'} is a directory, not a file"
+
+
 @pytest.mark.parametrize("tolerance", [-0.1, float("nan"), float("inf")])
 def test_invalid_tolerance(tmp_path: Path, tolerance: float) -> None:
     base = load_baseline(save_baseline(summary(), tmp_path / "b.json"))

@@ -278,9 +278,9 @@ def test_decision_record_names_the_backend(settings: Settings, aconn, tmp_path: 
         filtered = compute_context("where do tomatoes grow", profile="chat", runtime=rt, filters={"tags": "x"})
     finally:
         rt.close()
-    assert plain.decision["lexical_backend"] == "pg_textsearch"
+    assert plain.decision.lexical_backend == "pg_textsearch"
     # the question's words occur in fewer chunks than the index would be read for the filter
-    assert filtered.decision["lexical_backend"] == "sql"
+    assert filtered.decision.lexical_backend == "sql"
 
 
 # -- a server without the library, then with it ---------------------------------------------------

@@ -164,7 +164,7 @@ def test_cli_index_summary(cli, tmp_path: Path) -> None:
     assert summary["peak_rss_mb"] >= psutil.Process().memory_info().rss / (1024 * 1024) * 0.9
 
     code, out, err = cli("index", "nope")
-    assert code == 4 and err.strip() == "error: vault 'nope' not found (see `ragpg vault list`)"
+    assert code == 4 and err.strip() == "error: unknown vault 'nope' (known: v)"
     code, out, err = cli("reindex", "--quiet")
     assert code == 0 and out.startswith("v: 2 files seen, 0 indexed, 2 unchanged, 0 skipped, 0 removed; 0 chunks")
     assert out.splitlines()[-1].startswith("Peak memory of this run: ") and out.rstrip().endswith(" MiB")

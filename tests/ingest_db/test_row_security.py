@@ -198,7 +198,7 @@ def test_db_console_opens_psql_bound_to_the_role(indexed: None, db_url: str, tmp
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--clearance", "top"], "unknown clearance 'top' (use one of: public, internal, confidential, restricted)"),
-    (["--clearance", "public", "--vault", "nope"], "unknown vault 'nope' (known vaults: notes, other)"),
+    (["--clearance", "public", "--vault", "nope"], "unknown vault 'nope' (known: notes, other)"),
     (["--clearance", "public", "--with-password"], "--with-password only goes with --json"),
 ])
 def test_db_console_bad_input(indexed: None, cli, aconn: psycopg.Connection, args: list[str], message: str) -> None:
@@ -224,12 +224,12 @@ def test_scoped_reads_hold_even_when_the_filter_loses_the_scope(indexed: None, s
         for profile in ("chat", "notes"):
             result = compute_context(QUERY, profile=profile, mode="base", runtime=rt, scope=public_notes,
                                      filters={"$or": [{"confidentiality": "restricted"}, {"vault": "other"}]})
-            assert {(c.candidate.vault, c.candidate.source_path) for c in result.chunks} <= PUBLIC_NOTES
+            assert {(c.candidate.vault, c.candidate.source_path) for c in result.ranked} <= PUBLIC_NOTES
         found = search(QUERY, runtime=rt, scope=public_notes)
         assert {(i.vault, i.source_path) for i in found.items} == PUBLIC_NOTES
         # The pooled connection goes back as the owner: an unrestricted caller reads everything again.
         everything = compute_context(QUERY, mode="base", runtime=rt)
-        assert ("notes", "vault/secret.md") in {(c.candidate.vault, c.candidate.source_path) for c in everything.chunks}
+        assert ("notes", "vault/secret.md") in {(c.candidate.vault, c.candidate.source_path) for c in everything.ranked}
         with rt.connection() as conn:
             row = conn.execute("select current_user as who, current_setting('ragpg.clearance', true) as c").fetchone()
         assert row["who"] != "ragpg_reader" and not row["c"]

@@ -100,7 +100,7 @@ def test_resolve_vault_names(aconn: psycopg.Connection, tmp_path: Path) -> None:
     add(aconn, "a", tmp_path)
     assert resolve_vault_names(aconn, None) is None
     assert resolve_vault_names(aconn, ["a", "a"]) == ["a"]
-    with pytest.raises(NotFoundError, match="vault 'zz' not found"):
+    with pytest.raises(NotFoundError, match=r"^unknown vault 'zz' \(known: a\)$"):
         resolve_vault_names(aconn, ["a", "zz"])
 
 
@@ -134,4 +134,4 @@ def test_cli_vault_commands(cli, tmp_path: Path) -> None:
     code, out, err = cli("vault", "remove", "notes", "--json")
     assert code == 0 and json.loads(out) == {"removed": "notes", "documents": 1, "chunks": 1}
     code, out, err = cli("vault", "remove", "notes")
-    assert code == 4 and "vault 'notes' not found" in err
+    assert code == 4 and err.strip() == "error: unknown vault 'notes' (known: none)"

@@ -29,3 +29,47 @@ def test_the_cli_and_ask_start_without_the_migration_stack() -> None:
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('alembic', 'sqlalchemy')))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_type_checker_sees_every_public_name_where_it_is_loaded() -> None:
+    """The names under TYPE_CHECKING (what mypy and IDEs see) and the lazy table (what runs) are the
+    same names for the same objects."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(rag.__file__)).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    seen = {alias.asname or alias.name: (node.module, alias.name) for node in block.body
+            if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert seen == rag._EXPORTS
+
+
+def test_compute_context_is_a_typed_callable_to_a_users_type_checker(tmp_path) -> None:
+    """A user's `mypy --strict` sees the real signatures and the typed records, not Any."""
+    from pathlib import Path
+
+    user = tmp_path / "user.py"
+    user.write_text("\n".join([
+        "from rag import ask, compute_context, search",
+        "reveal_type(compute_context)",
+        "result = compute_context('q')",
+        "reveal_type(result.citations[0].source_path)",
+        "reveal_type(result.decision.route)",
+        "reveal_type(result.evidence_full.items[0].scores.final)",
+        "reveal_type(ask('q').references[0].lines)",
+        "reveal_type(search('q').items[0].score)",
+        "compute_context(3)",
+    ]) + "\n", encoding="utf-8")
+    repo = Path(rag.__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental",
+                           str(user)], capture_output=True, text=True, cwd=tmp_path,
+                          env={"MYPYPATH": str(repo), "PATH": "/usr/bin:/bin"})
+    revealed = [line.split('Revealed type is "', 1)[1].rstrip('"') for line in done.stdout.splitlines()
+                if "Revealed type is" in line]
+    assert len(revealed) == 6, done.stdout + done.stderr
+    signature = revealed[0]
+    assert signature.startswith("def (query: str, *, vaults: typing.Sequence[str] | None =")
+    assert "mode: Literal['auto'] | Literal['base']" in signature and "budget_tokens: int =" in signature
+    assert signature.endswith("-> rag.context.result.ContextResult")
+    assert revealed[1:] == ["str", "str", "float", "str | None", "float"]
+    assert 'Argument 1 to "compute_context" has incompatible type "int"; expected "str"' in done.stdout

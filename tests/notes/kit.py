@@ -25,6 +25,7 @@ from psycopg.types.json import Jsonb
 
 from rag.embed.base import Embedder
 from rag.store import models
+from rag.tokens import count_tokens
 
 
 def toward(query: np.ndarray, similarity: float, seed: int = 0) -> np.ndarray:
@@ -106,7 +107,7 @@ class NotesDB:
             cid = self.conn.execute(
                 "insert into chunks (document_id, vault_id, ordinal, heading_path, content, token_count,"
                 " start_line, end_line, metadata) values (%s, %s, %s, %s, %s, %s, %s, %s, %s) returning id",
-                (doc, vault_id, i, heading, text, len(text.split()), line, line + n_lines - 1,
+                (doc, vault_id, i, heading, text, count_tokens(text), line, line + n_lines - 1,
                  Jsonb(chunk_meta))).fetchone()["id"]
             line += n_lines + 1
             ids.append(cid)

@@ -11,7 +11,7 @@ import pytest
 
 from rag.access import Scope
 from rag.errors import AuthError, InputError, NotFoundError
-from rag.notes.answer import CAUTION, NOTICE_LLM_FAILED, NOTICE_NO_LLM
+from rag.notes.answer import NOTICE_LLM_FAILED, NOTICE_NO_LLM, caution
 from rag.notes.ask import ABSTAIN_ANSWER, ask, search
 from rag.retrieval.profiles import BUILTIN_PROFILES
 from rag.retrieval.rank import FRESHNESS_UNKNOWN
@@ -114,10 +114,10 @@ def test_low_confidence_asks_the_llm_for_a_cautious_answer(notes, llm_runtime, l
     script(llm_stub, answer="Alpha ships in March [File: alpha.md, Section: Timeline].")
     resp = ask(Q, runtime=llm_runtime)
     assert resp.confidence == "low" and not resp.abstained
-    assert CAUTION.strip() in answer_prompts(llm_stub)[-1]
+    assert caution().strip() in answer_prompts(llm_stub)[-1]
     use_settings(monkeypatch)
     assert ask(Q, runtime=llm_runtime).confidence == "normal"
-    assert CAUTION.strip() not in answer_prompts(llm_stub)[-1]
+    assert caution().strip() not in answer_prompts(llm_stub)[-1]
 
 
 # -- folders: a prior, never a blindfold ------------------------------------------------------------
@@ -298,10 +298,9 @@ def test_unknown_folder_names_close_matches(notes, runtime, notes_config):
 def test_references_are_the_passages_the_llm_answer_cites(notes, llm_runtime, llm_stub, notes_config):
     two_notes(notes)
     script(llm_stub, answer="Alpha ships in March [File: alpha.md, Section: Timeline] "
-                            "[Chunk 1] as planned [File: gamma.md, Section: Plans].")
+                            "as planned [File: gamma.md, Section: Plans].")
     resp = ask(Q, detail="brief", debug=True, runtime=llm_runtime)
     assert resp.answered_by == "llm" and resp.notice is None and not resp.abstained
-    assert "[Chunk" not in resp.answer
     assert [(r.source_path, r.heading_path, r.ordinal) for r in resp.references] == [
         ("projects/alpha.md", "# Alpha > ## Timeline", 0)]
     ref = resp.references[0].to_dict()
@@ -309,7 +308,9 @@ def test_references_are_the_passages_the_llm_answer_cites(notes, llm_runtime, ll
     assert resp.debug["citations"]["unmatched_citations"] == ["[File: gamma.md, Section: Plans]"]
     system, user = llm_stub.requests[-1]["messages"]
     assert system["role"] == "system" and "only the user's own notes" in system["content"]
-    assert "[Chunk 1]\n[Vault: work] File: projects/alpha.md\nSection: Alpha > Timeline\nContent:\n" in user["content"]
+    # the context is assembled like any (rag.context.assemble): each block under the label it is cited by
+    assert "[File: alpha.md, Section: Timeline]\nProject alpha ships in March after the beta review." in user["content"]
+    assert "[File: beta.md, Section: Beta]\nProject beta follows alpha." in user["content"]
     assert user["content"].rstrip().endswith(f"Question: {Q}")
 
 
@@ -373,7 +374,8 @@ def ten_passages(notes, question=Q, vault="work"):
 
 
 def context_chunks(stub) -> int:
-    return len(re.findall(r"^\[Chunk \d+\]$", answer_prompts(stub)[-1], re.MULTILINE))
+    """The passages (context blocks) the last answering prompt showed, each under its own label."""
+    return len(re.findall(r"^\[File: n\d\.md, Section: N\]$", answer_prompts(stub)[-1], re.MULTILINE))
 
 
 def test_auto_k_is_the_number_of_passages_the_llm_sees(notes, llm_runtime, llm_stub, notes_config):
@@ -425,7 +427,7 @@ def test_debug_lists_every_candidate_with_scores(notes, runtime, notes_config):
     assert [c["final"] for c in cands] == sorted((c["final"] for c in cands), reverse=True)
     assert set(resp.debug) >= {"question", "detail", "k", "vaults", "folders", "filter", "retrieval", "candidates",
                                "best_score", "abstention", "confidence", "citations"}
-    assert resp.to_dict()["debug"] is resp.debug
+    assert resp.to_dict()["debug"] == resp.debug
     assert "debug" not in ask(Q, runtime=runtime).to_dict()
 
 
@@ -462,7 +464,7 @@ def test_bad_input_is_a_clear_error_and_loses_nothing(conn, notes, runtime, note
     cases = [
         (dict(question="   "), InputError, "the question is empty"),
         (dict(question="x" * 100_000), InputError, "characters long; the limit is"),
-        (dict(question=Q, vaults=["nope"]), NotFoundError, r"unknown vault 'nope' \(known vaults: empty, work\)"),
+        (dict(question=Q, vaults=["nope"]), NotFoundError, r"unknown vault 'nope' \(known: empty, work\)"),
         (dict(question=Q, vaults=[""]), InputError, "a vault name is empty"),
         (dict(question=Q, folders=["projcts"]), InputError, r"no folder named 'projcts' .*did you mean: .*projects"),
         (dict(question=Q, detail="verbose"), InputError, "detail must be one of: brief, normal, detailed"),
@@ -541,8 +543,9 @@ def test_public_entry_point_matches_the_issue(notes, runtime, notes_config):
     assert isinstance(resp, rag.AskResponse) and resp.debug is None and not resp.abstained
     assert set(resp.references[0].to_dict()) >= {"vault", "source_path", "heading_path", "ordinal", "lines",
                                                  "snippet"}
-    ref = resp.references[0].to_dict()  # the deprecated names still carry the same values
-    assert (ref["rel_path"], ref["chunk_index"]) == (ref["source_path"], ref["ordinal"])
+    ref = resp.references[0].to_dict()  # each value under its one name (docs/glossary.md)
+    assert set(ref) == {"vault", "source_path", "file", "heading_path", "ordinal", "lines", "start_line", "end_line",
+                        "snippet"}
 
 
 def test_a_repeated_question_reuses_its_sentence_vectors(notes, runtime, monkeypatch):
@@ -564,3 +567,35 @@ def test_a_repeated_question_reuses_its_sentence_vectors(notes, runtime, monkeyp
     assert ask(Q, runtime=runtime).answer == first.answer
     # each sentence after its note's title and section (the H1 "Alpha" is the title, not said twice)
     assert "alpha Timeline: Project alpha ships in March after the beta review." in [t for b in embedded for t in b]
+
+
+def test_one_scoped_connection_per_request(notes, llm_runtime, llm_stub, monkeypatch):
+    """ask and search read through one connection, scoped to the caller (folder ranking by the LLM,
+    then by centroids, retrieval, word statistics); ask gives it back before the answer's LLM call."""
+    from contextlib import contextmanager
+
+    two_notes(notes)
+    notes.note("work", "meetings/m.md", [("# M", OFF_TOPIC)], embeddings=[toward(notes.query_vector(Q), 0.5, 7)])
+    use_settings(monkeypatch, folder_prior_weight=0.2)
+    script(llm_stub, folders="not a list", answer="Soon [File: alpha.md, Section: Timeline].")
+    taken: list[object] = []
+    real = llm_runtime.connection
+
+    @contextmanager
+    def counting(**kwargs):
+        with real(**kwargs) as conn:
+            taken.append(kwargs.get("scope"))
+            answering = len(answer_prompts(llm_stub))
+            yield conn
+            assert len(answer_prompts(llm_stub)) == answering  # no answering call while it is held
+
+    monkeypatch.setattr(llm_runtime, "connection", counting)
+    caller = Scope(clearance="internal")
+    resp = ask(Q, debug=True, runtime=llm_runtime, scope=caller)
+    assert resp.answered_by == "llm" and len(answer_prompts(llm_stub)) == 1
+    assert any(FOLDER_PROMPT_MARK in r["messages"][-1]["content"] for r in llm_stub.requests)  # folders ranked
+    assert resp.debug["folders"]["selected"]  # ... by centroids, after the LLM's answer was malformed
+    assert taken == [caller]
+    taken.clear()
+    assert search(Q, runtime=llm_runtime, scope=caller).items
+    assert taken == [caller]

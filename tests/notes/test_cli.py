@@ -228,7 +228,7 @@ def test_search_human_and_json(vault, capsys):
 
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["ask", "  "], 2, "error: the question is empty"),
-    (["ask", QUESTION, "--vault", "nope"], 4, "error: unknown vault 'nope' (known vaults: empty, notes)"),
+    (["ask", QUESTION, "--vault", "nope"], 4, "error: unknown vault 'nope' (known: empty, notes)"),
     (["ask", QUESTION, "--folder", "projcts"], 4, "error: no folder named 'projcts' in notes; did you mean: projects"),
     (["ask", QUESTION, "--folder", "meetngs", "--explain"], 4, "did you mean: meetings"),
     (["ask", QUESTION, "--detail", "verbose"], 2, "error: detail must be one of: brief, normal, detailed"),
@@ -254,14 +254,19 @@ def test_real_console_script(vault, cli_env):
     assert json.loads(result.stdout)["references"][0]["source_path"] == "projects/alpha.md"
 
 
+def ref(vault: str, path: str, heading: str, ordinal: int, start: int, end: int) -> Reference:
+    return Reference(vault=vault, source_path=path, heading_path=heading, ordinal=ordinal, start_line=start,
+                     end_line=end, snippet="")
+
+
 def test_sources_are_deduplicated_by_source_and_location():
-    refs = [Reference("v", "a.md", "A", 0, 1, 4, ""), Reference("v", "a.md", "A", 0, 1, 4, ""),
-            Reference("v", "a.md", "B", 1, 6, 9, ""), Reference("v", "b.md", "", 0, 3, 3, "")]
+    refs = [ref("v", "a.md", "A", 0, 1, 4), ref("v", "a.md", "A", 0, 1, 4),
+            ref("v", "a.md", "B", 1, 6, 9), ref("v", "b.md", "", 0, 3, 3)]
     assert source_lines(refs) == ["- a.md (lines 1-4)", "- a.md (lines 6-9)", "- b.md (line 3)"]
-    two_vaults = [Reference("v", "a.md", "", 0, 1, 2, ""), Reference("w", "a.md", "", 0, 1, 2, "")]
+    two_vaults = [ref("v", "a.md", "", 0, 1, 2), ref("w", "a.md", "", 0, 1, 2)]
     assert source_lines(two_vaults) == ["- v: a.md (lines 1-2)", "- w: a.md (lines 1-2)"]
-    abstained = AskResponse("I could not find this information in the available documents.", [], True,
-                            "no_relevant_context", answered_by="none")
+    abstained = AskResponse(answer="I could not find this information in the available documents.", references=[],
+                            abstained=True, abstain_reason="no_relevant_context", answered_by="none")
     assert render_answer(abstained) == "Answer:\nI could not find this information in the available documents."
 
 
@@ -276,11 +281,12 @@ def test_ask_abstains_in_plain_words(vault, capsys):
 
 
 def test_low_confidence_answer_says_so_plainly():
-    ref = Reference("v", "a.md", "A", 0, 1, 4, "")
-    low = AskResponse("Alpha ships in March. [File: a.md, Section: A]", [ref], False, None, answered_by="extractive",
-                      notice=NOTICE_NO_LLM, confidence="low")
+    one = ref("v", "a.md", "A", 0, 1, 4)
+    low = AskResponse(answer="Alpha ships in March. [File: a.md, Section: A]", references=[one], abstained=False,
+                      abstain_reason=None, answered_by="extractive", notice=NOTICE_NO_LLM, confidence="low")
     text = render_answer(low)
     assert text.splitlines()[1:3] == [f"({NOTICE_NO_LLM})", f"({LOW_CONFIDENCE_NOTE})"]
     assert not JARGON.search(text)
-    normal = AskResponse("Alpha ships in March.", [ref], False, None, confidence="normal")
+    normal = AskResponse(answer="Alpha ships in March.", references=[one], abstained=False, abstain_reason=None,
+                         confidence="normal")
     assert LOW_CONFIDENCE_NOTE not in render_answer(normal)

@@ -1,19 +1,13 @@
-"""Notes context format, citation parsing and matching, snippets, plain text, folder names and parsing."""
+"""Notes citations (labels, block headers, reading them back), snippets, plain text, folder names and parsing."""
 
 from __future__ import annotations
 
 import pytest
 
 from rag.errors import InputError
+from rag.notes.citations import citation_for, cite_label, file_section_header, match_citations
 from rag.notes.folders import Folder, map_folder_names, parse_folder_answer, resolve_user_folders
-from rag.notes.format import (
-    format_context,
-    match_citations,
-    parse_citations,
-    section_label,
-    snippet,
-    strip_chunk_markers,
-)
+from rag.notes.format import section_label, snippet
 from rag.types import Candidate
 
 
@@ -29,13 +23,22 @@ CHUNKS = [
 ]
 
 
-def test_context_blocks_and_citation_instruction():
-    text = format_context(CHUNKS[:2] + CHUNKS[2:])
-    assert text.startswith("[Chunk 1]\n[Vault: work] File: projects/alpha.md\nSection: Alpha > Timeline\n"
-                           "Content:\nAlpha ships in March.\n\n[Chunk 2]\n")
-    assert "[Chunk 3]\n[Vault: work] File: meetings/2024-05-01.md\nSection: (top of the note)\n" in text
-    assert text.rstrip().endswith("[File: filename.md, Section: section name], using the file name and section "
-                                  "shown above.")
+def test_a_passage_is_cited_by_its_file_name_and_last_heading():
+    assert [citation_for(c) for c in CHUNKS] == ["[File: alpha.md, Section: Timeline]",
+                                                 "[File: alpha.md, Section: Budget]",
+                                                 "[File: 2024-05-01.md, Section: (top of the note)]"]
+
+
+def test_a_context_block_is_headed_by_its_first_passage_label():
+    from rag.context.assemble import assemble_context
+    from rag.retrieval.profiles import Profile
+    from rag.retrieval.rank import rank_candidates
+
+    ranked = rank_candidates([CHUNKS[2], CHUNKS[0]], Profile())
+    out = assemble_context(ranked, budget_tokens=1000, header=file_section_header)
+    assert out.text.splitlines()[0] in (citation_for(CHUNKS[0]), citation_for(CHUNKS[2]))
+    assert {b.header for b in out.blocks} == {citation_for(CHUNKS[0]), citation_for(CHUNKS[2])}
+    assert out.blocks[0].header == cite_label(out.citations[0].source_path, out.citations[0].heading_path)
 
 
 def test_section_label_strips_heading_markers():
@@ -43,36 +46,25 @@ def test_section_label_strips_heading_markers():
     assert section_label("") == ""
 
 
-def test_parse_citations_tolerates_spacing_and_quotes():
-    answer = ("Alpha ships in March [File: alpha.md, Section: Timeline]. Budget: 40k "
-              "[file: 'projects/alpha.md' , section: Alpha > Budget] and [File: meetings/2024-05-01.md]")
-    cites = parse_citations(answer)
-    assert [(c.file, c.section) for c in cites] == [
-        ("alpha.md", "Timeline"), ("projects/alpha.md", "Alpha > Budget"), ("meetings/2024-05-01.md", "")]
-
-
-def test_citations_match_by_file_and_section():
-    answer = ("[File: alpha.md, Section: Budget] [File: alpha, Section: Alpha > Timeline] "
-              "[File: 2024-05-01.md, Section: none] [File: alpha.md, Section: Budget]")
-    m = match_citations(parse_citations(answer), CHUNKS)
+def test_citations_are_read_back_by_the_labels_shown():
+    answer = ("[File: alpha.md, Section: Budget] [file: ALPHA.md,  section: timeline] "
+              "[File: 2024-05-01.md, Section: (top of the note)] [File: alpha.md, Section: Budget]")
+    m = match_citations(answer, CHUNKS)
     assert m.used == [1, 0, 2] and m.unmatched == [] and m.by_file_only == []
 
 
 def test_citation_with_unknown_file_is_ignored_and_noted():
     answer = "X [File: beta.md, Section: Timeline]. Y [File: alpha.md, Section: Timeline]."
-    m = match_citations(parse_citations(answer), CHUNKS)
+    m = match_citations(answer, CHUNKS)
     assert m.used == [0]
     assert m.unmatched == ["[File: beta.md, Section: Timeline]"]
     assert m.debug()["unmatched_citations"] == ["[File: beta.md, Section: Timeline]"]
 
 
 def test_citation_with_paraphrased_section_points_at_the_file():
-    m = match_citations(parse_citations("[File: alpha.md, Section: Money matters]"), CHUNKS)
-    assert m.used == [0, 1] and m.by_file_only == ["[File: alpha.md, Section: Money matters]"]
-
-
-def test_strip_chunk_markers():
-    assert strip_chunk_markers("[Chunk 2] Alpha ships in March [Chunk 1].") == "Alpha ships in March."
+    m = match_citations("[File: alpha.md, Section: Money matters] and [File: 2024-05-01.md]", CHUNKS)
+    assert m.used == [0, 1, 2]
+    assert m.by_file_only == ["[File: alpha.md, Section: Money matters]", "[File: 2024-05-01.md]"]
 
 
 def test_snippet_starts_at_the_best_sentence():

@@ -48,11 +48,11 @@ def key(vault: str, path: str, ordinal: int) -> tuple[str, str, int]:
 
 def shared_stages(rt: Runtime, ns, question: str, vaults, folders, filters, k: int):
     """What the shared stages give for this question and scope, called directly."""
-    sc = prepare_scope(rt, ns, question, list(vaults), list(folders), dict(filters) if filters else None,
-                       Scope.unrestricted(), rank_folders=True, match_count=k)
-    prof = notes_profile(rt, ns, k)
-    assert prof == sc.profile
     with rt.connection(autocommit=True) as conn:
+        sc = prepare_scope(conn, rt, ns, question, list(vaults), list(folders), dict(filters) if filters else None,
+                           Scope.unrestricted(), rank_folders=True, match_count=k)
+        prof = notes_profile(rt, ns, k)
+        assert prof == sc.profile
         found = retrieve_stage(conn, rt, prof, question, sc.filter)
     return sc, found, rank_candidates(found.candidates, prof, prior=sc.prior)
 

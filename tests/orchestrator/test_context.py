@@ -112,7 +112,7 @@ def test_header_format_and_citation_fields():
              metadata={"title": "A  Title", "url": "https://x/a"}, start_line=3, end_line=9)
     out = assemble_context(ranked([c]), budget_tokens=BIG)
     assert out.text == "[S1] A Title — Intro > Details (lines 3–9)\nbody text"
-    assert out.citations[0].to_dict() == {
+    assert out.citations[0].model_dump(mode="json") == {
         "marker": "S1", "vault": "v", "source_path": "notes/a.md", "title": "A Title", "url": "https://x/a",
         "heading_path": "Intro > Details", "start_line": 3, "end_line": 9, "chunk_refs": ["v/notes/a.md#2"],
         "ordinals": [2]}

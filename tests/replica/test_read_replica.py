@@ -100,7 +100,7 @@ def documents(url: str, source_path: str) -> int:
 
 
 def cited(result: Any) -> set[str]:
-    return {c["source_path"] for c in result.citations}
+    return {c.source_path for c in result.citations}
 
 
 def test_reads_are_served_by_the_replica_and_writes_by_the_primary(pair: ReplicatedPair, settings: Settings,

@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter
-from types import SimpleNamespace
 
 import httpx
 import pytest
 
 import rag
+from rag.notes.results import SearchResponse
 from ragpg_server.app import create_app
 from tests.server.conftest import LOCAL_URL
 from tests.server.support import assert_pool_idle
@@ -34,7 +34,7 @@ def test_flood_gets_only_200_and_429(make_runtime, conn, monkeypatch: pytest.Mon
         try:
             with runtime.connection() as c:  # holds a pooled connection like the real thing
                 c.execute("select pg_sleep(%s)", (SLOW_S,))
-            return SimpleNamespace(to_dict=lambda: {"items": []})
+            return SearchResponse(query=query, items=[])
         finally:
             with lock:
                 running -= 1

@@ -150,3 +150,19 @@ def test_errors_carry_request_id_and_bearer_hint(client: TestClient, keys: Keys)
     assert resp.status_code == 401 and resp.headers["x-request-id"] == "req-1"
     assert resp.headers["www-authenticate"].startswith("Bearer")
     assert client.get("/v1/vaults", headers=bearer(keys.admin)).status_code == 200
+
+
+def test_response_models_refuse_a_field_they_do_not_declare() -> None:
+    """A field an internal to_dict() grows fails loudly instead of being dropped (or leaked)."""
+    import pydantic
+    import pytest
+
+    from rag.notes.results import SearchResponse
+    from ragpg_server.models import HealthResponse, IndexRunResponse
+
+    run = {"id": "x", "status": "queued", "vaults": [], "progress": {}, "created_at": "2026-01-01T00:00:00Z"}
+    IndexRunResponse.model_validate(run)
+    for model, body in ((IndexRunResponse, run), (HealthResponse, {"status": "ok", "database": True}),
+                        (SearchResponse, {"query": "q", "items": []})):
+        with pytest.raises(pydantic.ValidationError, match="Extra inputs are not permitted"):
+            model.model_validate({**body, "internal": 1})

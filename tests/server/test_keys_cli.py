@@ -102,7 +102,7 @@ def test_a_key_for_a_vault_that_does_not_exist_is_refused(db_url: str, conn: psy
         result = ragpg("keys", "create", "k", *args, env=env)
         wanted = args[-1]
         assert result.returncode == 4, (args, result.stderr)
-        assert result.stderr.splitlines() == [f"error: vault '{wanted}' not found (see `ragpg vault list`)"]
+        assert result.stderr.splitlines() == [f"error: unknown vault '{wanted}' (known: alpha)"]
         assert result.stdout == "" and key_store.KEY_PREFIX not in result.stderr
     assert row_counts(conn) == before
     assert ragpg("keys", "create", "k", "--vault", "alpha", env=env).returncode == 0
@@ -116,7 +116,7 @@ def test_the_library_refuses_a_key_for_a_missing_vault_too(conn: psycopg.Connect
 
     add_vault(conn, "alpha")
     before = row_counts(conn)
-    with pytest.raises(NotFoundError, match="vault 'nosuch' not found"):
+    with pytest.raises(NotFoundError, match=r"^unknown vault 'nosuch' \(known: alpha\)$"):
         key_store.create_key(conn, "k", vaults=["alpha", "nosuch"])
     assert row_counts(conn) == before
     row, _ = key_store.create_key(conn, "k", vaults=["alpha"])

@@ -70,8 +70,8 @@ def test_chunk_fetch_shows_masked_text(client: TestClient, admin_key: str) -> No
 
 def test_compute_context_in_process_is_masked(admin_key: str, runtime: Runtime) -> None:
     result = compute_context("tomatoes deploy bucket payment token", mode="base", runtime=runtime)
-    assert result.chunks
-    for text in (result.context, *(r.candidate.content for r in result.chunks), str(result.evidence_full),
+    assert result.ranked
+    for text in (result.context, *(r.candidate.content for r in result.ranked), str(result.evidence_full),
                  str(result.evidence_llm)):
         assert_masked(text)
 

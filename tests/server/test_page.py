@@ -88,6 +88,33 @@ def test_page_is_in_the_package_data() -> None:
         assert (static / name).is_file()
 
 
+def json_names(*models: type) -> set[str]:
+    """The keys of the models' JSON (serialization schema: computed fields included)."""
+    return {key for m in models for key in m.model_json_schema(mode="serialization")["properties"]}
+
+
+def test_the_page_reads_only_the_names_the_api_returns() -> None:
+    """The page reads each value by its one name (docs/glossary.md): no deprecated alias, and nothing
+    the response records do not declare."""
+    from rag.notes.browse import VaultOutline
+    from rag.notes.results import Reference, SearchItem, SearchResponse
+    from ragpg_server.models import AskReply, ErrorResponse, VaultsResponse
+
+    script = (Path(__file__).resolve().parents[2] / "server" / "static" / "app.js").read_text(encoding="utf-8")
+    for alias in ("rel_path", "chunk_index", "chunks"):
+        assert not re.search(rf"\.{alias}\b", script), alias
+    ask_part = script[script.index("// -- ask"):script.index("// -- search")]
+    reads = {
+        "item": (set(re.findall(r"\bitem\.(\w+)", script)), json_names(SearchItem)),
+        "reference": (set(re.findall(r"\b(?:r|refs\[\w+\]|refs\[best\])\.(\w+)", ask_part)) - {"append"},
+                      json_names(Reference)),
+        "data": (set(re.findall(r"\bdata\.(\w+)", script)),
+                 json_names(AskReply, SearchResponse, VaultsResponse, VaultOutline, ErrorResponse)),
+    }
+    for what, (read, declared) in reads.items():
+        assert read and read <= declared, (what, read - declared)
+
+
 @pytest.fixture
 def vaults(conn: psycopg.Connection, settings: Settings, tmp_path: Path) -> dict[str, str]:
     obsidian = tmp_path / "My Notes"

@@ -75,13 +75,12 @@ def test_shapes(client: TestClient, corpus: dict[str, str]) -> None:
     ctx = post(client, "context", corpus["admin"], vaults=["alpha"], budget_tokens=2000)
     assert ctx.status_code == 200, ctx.text
     body = ctx.json()
-    assert set(body) >= {"context", "citations", "used", "ranked", "chunks", "decision", "evidence_full",
-                         "evidence_llm", "insufficient"}
+    assert set(body) == {"context", "citations", "used", "ranked", "decision", "evidence_full", "evidence_llm",
+                         "insufficient", "used_tokens"}  # no deprecated `chunks` doubling `ranked`
     assert body["ranked"] and body["citations"] and all(ch["vault"] == "alpha" for ch in body["ranked"])
-    assert body["chunks"] == body["ranked"]  # deprecated alias
     assert body["used"] and {c["ref"] for c in body["used"]} <= {c["ref"] for c in body["ranked"]}
     found = post(client, "search", corpus["admin"], k=5).json()
-    assert found["items"] and set(found["items"][0]) == {"vault", "source_path", "heading_path", "ordinal", "chunk_index",
+    assert found["items"] and set(found["items"][0]) == {"vault", "source_path", "heading_path", "ordinal",
                                                          "start_line", "end_line", "snippet", "score"}
     answer = post(client, "ask", corpus["admin"], vaults=["alpha"]).json()
     assert set(answer) >= {"answer", "references", "abstained", "abstain_reason", "debug"}
@@ -115,6 +114,56 @@ def test_clearance_and_scope_on_every_read_path(client: TestClient, corpus: dict
     assert_error(post(client, endpoint, "rpg_wrong"), 401, "unauthorized")
 
 
+def test_the_query_limit_is_the_setting_on_every_endpoint(settings: Settings, corpus: dict[str, str]) -> None:
+    """retrieval.max_query_chars is the one limit: the HTTP contract keeps no limit of its own."""
+    from ragpg_server.app import create_app, pool_size_for
+
+    limit = 25_000
+    rt = Runtime.from_settings(settings.model_copy(update={"retrieval": settings.retrieval.model_copy(
+        update={"max_query_chars": limit})}), pool_max_size=pool_size_for(settings.server.concurrency))
+    try:
+        with TestClient(create_app(rt), base_url="http://127.0.0.1:8000", client=("127.0.0.1", 50123)) as client:
+            for endpoint, what in (("context", "query"), ("search", "search query"), ("ask", "question")):
+                long = "tomatoes watering " * 1200  # 21,600 characters: over the default, under this limit
+                assert post(client, endpoint, corpus["admin"], long).status_code == 200, endpoint
+                assert_error(post(client, endpoint, corpus["admin"], "x" * (limit + 1)), 400, "invalid_input",
+                             f"the {what} is {limit + 1} characters long; the limit is {limit}")
+    finally:
+        rt.close()
+
+
+def nested(levels: int) -> dict[str, Any]:
+    """A filter of `levels` JSON levels: `$and` arrays around one condition."""
+    deep: dict[str, Any] = {"doc_type": "note"}
+    for _ in range((levels - 1) // 2):
+        deep = {"$and": [deep]}
+    return deep
+
+
+def test_a_filter_gets_one_verdict_at_every_door(client: TestClient, corpus: dict[str, str], runtime: Runtime,
+                                                 conn: psycopg.Connection) -> None:
+    """One walk of a filter (rag.arguments.json_problem) with one set of limits: the HTTP contract, the
+    library's entry points and the SQL calls agree; what passes it meets the SQL compiler's own rules."""
+    from rag import compute_context, search
+    from rag.errors import InputError
+    from rag.retrieval.retrieve import match_lexical
+
+    cases = [(nested(21), "nested deeper than 8 levels"),  # within the walk's limit: the compiler decides
+             (nested(71), "is nested deeper than 64 levels"),
+             ({"tags": {"$in": [f"t{i}" for i in range(1001)]}}, "holds more than 1000 values"),
+             ({"title": "a\x00b"}, "holds a NUL character at title, which Postgres cannot store")]
+    for filters, message in cases:
+        for endpoint in ("context", "search"):
+            resp = post(client, endpoint, corpus["admin"], filters=filters)
+            assert resp.status_code == 400 and message in resp.json()["error"]["message"], (endpoint, resp.text)
+        for call in (lambda f: compute_context("tomatoes", filters=f, runtime=runtime),
+                     lambda f: search("tomatoes", filters=f, runtime=runtime),
+                     lambda f: match_lexical(conn, "tomatoes", filter=f)):
+            with pytest.raises(InputError) as err:
+                call(filters)
+            assert message in str(err.value) and "\n" not in str(err.value)
+
+
 def test_filters_cannot_widen_the_scope(client: TestClient, corpus: dict[str, str]) -> None:
     key = corpus["alpha_public"]
     for endpoint in ("context", "search"):
@@ -135,7 +184,8 @@ def test_bad_input_writes_nothing(client: TestClient, corpus: dict[str, str], co
     assert_error(post(client, "context", key, filters={"tags": {"$regex": "x"}}), 400, "invalid_input", "filter")
     assert_error(post(client, "search", key, filters={"date": {"$gte": {"a": 1}}}), 400, "invalid_input")
     assert_error(post(client, "ask", key, folders=["no/such/folder"]), 404, "not_found", "no/such/folder")  # as a vault
-    assert_error(post(client, "search", key, "x" * 20001), 400, "invalid_request", "'query'")
+    assert_error(post(client, "search", key, "x" * 20001), 400, "invalid_input",
+                 "the search query is 20001 characters long; the limit is 20000")
     after = row_counts(conn)
     # only api_keys.last_used_at moved (an update, not a row)
     assert after == before
