@@ -27,7 +27,7 @@ def test_every_surface_shows_the_stored_trail(cli_env, db_url, tmp_path, capsys,
     assert TRAIL in stored and sql == {"heading_path": TRAIL}
 
     context = compute_context(QUERY, vaults=["notes"], runtime=runtime, mode="base")
-    shown = {"compute_context": {c["heading_path"] for c in context.citations},
+    shown = {"compute_context": {c.heading_path for c in context.citations},
              "search": {i.heading_path for i in search(QUERY, vaults=["notes"], runtime=runtime).items},
              "ask": {r.heading_path for r in ask("What is the alpha project budget?", vaults=["notes"],
                                                  runtime=runtime).references}}
