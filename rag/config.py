@@ -177,6 +177,17 @@ class ServerSettings(_Group):
     body_timeout_s: float = Field(30.0, gt=0)
 
 
+class McpSettings(_Group):
+    """`ragpg mcp` and `/mcp` (docs/mcp.md)."""
+
+    # read_note, and a note read as an MCP resource, return at most this many characters of the
+    # note's stored passages per call (whole passages, at least one); the result says where to go on.
+    read_max_chars: int = Field(20000, gt=0, description="Most characters of a note one read_note call or "
+                                "resource read returns (whole passages, at least one); the rest by start_line.")
+    # resources/list pages through the notes a caller may read this many at a time.
+    resources_page_size: int = Field(200, gt=0, description="Notes per page of an MCP resources/list.")
+
+
 class TracingSettings(_Group):
     langfuse_public_key: str | None = None
     langfuse_secret_key: str | None = None
@@ -334,6 +345,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = RetrievalSettings()
     llm: LLMSettings = LLMSettings()
     server: ServerSettings = ServerSettings()
+    mcp: McpSettings = McpSettings()
     tracing: TracingSettings = TracingSettings()
     eval: EvalSettings = EvalSettings()
     notes: NotesSettings = NotesSettings()
