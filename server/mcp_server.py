@@ -35,6 +35,7 @@ from rag.config import Settings
 from rag.errors import AuthError, InputError, NotFoundError, RagError
 from rag.retrieval import documents
 from rag.runtime import Runtime
+from rag.store.database import Connection
 from ragpg_server import mcp_results as out
 from ragpg_server.mcp_tools import DESCRIPTIONS_FILE, TOOLS, Caller, ToolSpec, descriptions
 
@@ -54,19 +55,29 @@ class Gate(Protocol):
 
 
 class LocalGate:
-    """`ragpg mcp` on stdio: the one scope chosen at start, calls one at a time in a worker thread
-    (an assistant's calls are sequential; the runtime's pool stays small)."""
+    """`ragpg mcp` on stdio: the scope chosen at start, calls one at a time in a worker thread (an
+    assistant's calls are sequential; the runtime's pool stays small). With `recheck` (a key was
+    given) the scope is worked out again before every call, so a key revoked meanwhile stops working
+    at once, as on /mcp."""
 
-    def __init__(self, runtime: Runtime, scope: Scope) -> None:
+    def __init__(self, runtime: Runtime, scope: Scope,
+                 recheck: Callable[[Connection], Scope] | None = None) -> None:
         self.runtime = runtime
         self.scope = scope
+        self.recheck = recheck
         self._limiter: anyio.CapacityLimiter | None = None
 
     async def run(self, ctx: ServerRequestContext[Any, Any], work: Callable[[Caller], T]) -> T:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(1)
-        caller = Caller(self.scope, self.runtime, uuid.uuid4().hex)
-        return await anyio.to_thread.run_sync(lambda: work(caller), limiter=self._limiter)
+        return await anyio.to_thread.run_sync(lambda: work(self._caller()), limiter=self._limiter)
+
+    def _caller(self) -> Caller:
+        scope = self.scope
+        if self.recheck is not None:
+            with self.runtime.connection() as conn:
+                scope = self.recheck(conn)
+        return Caller(scope, self.runtime, uuid.uuid4().hex)
 
 
 def error_line(exc: BaseException) -> str:

@@ -2,7 +2,8 @@
 
 Its scope is chosen at start and said on stderr: by default what the local user can read (every
 vault, every clearance: the local user owns the database); `--vault` and `--clearance` narrow it,
-and `--key` starts from an API key's scope instead (and may only be narrowed further). Every call
+and `--key` starts from an API key's scope instead (and may only be narrowed further); the key is
+checked again before every call, so revoking it ends the assistant's access at once. Every call
 passes that scope to the library, which applies it in the SQL, as for the HTTP API.
 
 Everything runs inside the SDK's stdio transport, which points fd 1 at stderr while it serves: a
@@ -89,13 +90,16 @@ async def _serve(settings: Settings, vaults: Sequence[str], clearance: str | Non
     async with stdio_server() as (read_stream, write_stream):
         runtime = Runtime.from_settings(settings, pool_max_size=STDIO_POOL_SIZE)
         try:
-            def choose() -> Scope:
-                with runtime.connection() as conn:
-                    return local_scope(conn, vaults, clearance, key)
+            def choose(conn: Connection) -> Scope:
+                return local_scope(conn, vaults, clearance, key)
 
-            scope = await anyio.to_thread.run_sync(choose)
+            def first() -> Scope:
+                with runtime.connection() as conn:
+                    return choose(conn)
+
+            scope = await anyio.to_thread.run_sync(first)
             say(scope_line(scope, key))
-            server = build_server(settings, LocalGate(runtime, scope))
+            server = build_server(settings, LocalGate(runtime, scope, recheck=choose if key is not None else None))
             await server.run(read_stream, write_stream, server.create_initialization_options())
         finally:
             runtime.close()

@@ -23,7 +23,6 @@ from tests.support.cli import ragpg
 WITH_CLI = [(tool, args, cli, expected) for tool, args, cli, expected in BAD_CALLS if cli is not None]
 
 
-@pytest.mark.slow
 def test_bad_calls_in_a_row_then_a_good_one_over_stdio(db_url: str, corpus: Corpus, tmp_path: Path) -> None:
     async def main_() -> None:
         async with stdio_session(db_url, tmp_path) as (session, _):

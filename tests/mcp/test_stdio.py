@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import psycopg
 import pytest
 
+from rag.store import keys as key_store
 from tests.mcp.conftest import FILES, INTERNAL_MARK, PUBLIC_MARK, RESTRICTED_MARK, WORK_MARK, Corpus
 from tests.mcp.session import TOOL_NAMES, data, error_text, stderr_of, stdio_session
-
-pytestmark = pytest.mark.slow
 
 SECRET_QUERY = f"tomatoes launch code {RESTRICTED_MARK} watering"
 
@@ -121,7 +121,7 @@ def test_a_public_scope_never_returns_a_restricted_note(db_url: str, corpus: Cor
     anyio.run(main)
 
 
-def test_a_key_and_vault_scope(db_url: str, corpus: Corpus, tmp_path: Path) -> None:
+def test_a_key_and_vault_scope(conn: psycopg.Connection, db_url: str, corpus: Corpus, tmp_path: Path) -> None:
     async def main() -> None:
         # the key through the environment (a command line is visible to every user)
         async with stdio_session(db_url, tmp_path, env={"RAGPG_MCP_KEY": corpus.work}) as (s, stderr):
@@ -134,6 +134,12 @@ def test_a_key_and_vault_scope(db_url: str, corpus: Corpus, tmp_path: Path) -> N
             assert WORK_MARK in str(everything)
             assert error_text(await s.call_tool("read_note", {"vault": "garden", "path": "tomatoes.md"})) == \
                 "error: this key may not read vault 'garden'"
+            # the key is checked on every call: revoked, it reads nothing more
+            key_store.revoke_key(conn, "work")
+            assert error_text(await s.call_tool("search_notes", {"query": "meeting"})) == \
+                "error: invalid or revoked API key"
+            with pytest.raises(Exception, match="invalid or revoked API key"):
+                await s.read_resource("ragpg://work/meeting.md")
         async with stdio_session(db_url, tmp_path, "--vault", "garden", "--clearance", "internal") as (s, stderr):
             assert "serving vault garden, confidentiality public, internal only" in stderr_of(stderr)
             found = data(await s.call_tool("search_notes", {"query": f"tomatoes roadmap {INTERNAL_MARK}", "k": 20}))
