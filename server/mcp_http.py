@@ -4,10 +4,10 @@ The app's middleware runs first, as for every path: the Host and Origin checks (
 anything else), the body limit, the request id; uvicorn's header and body deadlines. Then this
 endpoint authenticates the request exactly like /v1 (server.auth: `Authorization: Bearer <key>` or
 `X-API-Key`; keyless only where /v1 is) — a request without a usable key gets the same 401 (its
-body a JSON-RPC error, which MCP clients show) and never reaches the MCP layer — and hands the key's scope to the tools through the request's state.
-Each tool call then runs under the server's admission control with that scope, which the library
-applies inside the SQL: a public key's agent never sees a restricted note, a key for another vault
-is refused that vault.
+body a JSON-RPC error, which MCP clients show) and never reaches the MCP layer — and hands the
+key's scope to the tools through the request's state. Each tool call then runs under the server's
+admission control with that scope, which the library applies inside the SQL: a public key's agent
+never sees a restricted note, a key for another vault is refused that vault.
 
 Stateless: every POST is self-contained (no session to hijack or to lose between `--workers`
 processes), answered with plain JSON; GET and DELETE (an event stream, ending a session) get 405.

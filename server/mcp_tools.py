@@ -76,7 +76,8 @@ class GetContextArgs(_Args):
     filters: dict[str, Any] | None = Field(None, description="Metadata filter, e.g. {\"folder\": {\"$prefix\": "
                                            "\"projects/\"}}; see the tool's description.")
     profile: str | None = Field(None, description="Retrieval profile (default chat).")
-    mode: str | None = Field(None, description="Retrieval mode (default auto).", json_schema_extra={"enum": list(MODES)})
+    mode: str | None = Field(None, description="Retrieval mode (default auto).",
+                             json_schema_extra={"enum": list(MODES)})
     budget_tokens: int | None = Field(None, description="Most tokens the context may hold (default 4000).")
 
 

@@ -59,7 +59,8 @@ class _PassageRow:
 # note) both among them; NULL levels read everything (the top clearance).
 _READABLE = sql.SQL("""(%(levels)s::text[] is null
        or (d.confidentiality = any(%(levels)s::text[])
-           and (not (c.metadata ? 'confidentiality') or c.metadata ->> 'confidentiality' = any(%(levels)s::text[]))))""")
+           and (not (c.metadata ? 'confidentiality')
+                or c.metadata ->> 'confidentiality' = any(%(levels)s::text[]))))""")
 
 _PASSAGES = sql.SQL("""
 select c.ordinal, c.heading_path, c.content, c.start_line, c.end_line, d.title

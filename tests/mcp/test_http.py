@@ -29,7 +29,8 @@ from tests.server.test_serve_cli import start, stop
 
 SECRET_QUERY = f"tomatoes launch code {RESTRICTED_MARK} watering"
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "t", "version": "1"}}}
 MISSING_KEY = "missing API key (send it as 'Authorization: Bearer <key>')"
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
