@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import mcp_types as types
 import psycopg
 import pytest
 
@@ -145,5 +146,37 @@ def test_a_key_and_vault_scope(conn: psycopg.Connection, db_url: str, corpus: Co
             found = data(await s.call_tool("search_notes", {"query": f"tomatoes roadmap {INTERNAL_MARK}", "k": 20}))
             assert INTERNAL_MARK in str(found) and RESTRICTED_MARK not in str(found)
             assert {h["vault"] for h in found["passages"]} == {"garden"}
+
+    anyio.run(main)
+
+
+def test_long_notes_and_many_notes_come_in_pieces(db_url: str, corpus: Corpus, tmp_path: Path) -> None:
+    small = {"RAGPG_MCP__READ_MAX_CHARS": "60", "RAGPG_MCP__RESOURCES_PAGE_SIZE": "1"}
+
+    async def main() -> None:
+        async with stdio_session(db_url, tmp_path, env=small) as (s, _):
+            first = data(await s.call_tool("read_note", {"vault": "garden", "path": "tomatoes.md"}))
+            assert (first["truncated"], first["next_start_line"], first["end_line"]) == (True, 5, 3)
+            rest = data(await s.call_tool("read_note", {"vault": "garden", "path": "tomatoes.md",
+                                                        "start_line": first["next_start_line"]}))
+            assert rest["text"].startswith("## Watering") and rest["start_line"] == 5
+            text = (await s.read_resource("ragpg://garden/tomatoes.md")).contents[0].text
+            assert text.startswith("# Tomatoes\n") and "## Watering" not in text
+            assert text.endswith("[The note goes on at line 5: read the rest with read_note (vault garden, path "
+                                 "tomatoes.md, start_line 5).]")
+
+            uris, cursor = [], None
+            while True:
+                page = await s.list_resources(params=types.PaginatedRequestParams(cursor=cursor))
+                assert len(page.resources) == 1
+                uris.append(page.resources[0].uri)
+                if page.next_cursor is None:
+                    break
+                cursor = page.next_cursor
+            assert uris == ["ragpg://garden/plans/roadmap.md", "ragpg://garden/plans/secret.md",
+                            "ragpg://garden/tomatoes.md", "ragpg://work/meeting.md"]
+            with pytest.raises(Exception, match="invalid cursor"):
+                await s.list_resources(params=types.PaginatedRequestParams(cursor="not-a-cursor"))
+            assert data(await s.call_tool("list_vaults", {}))["vaults"]  # still serving
 
     anyio.run(main)
