@@ -13,8 +13,11 @@ from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import pytest
 from fastapi.testclient import TestClient
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from rag.config import Settings
 from rag.errors import AuthError
@@ -171,3 +174,19 @@ def test_without_the_mcp_extra_mcp_says_which_to_install(settings: Settings, mon
             assert client.get("/healthz").status_code == 200  # the rest of the server runs as before
     finally:
         runtime.close()
+
+
+def test_the_handshake_free_protocol_revision_gets_the_same_scope(served: str, corpus: Corpus) -> None:
+    """A client on the 2026 revision (each POST self-contained, `server/discover` instead of
+    `initialize`) reaches the tools another way inside the SDK; the key's scope still applies."""
+    async def snippets(key: str) -> tuple[str, str, list[str]]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http, \
+                Client(streamable_http_client(served, http_client=http), mode="auto") as client:
+            found = data(await client.call_tool("search_notes", {"query": f"launch code {RESTRICTED_MARK}"}))
+            uris = [r.uri for r in (await client.list_resources()).resources]
+            return client.protocol_version or "", _notes(found), uris
+
+    version, admin, admin_uris = anyio.run(snippets, corpus.admin)
+    assert version.startswith("2026") and RESTRICTED_MARK in admin and len(admin_uris) == 4
+    _, public, public_uris = anyio.run(snippets, corpus.garden_public)
+    assert RESTRICTED_MARK not in public and public_uris == ["ragpg://garden/tomatoes.md"]
