@@ -81,7 +81,7 @@ class AskNotesResult(_Out):
 
 
 class Citation(Located):
-    marker: str = Field(description="The marker the context uses for this source, e.g. '[1]'.")
+    marker: str = Field(description="The source's marker, e.g. 'S1': the context shows it as [S1].")
     title: str | None
     url: str | None
     chunk_refs: list[str] = Field(description="vault/path#ordinal of each passage cited.")

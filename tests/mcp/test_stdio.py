@@ -64,7 +64,7 @@ def test_every_tool_and_the_resources_over_stdio(db_url: str, corpus: Corpus, tm
             context = data(await s.call_tool("get_context", {"query": "tomatoes watering", "budget_tokens": 2000}))
             assert context["citations"] and not context["insufficient"]
             for citation in context["citations"]:
-                assert citation["marker"] in context["context"]
+                assert f"[{citation['marker']}]" in context["context"]
                 assert citation["path"] in _paths(citation["vault"])
                 assert citation["uri"] == f"ragpg://{citation['vault']}/{citation['path']}"
                 assert all(ref.startswith(f"{citation['vault']}/{citation['path']}#") for ref in citation["chunk_refs"])
