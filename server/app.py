@@ -35,7 +35,8 @@ POOL_HEADROOM = 2
 # queued behind a long line would time out anyway).
 HEALTH_QUEUE = 8
 # What a page on an origin in server.allowed_origins may send and read.
-CORS_REQUEST_HEADERS = ("authorization", "x-api-key", "content-type", "x-request-id")
+CORS_REQUEST_HEADERS = ("authorization", "x-api-key", "content-type", "x-request-id",
+                        "mcp-protocol-version")  # what a browser MCP client sends to /mcp
 CORS_EXPOSED_HEADERS = ("x-request-id", "retry-after")
 
 DESCRIPTION = """Postgres-native retrieval for RAG.

@@ -190,3 +190,24 @@ def test_the_handshake_free_protocol_revision_gets_the_same_scope(served: str, c
     assert version.startswith("2026") and RESTRICTED_MARK in admin and len(admin_uris) == 4
     _, public, public_uris = anyio.run(snippets, corpus.garden_public)
     assert RESTRICTED_MARK not in public and public_uris == ["ragpg://garden/tomatoes.md"]
+
+
+def test_a_listed_web_origin_may_call_mcp_from_a_browser(settings: Settings) -> None:
+    """With server.allowed_origins, a browser MCP client's preflight names the protocol's own header
+    (MCP-Protocol-Version, sent on every request after the first) and is allowed, as for /v1."""
+    origin = "https://app.example.org"
+    server = settings.server.model_copy(update={"allowed_origins": (origin,)})
+    runtime = Runtime.from_settings(settings.model_copy(update={"server": server}),
+                                    pool_max_size=pool_size_for(server.concurrency))
+    try:
+        with TestClient(create_app(runtime), base_url=LOCAL_URL, client=LOOPBACK) as client:
+            preflight = client.options("/mcp", headers={
+                "Origin": origin, "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization, content-type, mcp-protocol-version"})
+            assert preflight.status_code == 200, preflight.text
+            assert "mcp-protocol-version" in preflight.headers["access-control-allow-headers"].lower()
+            refused = client.options("/mcp", headers={"Origin": "https://evil.example",
+                                                      "Access-Control-Request-Method": "POST"})
+            assert refused.status_code == 403
+    finally:
+        runtime.close()
