@@ -39,6 +39,8 @@ BAD_CALLS: list[tuple[str, dict[str, Any], list[str] | None, str]] = [
      "error: start_line must be a whole number of at least 1, got 0"),
     # not the schema's type, not in the schema, missing, no such tool: caught before the library
     ("search_notes", {"query": "tomatoes", "k": "ten"}, None, "error: invalid 'k': Input should be a valid integer"),
+    ("search_notes", {"query": "tomatoes", "vaults": "garden"}, None,
+     "error: invalid 'vaults': Input should be a valid list"),
     ("search_notes", {"query": "tomatoes", "limit": 3}, None,
      "error: unknown argument 'limit' (arguments: query, vaults, folders, k)"),
     ("read_note", {"vault": "garden"}, None, "error: 'path' is required"),
@@ -55,3 +57,6 @@ async def check_bad_calls_then_a_good_one(session: ClientSession) -> None:
         assert error_text(await session.call_tool(tool, arguments)) == expected, (tool, arguments)
     found = data(await session.call_tool("search_notes", {"query": "tomatoes watering"}))
     assert found["passages"]
+    # a list sent as JSON text (some desktop clients do) is read as the list
+    work = data(await session.call_tool("search_notes", {"query": "tomatoes meeting", "vaults": '["work"]'}))
+    assert work["passages"] and {p["vault"] for p in work["passages"]} == {"work"}
