@@ -15,7 +15,7 @@ from typer._click import exceptions as typer_click
 
 from rag.errors import DatabaseError, RagError
 from ragpg_cli import ask as ask_cli
-from ragpg_cli import config_cmd, db, embed_cmd, keys, serve
+from ragpg_cli import config_cmd, db, embed_cmd, keys, mcp_cmd, serve
 from ragpg_cli import eval as eval_cli
 from ragpg_cli import index as index_cli
 from ragpg_cli import vault as vault_cli
@@ -44,6 +44,7 @@ app.command("index")(index_cli.index)
 app.command("reindex")(index_cli.reindex)
 app.command("watch")(index_cli.watch)
 app.command("serve")(serve.serve)
+app.command("mcp")(mcp_cmd.mcp_command)
 app.command("eval")(eval_cli.eval_command)
 app.command("eval-beir")(eval_cli.eval_beir_command)
 

@@ -26,6 +26,7 @@ from rag.config_groups import (
     EvalSettings,
     IngestSettings,
     LLMSettings,
+    McpSettings,
     RetrievalSettings,
     ServerSettings,
     TracingSettings,
@@ -42,7 +43,7 @@ from rag.errors import ConfigError
 __all__ = [
     "ABSTAIN_BIAS", "ABSTAIN_LOW_CONFIDENCE", "ABSTAIN_THRESHOLD", "ABSTAIN_WEIGHTS", "APP_NAME",
     "HOST_ENTRY_PATTERN", "ORIGIN_PATTERN", "ChunkingSettings", "DbSettings", "EmbeddingSettings",
-    "EvalSettings", "IngestSettings", "LLMSettings", "NotesSettings", "RetrievalSettings", "ServerSettings",
+    "EvalSettings", "IngestSettings", "LLMSettings", "McpSettings", "NotesSettings", "RetrievalSettings", "ServerSettings",
     "Settings", "TracingSettings", "default_config_path", "default_data_dir", "load_settings",
 ]
 
@@ -126,6 +127,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(LLMSettings(), description="An optional language model (any litellm model); unset: none.")
     server: ServerSettings = Field(ServerSettings(), description=(
         "`ragpg serve`: address, authentication, admission, limits, allowed hosts and origins."))
+    mcp: McpSettings = Field(McpSettings(), description="`ragpg mcp` and `/mcp`: how much a read returns (docs/mcp.md).")
     tracing: TracingSettings = Field(TracingSettings(), description="Langfuse tracing (docs/langfuse.md).")
     eval: EvalSettings = Field(EvalSettings(), description="`ragpg eval` and `ragpg eval-beir` (eval/README.md).")
     notes: NotesSettings = Field(NotesSettings(), description=(

@@ -182,6 +182,15 @@ class DbSettings(Group):
         "Milliseconds between checks of how far the replica has replayed, during that wait."))
 
 
+class McpSettings(Group):
+    """`ragpg mcp` and `/mcp` (docs/mcp.md)."""
+
+    read_max_chars: int = Field(20000, gt=0, description=(
+        "Most characters of a note one read_note call or MCP resource read returns (whole passages, at "
+        "least one); the result says where to go on (start_line)."))
+    resources_page_size: int = Field(200, gt=0, description="Notes per page of an MCP resources/list.")
+
+
 class TracingSettings(Group):
     langfuse_public_key: str | None = Field(None, description=(
         "Langfuse public key: with the secret key set, every request is a trace (needs the `langfuse` "

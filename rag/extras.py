@@ -1,8 +1,9 @@
 """Optional features and the extra that installs each (`pip install 'ragpg[server]'`).
 
-The library a chat backend imports needs none of them: the HTTP server, Langfuse tracing, the IR
-metrics of `ragpg eval` and the pg_textsearch index come with their extras. A feature whose extra
-is missing says which to install in one line, rather than failing on an import deep inside.
+The library a chat backend imports needs none of them: the HTTP server, the MCP server (`ragpg mcp`
+and `/mcp`), Langfuse tracing, the IR metrics of `ragpg eval` and the pg_textsearch index come with
+their extras. A feature whose extra is missing says which to install in one line, rather than
+failing on an import deep inside.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ EXTRA_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "server": ("fastapi", "uvicorn", "fastapi_offline"),
     "langfuse": ("langfuse",),
     "eval": ("ir_measures",),
+    "mcp": ("mcp",),
 }
 
 

@@ -21,7 +21,7 @@ from rag.config import ServerSettings, load_settings
 from rag.errors import ConfigError
 from rag.runtime import Runtime
 from rag.store import migrate
-from ragpg_server import errors
+from ragpg_server import errors, mcp_mount
 from ragpg_server.admission import Admission
 from ragpg_server.calls import ServerState
 from ragpg_server.hosts import HostCheckMiddleware, HostPolicy, OriginCheckMiddleware
@@ -35,7 +35,8 @@ POOL_HEADROOM = 2
 # queued behind a long line would time out anyway).
 HEALTH_QUEUE = 8
 # What a page on an origin in server.allowed_origins may send and read.
-CORS_REQUEST_HEADERS = ("authorization", "x-api-key", "content-type", "x-request-id")
+CORS_REQUEST_HEADERS = ("authorization", "x-api-key", "content-type", "x-request-id",
+                        "mcp-protocol-version")  # what a browser MCP client sends to /mcp
 CORS_EXPOSED_HEADERS = ("x-request-id", "retry-after")
 
 DESCRIPTION = """Postgres-native retrieval for RAG.
@@ -68,7 +69,8 @@ def create_app(runtime: Runtime, *, lifespan_close: bool = False) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            yield
+            async with mcp_running():  # /mcp's transport (server/mcp_http.py)
+                yield
         finally:
             st: ServerState = app.state.ragpg
             if st.index_runner is not None:
@@ -85,6 +87,7 @@ def create_app(runtime: Runtime, *, lifespan_close: bool = False) -> FastAPI:
         health_admission=Admission(1, min(server_settings.queue_size, HEALTH_QUEUE), server_settings.retry_after_s),
     )
     errors.install(app)
+    mcp_running = mcp_mount.install(app, app.state.ragpg)  # /mcp, behind the same middleware and keys
     for module in (retrieval, chunks, vaults, folders, index, health):
         app.include_router(module.router)
     docs.install(app)  # /docs and /redoc from bundled assets (no CDN)

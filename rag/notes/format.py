@@ -17,11 +17,6 @@ def heading_parts(heading_path: str) -> list[str]:
     return [p.strip().lstrip("#").strip() for p in _HEADING_SPLIT.split(heading_path or "") if p.strip().lstrip("#")]
 
 
-def section_label(heading_path: str) -> str:
-    """`a > b` for a heading path, or '' when the passage sits above the first heading."""
-    return " > ".join(heading_parts(heading_path))
-
-
 def file_name(source_path: str) -> str:
     return posixpath.basename(source_path)
 

@@ -6,7 +6,8 @@
 - `autorag`, `run`, `routes`, `stage` — the Auto-RAG decision tree (`stage.retrieve_stage`);
 - `facets`, `terms` — multi-facet queries, per-term statistics;
 - `rank`     — fusion and the final score; `profiles` — the named tunables of both;
-- `chunks`   — one chunk by its reference (vault, source path, ordinal).
+- `chunks`   — one chunk by its reference (vault, source path, ordinal);
+- `documents` — a note's stored passages by its path, and the notes a scope may read.
 
 `compute_context`, notes `ask` / `search` and the HTTP routes all get their candidates from
 `retrieval.stage.retrieve_stage` and rank them with `retrieval.rank`; `rag.context` follows.

@@ -63,3 +63,11 @@ def test_eval_without_the_eval_extra_says_what_to_install(tmp_path: Path) -> Non
         assert done.returncode == 2, done.stderr
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and f"{feature} needs the 'eval' extra: pip install 'ragpg[eval]'" in lines[0]
+
+
+def test_mcp_without_the_mcp_extra_says_what_to_install(tmp_path: Path) -> None:
+    done = _cli(["mcp"], tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: ragpg mcp needs the 'mcp' extra: pip install 'ragpg[mcp]' (missing: mcp)"]
+    assert done.stdout == ""

@@ -1,7 +1,7 @@
 """The locks: requirements/dev.lock is what CI and a developer install (`pip install --require-hashes
 -r requirements/dev.lock`): every dependency pyproject.toml names, with every extra; requirements/
-server.lock is what the image installs: the library, the server, Langfuse and the BM25 index. Each
-pin satisfies pyproject's specifier and carries hashes. Regenerate a lock with the command in its
+server.lock is what the image installs: the library, the server (with /mcp), Langfuse and the BM25
+index. Each pin satisfies pyproject's specifier and carries hashes. Regenerate a lock with the command in its
 header. The image's build context leaves out what it does not need (.dockerignore)."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
-LOCKS = {"dev.lock": ("server", "langfuse", "eval", "bm25", "dev"), "server.lock": ("server", "langfuse", "bm25")}
+LOCKS = {"dev.lock": ("server", "langfuse", "eval", "bm25", "mcp", "dev"),
+         "server.lock": ("server", "langfuse", "bm25", "mcp")}
 
 
 def _pins(lock: str) -> dict[str, tuple[str, int]]:

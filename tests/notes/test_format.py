@@ -7,7 +7,7 @@ import pytest
 from rag.errors import InputError
 from rag.notes.citations import citation_for, cite_label, file_section_header, match_citations
 from rag.notes.folders import Folder, map_folder_names, parse_folder_answer, resolve_user_folders
-from rag.notes.format import section_label, snippet
+from rag.notes.format import snippet
 from rag.types import Candidate
 
 
@@ -41,9 +41,6 @@ def test_a_context_block_is_headed_by_its_first_passage_label():
     assert out.blocks[0].header == cite_label(out.citations[0].source_path, out.citations[0].heading_path)
 
 
-def test_section_label_strips_heading_markers():
-    assert section_label("# A > ## B > ### C") == "A > B > C"
-    assert section_label("") == ""
 
 
 def test_citations_are_read_back_by_the_labels_shown():

@@ -1,0 +1,140 @@
+"""Notes as the index holds them: one note's passages by its path, and the notes a scope may read.
+
+Like `chunks.get_chunk`, nothing is read from disk: the text is the chunks' stored content (masked at
+ingestion, rag/secrets.py), in their order, with their line numbers. The caller's `Scope` is applied
+inside the SQL (and again by row-level security on a scoped connection): a vault outside the scope
+is an AuthError, while a note the scope may not read is reported exactly like a missing one. A
+passage above the caller's clearance inside a readable note is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from psycopg import sql
+from psycopg.rows import class_row
+
+from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
+from rag.errors import AuthError, InputError, NotFoundError
+from rag.retrieval.chunks import validate_source_path
+from rag.store.database import Connection
+
+
+@dataclass(frozen=True)
+class Passage:
+    ordinal: int
+    heading_path: str
+    content: str
+    start_line: int | None
+    end_line: int | None
+
+
+@dataclass(frozen=True)
+class NotePassages:
+    vault: str
+    source_path: str
+    title: str | None
+    passages: list[Passage]  # in the note's order, within the lines asked for
+
+
+@dataclass(frozen=True)
+class NoteEntry:
+    vault: str
+    source_path: str
+    title: str | None
+
+
+@dataclass(frozen=True)
+class _PassageRow:
+    ordinal: int
+    heading_path: str
+    content: str
+    start_line: int | None
+    end_line: int | None
+    title: str | None
+
+
+# A chunk the levels may read: its document's level and its own (a section marked higher than its
+# note) both among them; NULL levels read everything (the top clearance).
+_READABLE = sql.SQL("""(%(levels)s::text[] is null
+       or (d.confidentiality = any(%(levels)s::text[])
+           and (not (c.metadata ? 'confidentiality')
+                or c.metadata ->> 'confidentiality' = any(%(levels)s::text[]))))""")
+
+_PASSAGES = sql.SQL("""
+select c.ordinal, c.heading_path, c.content, c.start_line, c.end_line, d.title
+from chunks c
+join documents d on d.id = c.document_id
+join vaults v on v.id = c.vault_id
+where v.name = %(vault)s and d.source_path = %(source_path)s and {readable}
+  and (%(first_line)s::int is null or coalesce(c.end_line, c.start_line) >= %(first_line)s::int)
+  and (%(last_line)s::int is null or c.start_line <= %(last_line)s::int)
+order by c.ordinal
+""").format(readable=_READABLE)
+
+_NOTES = sql.SQL("""
+select v.name as vault, d.source_path, d.title
+from documents d
+join vaults v on v.id = d.vault_id
+where (%(vaults)s::text[] is null or v.name = any(%(vaults)s::text[]))
+  and (v.name, d.source_path) > (%(after_vault)s::text, %(after_path)s::text)
+  and exists (select 1 from chunks c where c.document_id = d.id and {readable})
+order by v.name, d.source_path
+limit %(limit)s
+""").format(readable=_READABLE)
+
+
+def _levels(scope: Scope) -> list[str] | None:
+    """The levels the scope reads, or None for the top clearance (as Scope.restrict_filter)."""
+    return None if scope.clearance == CONFIDENTIALITY_LEVELS[-1] else list(levels_up_to(scope.clearance))
+
+
+def _line(value: int | None, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{name} must be a whole number of at least 1, got {value!r}")
+    return value
+
+
+def read_passages(conn: Connection, vault: str, source_path: str, *, scope: Scope | None = None,
+                  start_line: int | None = None, end_line: int | None = None) -> NotePassages:
+    """The passages of `vault/source_path` the scope may read that overlap lines `start_line`..`end_line`
+    (1-based, inclusive; None = from the start / to the end). NotFoundError when the note is absent,
+    above the scope's clearance, or holds no passage in those lines."""
+    scope = scope or Scope.unrestricted()
+    validate_source_path(source_path)
+    first, last = _line(start_line, "start_line"), _line(end_line, "end_line")
+    if first is not None and last is not None and last < first:
+        raise InputError(f"end_line ({last}) is before start_line ({first})")
+    if not scope.allows_vault(vault):
+        raise AuthError(f"this key may not read vault '{vault}'")
+    with conn.cursor(row_factory=class_row(_PassageRow)) as cur:
+        rows = cur.execute(_PASSAGES, {"vault": vault, "source_path": source_path, "levels": _levels(scope),
+                                       "first_line": first, "last_line": last}).fetchall()
+    if not conn.autocommit:
+        conn.rollback()
+    if not rows:
+        # The same message whether the note is absent or above the caller's clearance.
+        where = "" if first is None and last is None else f" in lines {first or 1}-{last or 'end'}"
+        raise NotFoundError(f"no note {vault}/{source_path}{where}")
+    return NotePassages(vault, source_path, rows[0].title,
+                        [Passage(r.ordinal, r.heading_path, r.content, r.start_line, r.end_line) for r in rows])
+
+
+def list_notes(conn: Connection, *, scope: Scope | None = None, vaults: Sequence[str] | None = None,
+               after: tuple[str, str] | None = None, limit: int) -> list[NoteEntry]:
+    """Notes holding a passage the scope may read, by vault then path, the first `limit` after
+    `after` (a (vault, source_path) already listed; None = from the start)."""
+    scope = scope or Scope.unrestricted()
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InputError(f"limit must be a whole number of at least 1, got {limit!r}")
+    allowed = scope.check_vaults(list(vaults) if vaults else None)
+    after_vault, after_path = after if after is not None else ("", "")
+    with conn.cursor(row_factory=class_row(NoteEntry)) as cur:
+        rows = cur.execute(_NOTES, {"vaults": None if allowed is None else list(allowed), "levels": _levels(scope),
+                                    "after_vault": after_vault, "after_path": after_path, "limit": limit}).fetchall()
+    if not conn.autocommit:
+        conn.rollback()
+    return rows
