@@ -115,21 +115,25 @@ def _render_line(line: str, number: int, links: list[LinkRef], tags: list[str], 
     heading = _HEADING.match(line)
     if heading:
         line = heading["text"]
-    codes: list[str] = []
+    # inline code is shown as written: only the text between code spans is rendered
+    parts: list[str] = []
+    at = 0
+    for code in _CODE_SPAN.finditer(line):
+        parts.append(_render_inline(line[at:code.start()], number, links, tags))
+        parts.append(code["inner"].strip())
+        at = code.end()
+    parts.append(_render_inline(line[at:], number, links, tags))
+    return "".join(parts)
 
-    def keep_code(m: re.Match[str]) -> str:  # inline code is shown as written
-        codes.append(m["inner"].strip())
-        return f"\x00{len(codes) - 1}\x00"
 
-    line = _CODE_SPAN.sub(keep_code, line)
-    line = _WIKILINK.sub(lambda m: _wikilink(m, number, links), line)
-    line = _MD_LINK.sub(lambda m: _markdown_link(m, number, links), line)
-    tags.extend(m["tag"].rstrip("/") for m in _TAG.finditer(line))
-    line = _HTML_TAG.sub("", line)
+def _render_inline(text: str, number: int, links: list[LinkRef], tags: list[str]) -> str:
+    text = _WIKILINK.sub(lambda m: _wikilink(m, number, links), text)
+    text = _MD_LINK.sub(lambda m: _markdown_link(m, number, links), text)
+    tags.extend(m["tag"].rstrip("/") for m in _TAG.finditer(text))
+    text = _HTML_TAG.sub("", text)
     for pattern in (_HIGHLIGHT, _BOLD, _STRIKE):
-        line = pattern.sub(lambda m: m["inner"], line)
-    line = _ITALIC.sub(lambda m: m["inner"] or m["inner2"], line)
-    return re.sub("\x00(\\d+)\x00", lambda m: codes[int(m[1])], line)
+        text = pattern.sub(lambda m: m["inner"], text)
+    return _ITALIC.sub(lambda m: m["inner"] or m["inner2"], text)
 
 
 def _render_quote_or_callout(line: str) -> str:
