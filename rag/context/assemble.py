@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rag.arguments import token_budget
+from rag.obsidian import render_text
 from rag.tokens import count_tokens, framed_counts, tokenizer
 from rag.types import RankedChunk, Record
 
@@ -252,7 +253,8 @@ def marker_header(cit: Citation) -> str:
 
 def _block(span: _Span, marker: str, header: Header) -> Block:
     cit = _citation(span, marker)
-    return Block(cit.marker, header(cit), span.text, span.chunks, cit)
+    # the passage as its reader sees it (links by their words, markup gone); lines are the note's
+    return Block(cit.marker, header(cit), render_text(span.text), span.chunks, cit)
 
 
 

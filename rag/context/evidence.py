@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from rag.context.assemble import DROP_DUPLICATE, DROP_EMPTY, DROP_OVER_BUDGET, AssembledContext, Block
+from rag.obsidian import render_text
 from rag.types import Decision, RankedChunk, Record, ScoreBreakdown
 
 SNIPPET_MAX_CHARS = 300  # LLM pack: enough to judge relevance, small enough to keep the pack compact
@@ -27,9 +28,9 @@ DROP_NOTES = {
 
 
 def snippet(text: str, max_chars: int) -> str:
-    """Whitespace-collapsed, cut at a word boundary when longer than `max_chars` (the text was
-    stored secret-masked)."""
-    flat = " ".join(text.split())
+    """The passage as its reader sees it, whitespace-collapsed, cut at a word boundary when longer
+    than `max_chars` (the text was stored secret-masked)."""
+    flat = " ".join(render_text(text).split())
     if len(flat) <= max_chars:
         return flat
     cut = flat[: max_chars - len(ELLIPSIS)]

@@ -19,6 +19,7 @@ from pydantic import Field, computed_field
 
 from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
 from rag.errors import AuthError, InputError, NotFoundError
+from rag.obsidian import render_text
 from rag.store.database import Connection
 from rag.types import ChunkSpan
 
@@ -39,6 +40,13 @@ class ChunkRecord(ChunkSpan):
     document_version: str
     indexed_at: datetime
     metadata: Annotated[dict[str, Any], Field(exclude=True)] = field(default_factory=dict)
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
+    @property
+    def text(self) -> str:
+        """The chunk as its reader sees it (rag.obsidian.render_text); `content` is the note's own
+        markup, line for line."""
+        return render_text(self.content)
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
     @property

@@ -17,6 +17,7 @@ from psycopg.rows import class_row
 
 from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
 from rag.errors import AuthError, InputError, NotFoundError
+from rag.obsidian import render_text
 from rag.retrieval.chunks import validate_source_path
 from rag.store.database import Connection
 
@@ -120,7 +121,8 @@ def read_passages(conn: Connection, vault: str, source_path: str, *, scope: Scop
         where = "" if first is None and last is None else f" in lines {first or 1}-{last or 'end'}"
         raise NotFoundError(f"no note {vault}/{source_path}{where}")
     return NotePassages(vault, source_path, rows[0].title,
-                        [Passage(r.ordinal, r.heading_path, r.content, r.start_line, r.end_line) for r in rows])
+                        [Passage(r.ordinal, r.heading_path, render_text(r.content), r.start_line, r.end_line)
+                         for r in rows])
 
 
 def list_notes(conn: Connection, *, scope: Scope | None = None, vaults: Sequence[str] | None = None,

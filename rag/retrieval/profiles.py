@@ -27,7 +27,6 @@ from pydantic import (
 )
 
 from rag.errors import ConfigError, NotFoundError
-from rag.types import Mode
 
 Retrieval = Literal["vector", "lexical", "hybrid"]
 

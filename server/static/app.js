@@ -161,7 +161,7 @@ async function togglePassage(button, box, vault, path, ordinal) {
     const url = `v1/chunks/${encodeURIComponent(vault)}/${path.split("/").map(encodeURIComponent).join("/")}/${ordinal}`;
     try {
       const chunk = await api(url);
-      box.textContent = chunk.content;
+      box.textContent = chunk.text;  // as its reader sees it (links by their words), not the markup
       box.dataset.loaded = "1";
     } catch (e) {
       box.textContent = explainError(e);

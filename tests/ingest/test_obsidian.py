@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.ingest.obsidian import LinkRef, render_note, render_text
+from rag.obsidian import LinkRef, render_note, render_text
 
 RANDOM_NOTE = """---
 permalink: plugins/random-note
@@ -73,9 +73,9 @@ def test_formatting_is_rendered_and_lines_stay_where_they_were() -> None:
             "A line with a block id ^my-list-id")
     note = render_note(text)
     assert note.text.split("\n") == [
-        "Title",
+        "# Title",
         "Text with highlight, bold, bold, it, it, gone and snake_case_word.",
-        "Tip: Drag a file",
+        "Drag a file",
         "Inside the callout.",
         "plain quote",
         "",
@@ -89,7 +89,7 @@ def test_formatting_is_rendered_and_lines_stay_where_they_were() -> None:
 def test_code_is_shown_as_written() -> None:
     text = "Use `[[not a link]]` and `**x**`.\n```\n[[Inside a fence]] #notatag ==x==\n```\nthen [[Real]]"
     note = render_note(text)
-    assert note.text.split("\n") == ["Use [[not a link]] and **x**.", "```",
+    assert note.text.split("\n") == ["Use `[[not a link]]` and `**x**`.", "```",
                                      "[[Inside a fence]] #notatag ==x==", "```", "then Real"]
     assert [link.target for link in note.links] == ["Real"]
     assert note.tags == []

@@ -50,8 +50,8 @@ def test_markup_becomes_plain_text_but_inline_code_stays():
     text = ("See [[Settings#Excluded files|Excluded files]], [[Embed files]] and [[#Aliases]] "
             "![[icon.svg#icon]]![alt](img.png) for **bold**, _italic_, ==marked== and [the site](https://x.org). "
             "Type `[[` twice; snake_case stays.\n> [!tip] Callouts read as text.")
-    assert plain(text) == ("See Excluded files, Embed files and Aliases  for bold, italic, marked and the site. "
-                           "Type `[[` twice; snake_case stays.\nCallouts read as text.")
+    assert plain(text) == ("See Excluded files, Embed files and Aliases (an icon)(image: alt) for bold, italic, marked "
+                           "and the site. Type `[[` twice; snake_case stays.\nCallouts read as text.")
 
 
 def test_sentences_keep_lists_with_their_introduction_and_skip_headings_in_bold():

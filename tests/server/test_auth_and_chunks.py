@@ -82,10 +82,11 @@ def test_chunk_fetch_shape_and_not_found(client: TestClient, keys: Keys) -> None
     h = bearer(keys.admin)
     body = client.get("/v1/chunks/alpha/notes/public.md/1", headers=h).json()
     assert body["content"] == "Second public chunk." and body["ordinal"] == 1
+    assert body["text"] == body["content"]  # no markup to render here (tests/notes: rendered passages)
     assert body["vault"] == "alpha" and body["source_path"] == "notes/public.md"
     assert body["heading_path"].endswith("part 1") and body["start_line"] == 4
     # the contract lists its fields; internals (metadata, byte offsets) are not passed through
-    assert set(body) == {"ref", "vault", "source_path", "ordinal", "heading_path", "content", "token_count",
+    assert set(body) == {"ref", "vault", "source_path", "ordinal", "heading_path", "content", "text", "token_count",
                          "start_line", "end_line", "title", "url", "doc_type", "confidentiality", "risk_flags",
                          "risk_score", "document_version", "indexed_at"}
     assert_error(client.get("/v1/chunks/alpha/notes/public.md/7", headers=h), 404, "not_found", "#7")

@@ -2,14 +2,17 @@
 
 `render_note(text)` returns the text a reader of the note sees — `[[Core plugins|core plugin]]` is
 "core plugin", `[[Ribbon]]` is "Ribbon", `![[obsidian-icon-dice.svg#icon]]` is "(the dice icon)",
-`==x==` is "x", a callout's `> [!tip] Title` is "Tip: Title", comments `%% … %%` and block ids
+`==x==` is "x", a callout's `> [!tip] Title` is "Title" (a bare `> [!tip]` is "Tip"), comments `%% … %%` and block ids
 ` ^abc` are gone — and the structure separately: every wikilink, embed and markdown link to a note or
 file (`LinkRef`, with the line it is on, the words it is shown with and its heading or block), the
 inline tags and the block ids. Lines stay where they were (a line of the note is the same line of the
 rendered text, a comment spanning lines leaves them empty), so a citation by line points into the
 user's file either way.
 
-Pure functions over a string: no file access, no database. Resolving a link's target to a note is
+Pure functions over a string: no file access, no database. The index keeps the note's own text (its
+markup helps the embedding and BM25 find it); every surface that shows a passage — quoted answers,
+snippets, the context, a fetched chunk — shows `render_text` of it. Code (inline or fenced) is shown as
+written, as Obsidian's reading view shows it. Resolving a link's target to a note is
 `rag.ingest.link_resolution`.
 """
 
@@ -43,9 +46,12 @@ _BLOCK_ID = re.compile(r"(?:^|\s)\^(?P<id>[A-Za-z0-9-]+)\s*$")
 _TAG = re.compile(r"(?<![\w/#&])#(?P<tag>[A-Za-z_\u00c0-\uffff][\w\u00c0-\uffff/-]*)")
 _CALLOUT = re.compile(r"^(?P<quote>(?:>\s*)+)\[!(?P<type>[A-Za-z-]+)\][+-]?\s*(?P<title>.*)$")
 _QUOTE = re.compile(r"^(?:>\s?)+")
-_HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<text>.*?)(?:\s+#+\s*)?$")
 _FENCE = re.compile(r"^\s*(?P<fence>`{3,}|~{3,})")
-_HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+# Only HTML's own elements: `<command-id>` in a note is a placeholder the reader must see.
+_HTML_ELEMENTS = ("a|abbr|audio|b|blockquote|br|center|cite|code|dd|del|details|div|dl|dt|em|figcaption|"
+                  "figure|font|h[1-6]|hr|i|iframe|img|ins|kbd|li|mark|ol|p|pre|q|s|section|small|source|"
+                  "span|strong|sub|summary|sup|table|tbody|td|th|thead|tr|u|ul|video")
+_HTML_TAG = re.compile(rf"</?(?:{_HTML_ELEMENTS})(?:\s[^<>]*)?/?>", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -111,16 +117,13 @@ def _render_line(line: str, number: int, links: list[LinkRef], tags: list[str], 
     if block:
         blocks.append(block["id"])
         line = line[:block.start()].rstrip()
-    line = _render_quote_or_callout(line)
-    heading = _HEADING.match(line)
-    if heading:
-        line = heading["text"]
+    line = _render_quote_or_callout(line)  # a heading keeps its '#'s: plain text's way of showing one
     # inline code is shown as written: only the text between code spans is rendered
     parts: list[str] = []
     at = 0
     for code in _CODE_SPAN.finditer(line):
         parts.append(_render_inline(line[at:code.start()], number, links, tags))
-        parts.append(code["inner"].strip())
+        parts.append(code[0])  # with its backticks: a reader sees it set as code
         at = code.end()
     parts.append(_render_inline(line[at:], number, links, tags))
     return "".join(parts)
@@ -138,10 +141,8 @@ def _render_inline(text: str, number: int, links: list[LinkRef], tags: list[str]
 
 def _render_quote_or_callout(line: str) -> str:
     callout = _CALLOUT.match(line)
-    if callout:
-        kind = callout["type"].replace("-", " ").capitalize()
-        title = callout["title"].strip()
-        return f"{kind}: {title}" if title else f"{kind}:"
+    if callout:  # Obsidian shows the callout's title, or its type when it has none
+        return callout["title"].strip() or callout["type"].replace("-", " ").capitalize()
     return _QUOTE.sub("", line)
 
 
@@ -186,8 +187,8 @@ def _file_text(target: str, anchor: str | None, alias: str | None) -> str:
     suffix = path.suffix.lower().lstrip(".")
     words = re.sub(r"[-_]+", " ", path.stem).strip()
     if anchor == "icon" or "icon" in path.stem.lower().split("-"):
-        what = " ".join(w for w in words.split() if w.lower() not in _ICON_NOISE) or words
-        return f"(the {what} icon)"
+        what = " ".join(w for w in words.split() if w.lower() not in _ICON_NOISE)
+        return f"(the {what} icon)" if what else "(an icon)"
     label = alias if alias and not re.fullmatch(r"\d+(x\d+)?", alias) else words
     kind = ("image" if suffix in _IMAGE else "audio" if suffix in _AUDIO else "video" if suffix in _VIDEO
             else "PDF" if suffix == "pdf" else "file")
