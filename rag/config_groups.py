@@ -42,6 +42,9 @@ class IngestSettings(Group):
         "Files larger than this (bytes; default 10 MiB) are skipped, with a warning in the index report."))
     skip_hidden_folders: tuple[str, ...] = Field((".obsidian", ".git", ".trash"), description=(
         "Folder names never indexed or watched, wherever they appear in a vault."))
+    link_sentence_max_chars: int = Field(300, gt=0, description=(
+        "The sentence around a link, kept in the link graph as the words other notes use for the one it "
+        "names, is cut to this many characters (around the link)."))
     upsert_batch_documents: int = Field(32, gt=0, description=(
         "Documents written to the database per transaction while indexing (fewer when their passages reach "
         "chunking.max_chunks_per_document). Larger batches embed and write in bigger steps and hold more "

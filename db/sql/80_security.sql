@@ -146,7 +146,8 @@ as $$
     -- to_regclass: a table a later revision adds is simply absent after a downgrade
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
                                             'bm25_vault_stats', 'embedding_models', 'document_retrievals',
-                                            'bm25_indexes', 'bm25_deferred', 'query_embeddings']) as t
+                                            'bm25_indexes', 'bm25_deferred', 'query_embeddings',
+                                            'links']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
@@ -187,6 +188,10 @@ begin
         -- BM25 statistics are kept per level (20_bm25_stats.sql): each reader sums only its own levels
         when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s) and level <= %s',
                                                                            v_vaults, v_rank)
+        -- a link is part of the note that makes it: visible with its source note only (the target is
+        -- shown by the link functions only when the reader may see it too: db/sql/65_links.sql)
+        when v_name = 'links' then format(
+            'vault_id = any(%s) and exists (select 1 from documents d where d.id = source_document_id)', v_vaults)
         -- per-note counts: visible with the note itself (the document's own policy applies inside)
         when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
         -- questions: each role its own (the owner, not bound, all of them)

@@ -28,7 +28,7 @@ import psycopg
 from rag.config import Settings
 from rag.embed import Embedder, get_embedder
 from rag.errors import EmbeddingError, RagError
-from rag.ingest import beir, bulk, presence, store
+from rag.ingest import beir, bulk, links, presence, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
 from rag.ingest.hnsw import BulkLoadPolicy
 from rag.ingest.parse import DATE_KEYS, UNKNOWN_CONFIDENTIALITY, parse_document
@@ -162,6 +162,7 @@ class _VaultRun:
         self.report.files_seen = len(sources) + len(skipped)
         self.progress.begin_vault(self.vault.name, len(sources))
         stored = store.stored_versions(self.conn, self.vault.id)
+        self.links = links.VaultLinks(self.conn, self.vault.id, self.settings.ingest.link_sentence_max_chars)
         marker = self.check_available(len(sources) + len(skipped), len(stored))
         keep = {s.path for s in skipped if s.reason in KEEP_ON_SKIP}
         bulk.Deferral.finish_leftovers(self.conn, self.vault.id)  # what a killed run or load left deferred
@@ -179,6 +180,7 @@ class _VaultRun:
                 self.deferral.finish(vectors, {})
         store.restrict_documents(self.conn, self.vault.id, self.unparsed_edits, UNKNOWN_CONFIDENTIALITY)
         self.report.files_removed = store.delete_documents(self.conn, self.vault.id, self.deletable(stored, keep))
+        self.links.finish(self.conn, vault_changed=self.report.files_indexed + self.report.files_removed > 0)
         self.backfill_embeddings()
         # After the writes: a first run builds the vault's bm25 index once, from every chunk, instead
         # of growing it a batch at a time; later runs find it kept in step by the chunk triggers.
@@ -222,6 +224,7 @@ class _VaultRun:
         version = hashlib.sha256(data).hexdigest()
         if stored.get(source.path) == version:
             self.report.files_unchanged += 1
+            self.links.unchanged(source.path, data)
             self.progress.files_done(1)
             return True
         try:
@@ -375,6 +378,8 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
                      body_start_byte=parsed.body_start_byte, soft_bytes=c.soft_bytes, hard_bytes=c.hard_bytes,
                      overlap_bytes=c.overlap_bytes, max_chunks=c.max_chunks_per_document)
     store.attach_chunks(doc, vault_name, result.chunks)
+    if f.kind == "markdown":
+        doc.links = links.links_of(mask_text(text), settings.ingest.link_sentence_max_chars)
     warnings = list(parsed.warnings)
     if result.truncated:
         warnings.append(f"{f.source_path}: {result.total} chunks, only the first {c.max_chunks_per_document} indexed")

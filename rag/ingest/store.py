@@ -1,7 +1,7 @@
 """Writes of the indexer: documents, chunks and embeddings, one transaction per document batch.
 
 A batch replaces its documents atomically: old chunks go (their embeddings cascade), documents
-are upserted, new chunks and their vectors are inserted. Chunks are inserted with ONE statement
+are upserted, new chunks and their vectors are inserted, and the documents' links replaced. Chunks are inserted with ONE statement
 per batch (``jsonb_to_recordset``) because the BM25 statistics triggers are statement-level: one
 firing per batch instead of one per chunk. Vectors are COPYed in binary.
 """
@@ -21,6 +21,7 @@ from psycopg.types.json import Jsonb
 from rag.ingest.chunk import Chunk
 from rag.ingest.guard import assess_injection
 from rag.ingest.hnsw import BulkLoadPolicy, indexes_rebuilt
+from rag.ingest.links import PreparedLink, write_links
 from rag.secrets import mask_structure, mask_text
 from rag.store.database import Connection
 from rag.store.models import EmbeddingModelRef
@@ -59,6 +60,7 @@ class PreparedDocument:
     failed_closed: bool = False  # confidentiality could not be trusted: stored as the most restricted level
     aliases: list[str] = field(default_factory=list)  # other names of the note (frontmatter `aliases`)
     date_source: str | None = None  # "frontmatter" or "file_mtime" (set by the notes walk)
+    links: list[PreparedLink] = field(default_factory=list)  # read from the masked text (rag.ingest.links)
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,7 @@ def write_documents(conn: Connection, vault_id: int, text_search_config: str,
             _delete_chunks_of(conn, vault_id, replaced)
         doc_ids = _upsert_documents(conn, vault_id, docs)
         chunk_ids = _insert_chunks(conn, vault_id, text_search_config, docs, doc_ids)
+        write_links(conn, vault_id, {doc_ids[d.source_path]: d.links for d in docs})
         ids: list[int] = []
         vectors: list[np.ndarray] = []
         for doc in docs:

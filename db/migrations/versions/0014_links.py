@@ -1,0 +1,56 @@
+"""The link graph: one row per wikilink, embed or markdown link to a note, resolved to its document.
+
+Revision ID: 0014
+Revises: 0013
+Create Date: 2026-12-03
+
+`links` holds, for each link a note makes, where it is (`source_document_id`, `line`), what it names
+as written (`target_text`, `target_heading`: a heading, or `^id` for a block), the document it
+resolves to (`target_document_id`; null while unresolved or ambiguous — a deleted target sets it
+null, a later index run resolves it again), the words it is shown with (`anchor_text`) and the
+sentence around it as a reader sees it (`sentence`). Links go with their source document
+(`on delete cascade`). Row-level security (db/sql/80_security.sql) shows a link only with its source
+note. `documents.links_indexed` says whether a document's links were read: documents indexed before
+this revision are read once more by the next index run, without being embedded again.
+"""
+
+from alembic import op
+
+revision = "0014"
+down_revision = "0013"
+branch_labels = None
+depends_on = None
+
+UPGRADE = r"""
+create table links (
+    id bigint generated always as identity primary key,
+    vault_id bigint not null references vaults (id) on delete cascade,
+    source_document_id bigint not null references documents (id) on delete cascade,
+    line integer not null check (line >= 1),
+    kind text not null check (kind in ('link', 'embed')),
+    target_text text not null,
+    target_heading text,
+    target_is_file boolean not null default false,
+    target_document_id bigint references documents (id) on delete set null,
+    anchor_text text not null,
+    sentence text not null
+);
+create index links_source_idx on links (source_document_id);
+create index links_target_idx on links (target_document_id) where target_document_id is not null;
+create index links_unresolved_idx on links (vault_id) where target_document_id is null;
+
+alter table documents add column links_indexed boolean not null default false;
+"""
+
+DOWNGRADE = r"""
+drop table if exists links;
+alter table documents drop column if exists links_indexed;
+"""
+
+
+def upgrade() -> None:
+    op.execute(UPGRADE)
+
+
+def downgrade() -> None:
+    op.execute(DOWNGRADE)
