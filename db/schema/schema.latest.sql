@@ -25,6 +25,94 @@ end
 $$;
 
 --
+-- Name: ragpg_note_id(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_note_id(p_vault text, p_path text) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_id bigint;
+begin
+    perform ragpg_check_vault_names(array[p_vault]);
+    select d.id into v_id
+    from documents d join vaults v on v.id = d.vault_id
+    where v.name = p_vault and d.source_path = p_path;
+    if v_id is null then
+        raise exception using errcode = 'P0002', message = format('no note %L in vault %L', p_path, p_vault);
+    end if;
+    return v_id;
+end
+$$;
+
+--
+-- Name: documents; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.documents (
+    id bigint NOT NULL,
+    vault_id bigint NOT NULL,
+    source_path text NOT NULL,
+    folder text DEFAULT ''::text NOT NULL,
+    title text,
+    url text,
+    doc_type text,
+    persona text,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
+    project text,
+    confidentiality text DEFAULT 'public'::text NOT NULL,
+    doc_date date,
+    document_version text NOT NULL,
+    size_bytes bigint NOT NULL,
+    indexed_at timestamp with time zone DEFAULT now() NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    links_indexed boolean DEFAULT false NOT NULL
+);
+
+--
+-- Name: links; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.links (
+    id bigint NOT NULL,
+    vault_id bigint NOT NULL,
+    source_document_id bigint NOT NULL,
+    line integer NOT NULL,
+    kind text NOT NULL,
+    target_text text NOT NULL,
+    target_heading text,
+    target_is_file boolean DEFAULT false NOT NULL,
+    target_document_id bigint,
+    anchor_text text NOT NULL,
+    sentence text NOT NULL,
+    CONSTRAINT links_kind_check CHECK ((kind = ANY (ARRAY['link'::text, 'embed'::text]))),
+    CONSTRAINT links_line_check CHECK ((line >= 1))
+);
+
+--
+-- Name: ragpg_backlinks(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_backlinks(p_vault text, p_path text) RETURNS TABLE(source_path text, source_title text, link_count integer, line integer, kind text, anchor_text text, target_heading text, sentence text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT DISTINCT ON (s.source_path) s.source_path,
+     s.title,
+     (count(*) OVER (PARTITION BY s.source_path))::integer AS count,
+     l.line,
+     l.kind,
+     l.anchor_text,
+     l.target_heading,
+     l.sentence
+    FROM (public.links l
+      JOIN public.documents s ON ((s.id = l.source_document_id)))
+   WHERE (l.target_document_id = public.ragpg_note_id(ragpg_backlinks.p_vault, ragpg_backlinks.p_path))
+   ORDER BY s.source_path, l.line, l.id;
+END;
+
+--
 -- Name: ragpg_bm25_defer(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -640,7 +728,8 @@ CREATE FUNCTION public.ragpg_content_tables() RETURNS SETOF regclass
     -- to_regclass: a table a later revision adds is simply absent after a downgrade
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
                                             'bm25_vault_stats', 'embedding_models', 'document_retrievals',
-                                            'bm25_indexes', 'bm25_deferred', 'query_embeddings']) as t
+                                            'bm25_indexes', 'bm25_deferred', 'query_embeddings',
+                                            'links']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
@@ -1823,6 +1912,46 @@ end
 $_$;
 
 --
+-- Name: ragpg_linked_notes(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_linked_notes(p_vault text, p_path text) RETURNS TABLE(path text, title text, links_here boolean, linked_from_here boolean, anchor_text text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ WITH note AS (
+          SELECT public.ragpg_note_id(ragpg_linked_notes.p_vault, ragpg_linked_notes.p_path) AS id
+         ), edges AS (
+          SELECT l.source_document_id AS other,
+             true AS here,
+             false AS there,
+             l.anchor_text,
+             l.line
+            FROM public.links l,
+             note
+           WHERE ((l.target_document_id = note.id) AND (l.source_document_id <> note.id))
+         UNION ALL
+          SELECT l.target_document_id,
+             false,
+             true,
+             l.anchor_text,
+             l.line
+            FROM public.links l,
+             note
+           WHERE ((l.source_document_id = note.id) AND (l.target_document_id <> note.id))
+         )
+  SELECT d.source_path,
+     d.title,
+     bool_or(e.here) AS bool_or,
+     bool_or(e.there) AS bool_or,
+     (array_agg(e.anchor_text ORDER BY (NOT e.here), e.line))[1] AS array_agg
+    FROM (edges e
+      JOIN public.documents d ON ((d.id = e.other)))
+   GROUP BY d.source_path, d.title
+   ORDER BY (bool_or(e.here) AND bool_or(e.there)) DESC, (count(*)) DESC, d.source_path;
+END;
+
+--
 -- Name: ragpg_match_folders_impl(text, integer, text, public.vector, bigint[], integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2087,6 +2216,27 @@ CREATE FUNCTION public.ragpg_model_function_name(m public.embedding_models, p_ki
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN CASE p_kind WHEN 'hybrid_multi'::text THEN ('match_hybrid_multi_chunks_'::text || (m).sql_name) WHEN 'folders'::text THEN ('match_folders_'::text || (m).sql_name) ELSE NULL::text END;
+
+--
+-- Name: ragpg_outlinks(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_outlinks(p_vault text, p_path text) RETURNS TABLE(line integer, kind text, target_text text, target_path text, target_heading text, anchor_text text, sentence text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT l.line,
+     l.kind,
+     l.target_text,
+     t.source_path,
+     l.target_heading,
+     l.anchor_text,
+     l.sentence
+    FROM (public.links l
+      LEFT JOIN public.documents t ON ((t.id = l.target_document_id)))
+   WHERE (l.source_document_id = public.ragpg_note_id(ragpg_outlinks.p_vault, ragpg_outlinks.p_path))
+   ORDER BY l.line, l.id;
+END;
 
 --
 -- Name: ragpg_pgvector_version_num(); Type: FUNCTION; Schema: public; Owner: -
@@ -2401,6 +2551,10 @@ begin
         -- BM25 statistics are kept per level (20_bm25_stats.sql): each reader sums only its own levels
         when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s) and level <= %s',
                                                                            v_vaults, v_rank)
+        -- a link is part of the note that makes it: visible with its source note only (the target is
+        -- shown by the link functions only when the reader may see it too: db/sql/65_links.sql)
+        when v_name = 'links' then format(
+            'vault_id = any(%s) and exists (select 1 from documents d where d.id = source_document_id)', v_vaults)
         -- per-note counts: visible with the note itself (the document's own policy applies inside)
         when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
         -- questions: each role its own (the owner, not bound, all of them)
@@ -2429,6 +2583,47 @@ end
 $$;
 
 --
+-- Name: ragpg_similar_notes(text, text, integer, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_similar_notes(p_vault text, p_path text, p_match_count integer DEFAULT 10, p_model text DEFAULT NULL::text) RETURNS TABLE(path text, title text, similarity double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    v_note bigint := ragpg_note_id(p_vault, p_path);
+    v_table text;
+begin
+    perform ragpg_check_match_count(p_match_count, 'p_match_count');
+    select m.embedding_table into v_table from embedding_models m
+    where p_model is null or m.provider || '/' || m.model = p_model;
+    if v_table is null or (p_model is null and (select count(*) from embedding_models) > 1) then
+        raise exception using errcode = '22023', message = format(
+            'name one embedding model (%s)', coalesce((select string_agg(m.provider || '/' || m.model, ', ')
+                                                       from embedding_models m), 'none registered'));
+    end if;
+    return query execute format(
+        'with centre as (
+             select avg(e.embedding) as v from %1$I e join chunks c on c.id = e.chunk_id where c.document_id = $1
+         ),
+         near as (
+             select c.document_id, 1 - (e.embedding <=> centre.v) as similarity
+             from %1$I e join chunks c on c.id = e.chunk_id, centre
+             where c.vault_id = (select vault_id from documents where id = $1) and c.document_id <> $1
+               and centre.v is not null and vector_norm(centre.v) > 0
+             order by e.embedding <=> centre.v
+             limit $2 * 8
+         )
+         select d.source_path, d.title, max(n.similarity)::float8
+         from near n join documents d on d.id = n.document_id
+         group by d.source_path, d.title
+         order by 3 desc, 1
+         limit $2', v_table)
+        using v_note, p_match_count;
+end
+$_$;
+
+--
 -- Name: ragpg_sql_name(text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2445,6 +2640,26 @@ CREATE FUNCTION public.ragpg_tsvector_token_count(tsv tsvector) RETURNS integer
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'public'
     RETURN (SELECT (COALESCE(sum(cardinality(u.positions)), (0)::bigint))::integer AS "coalesce" FROM unnest(ragpg_tsvector_token_count.tsv) u(lexeme, positions, weights));
+
+--
+-- Name: ragpg_unresolved_links(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_unresolved_links(p_vault text) RETURNS TABLE(source_path text, line integer, kind text, target_text text, anchor_text text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    perform ragpg_check_vault_names(array[p_vault]);
+    return query
+    select s.source_path, l.line, l.kind, l.target_text, l.anchor_text
+    from links l
+    join vaults v on v.id = l.vault_id
+    join documents s on s.id = l.source_document_id
+    where v.name = p_vault and l.target_document_id is null and not l.target_is_file
+    order by l.target_text, s.source_path, l.line;
+end
+$$;
 
 --
 -- Name: ragpg_vector_exact_scores(text, public.vector, integer, double precision, bigint[]); Type: FUNCTION; Schema: public; Owner: -
@@ -2822,29 +3037,6 @@ CREATE TABLE public.document_retrievals (
 );
 
 --
--- Name: documents; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.documents (
-    id bigint NOT NULL,
-    vault_id bigint NOT NULL,
-    source_path text NOT NULL,
-    folder text DEFAULT ''::text NOT NULL,
-    title text,
-    url text,
-    doc_type text,
-    persona text,
-    tags text[] DEFAULT '{}'::text[] NOT NULL,
-    project text,
-    confidentiality text DEFAULT 'public'::text NOT NULL,
-    doc_date date,
-    document_version text NOT NULL,
-    size_bytes bigint NOT NULL,
-    indexed_at timestamp with time zone DEFAULT now() NOT NULL,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL
-);
-
---
 -- Name: documents_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -2885,6 +3077,19 @@ CREATE TABLE public.index_runs (
     origin text DEFAULT 'api'::text NOT NULL,
     CONSTRAINT index_runs_origin_check CHECK ((origin = ANY (ARRAY['api'::text, 'cli'::text]))),
     CONSTRAINT index_runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text])))
+);
+
+--
+-- Name: links_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.links ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.links_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 --
@@ -3176,6 +3381,13 @@ ALTER TABLE ONLY public.index_runs
     ADD CONSTRAINT index_runs_pkey PRIMARY KEY (id);
 
 --
+-- Name: links links_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.links
+    ADD CONSTRAINT links_pkey PRIMARY KEY (id);
+
+--
 -- Name: query_embeddings query_embeddings_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3256,6 +3468,24 @@ CREATE INDEX document_retrievals_count_idx ON public.document_retrievals USING b
 --
 
 CREATE INDEX documents_vault_folder_idx ON public.documents USING btree (vault_id, folder);
+
+--
+-- Name: links_source_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX links_source_idx ON public.links USING btree (source_document_id);
+
+--
+-- Name: links_target_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX links_target_idx ON public.links USING btree (target_document_id) WHERE (target_document_id IS NOT NULL);
+
+--
+-- Name: links_unresolved_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX links_unresolved_idx ON public.links USING btree (vault_id) WHERE (target_document_id IS NULL);
 
 --
 -- Name: bm25_indexes bm25_indexes_drop_table; Type: TRIGGER; Schema: public; Owner: -
@@ -3362,6 +3592,27 @@ ALTER TABLE ONLY public.documents
     ADD CONSTRAINT documents_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
 
 --
+-- Name: links links_source_document_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.links
+    ADD CONSTRAINT links_source_document_id_fkey FOREIGN KEY (source_document_id) REFERENCES public.documents(id) ON DELETE CASCADE;
+
+--
+-- Name: links links_target_document_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.links
+    ADD CONSTRAINT links_target_document_id_fkey FOREIGN KEY (target_document_id) REFERENCES public.documents(id) ON DELETE SET NULL;
+
+--
+-- Name: links links_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.links
+    ADD CONSTRAINT links_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
+
+--
 -- Name: query_embeddings query_embeddings_model_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3403,6 +3654,12 @@ ALTER TABLE public.document_retrievals ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE public.documents ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: links; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.links ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: query_embeddings; Type: ROW SECURITY; Schema: public; Owner: -
@@ -3461,6 +3718,14 @@ CREATE POLICY ragpg_scope ON public.document_retrievals FOR SELECT USING ((EXIST
 --
 
 CREATE POLICY ragpg_scope ON public.documents FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (COALESCE(public.ragpg_level_rank(confidentiality), 4) <= ( SELECT public.ragpg_scope_clearance_rank(CURRENT_USER) AS ragpg_scope_clearance_rank))));
+
+--
+-- Name: links ragpg_scope; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_scope ON public.links FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (EXISTS ( SELECT 1
+   FROM public.documents d
+  WHERE (d.id = links.source_document_id)))));
 
 --
 -- Name: query_embeddings ragpg_scope; Type: POLICY; Schema: public; Owner: -

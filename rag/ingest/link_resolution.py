@@ -13,6 +13,7 @@ text so a note created later with that name can take it.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -58,7 +59,7 @@ class LinkResolver:
             return Resolution(source_path, "self")
         if wanted in self._by_path:
             return Resolution(self._by_path[wanted], "path")
-        relative = _key(f"{_folder(source_path)}/{target}") if _folder(source_path) else None
+        relative = _key(posixpath.normpath(f"{_folder(source_path)}/{target}")) if _folder(source_path) else None
         if relative and relative in self._by_path:
             return Resolution(self._by_path[relative], "relative")
         found = self._ending_with(wanted)

@@ -42,7 +42,14 @@ create index links_unresolved_idx on links (vault_id) where target_document_id i
 alter table documents add column links_indexed boolean not null default false;
 """
 
+# The link functions of db/sql/65_links.sql read the table (the SQL-bodied ones depend on it).
 DOWNGRADE = r"""
+drop function if exists ragpg_backlinks(text, text);
+drop function if exists ragpg_outlinks(text, text);
+drop function if exists ragpg_unresolved_links(text);
+drop function if exists ragpg_linked_notes(text, text);
+drop function if exists ragpg_similar_notes(text, text, integer, text);
+drop function if exists ragpg_note_id(text, text);
 drop table if exists links;
 alter table documents drop column if exists links_indexed;
 """

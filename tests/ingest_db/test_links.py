@@ -1,0 +1,119 @@
+"""The link graph in Postgres: links read at index time, resolved as Obsidian resolves names, kept right by
+incremental runs, and bound by the same clearance as the notes (real notes, the real CLI, a console role)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.ingest_db.helpers import write_files
+from tests.ingest_db.test_row_security import console_conn
+
+NOTES = {
+    "Ribbon.md": "# Ribbon\nThe ribbon holds buttons.\n",
+    "Plugins/Random note.md": ("# Random note\nClick **Open random note** ![[obsidian-icon-dice.svg#icon]] in the "
+                               "[[Ribbon]]. See [[Core plugins|the core plugins]].\n"),
+    "Plugins/Core plugins.md": ("---\naliases: [Built-in plugins]\n---\n# Core plugins\n"
+                                "- [[Random note#Usage|Random note]] opens a note.\n"
+                                "Unlike [[Community plugins]], they ship with the app.\n"),
+    "Guide/Start.md": "# Start\nUse the [[built-in plugins]] and the [ribbon](../Ribbon.md). Read [[Topic]].\n",
+    "a/Topic.md": "# Topic A\nOne.\n",
+    "b/Topic.md": "# Topic B\nTwo.\n",
+    "Secret.md": "---\nconfidentiality: restricted\n---\n# Secret\nThe [[Ribbon]] hides a key.\n",
+    "Shared.md": "# Shared\nMentions [[Secret]] by name.\n",
+}
+
+
+@pytest.fixture
+def vault(cli, tmp_path: Path) -> Path:
+    root = write_files(tmp_path / "notes", NOTES)
+    assert cli("vault", "add", "notes", str(root))[0] == 0
+    code, _, err = cli("index", "--quiet")
+    assert code == 0, err
+    return root
+
+
+def rows(conn: psycopg.Connection, query: str, *args: object) -> list[tuple[object, ...]]:
+    return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in conn.execute(query, args).fetchall()]
+
+
+def test_backlinks_count_linking_notes_with_their_words_and_sentence(vault: Path, aconn: psycopg.Connection) -> None:
+    back = rows(aconn, "select source_path, link_count, anchor_text, sentence "
+                       "from ragpg_backlinks('notes', 'Ribbon.md')")
+    assert back == [
+        ("Guide/Start.md", 1, "ribbon", "Use the built-in plugins and the ribbon."),
+        ("Plugins/Random note.md", 1, "Ribbon", "Click Open random note (the dice icon) in the Ribbon."),
+        ("Secret.md", 1, "Ribbon", "The Ribbon hides a key."),
+    ]
+
+
+def test_outlinks_resolve_names_aliases_headings_and_keep_the_unresolved(vault: Path, aconn: psycopg.Connection) -> None:
+    out = rows(aconn, "select kind, target_text, target_path, target_heading, anchor_text "
+                      "from ragpg_outlinks('notes', 'Plugins/Core plugins.md')")
+    assert out == [("link", "Random note", "Plugins/Random note.md", "Usage", "Random note"),
+                   ("link", "Community plugins", None, None, "Community plugins")]
+    start = rows(aconn, "select target_text, target_path from ragpg_outlinks('notes', 'Guide/Start.md')")
+    # an alias, a relative markdown link, and a name two notes share (from neither's folder): unresolved
+    assert sorted(start, key=str) == [("../Ribbon.md", "Ribbon.md"), ("Topic", None),
+                                      ("built-in plugins", "Plugins/Core plugins.md")]
+    embeds = rows(aconn, "select kind, target_text, target_path from ragpg_outlinks('notes', 'Plugins/Random note.md')")
+    assert embeds[0] == ("embed", "obsidian-icon-dice.svg", None)
+    unresolved = rows(aconn, "select source_path, target_text from ragpg_unresolved_links('notes')")
+    assert ("Plugins/Core plugins.md", "Community plugins") in unresolved
+    assert ("Guide/Start.md", "Topic") in unresolved
+    assert all(t != "obsidian-icon-dice.svg" for _, t in unresolved)  # attachments are not missing notes
+
+
+def test_renames_deletes_and_new_notes_are_followed_by_the_next_run(vault: Path, cli, aconn: psycopg.Connection) -> None:
+    (vault / "Ribbon.md").rename(vault / "Toolbar.md")
+    (vault / "Community plugins.md").write_text("# Community plugins\nMade by others.\n")
+    assert cli("index", "--quiet")[0] == 0
+    unresolved = rows(aconn, "select source_path, target_text from ragpg_unresolved_links('notes')")
+    assert ("Plugins/Random note.md", "Ribbon") in unresolved  # the renamed note's inbound links
+    assert ("Plugins/Core plugins.md", "Community plugins") not in unresolved  # taken by the new note
+    assert rows(aconn, "select source_path from ragpg_backlinks('notes', 'Community plugins.md')") == [
+        ("Plugins/Core plugins.md",)]
+    (vault / "Toolbar.md").rename(vault / "Ribbon.md")
+    assert cli("index", "--quiet")[0] == 0
+    assert len(rows(aconn, "select 1 from ragpg_backlinks('notes', 'Ribbon.md')")) == 3
+
+
+def test_notes_indexed_before_the_link_graph_get_their_links_without_being_embedded_again(
+        vault: Path, cli, aconn: psycopg.Connection) -> None:
+    aconn.execute("delete from links")
+    aconn.execute("update documents set links_indexed = false")
+    code, out, _ = cli("index")
+    assert code == 0 and "0 indexed" in out and "0 chunks written" in out
+    assert len(rows(aconn, "select 1 from ragpg_backlinks('notes', 'Ribbon.md')")) == 3
+
+
+def test_a_reader_sees_a_link_only_with_its_source_and_a_target_only_when_cleared(vault: Path, cli) -> None:
+    with console_conn(cli, "--vault", "notes", "--clearance", "public") as conn:
+        back = rows(conn, "select source_path from ragpg_backlinks('notes', 'Ribbon.md')")
+        assert ("Secret.md",) not in back and len(back) == 2
+        assert rows(conn, "select count(*) from links l join documents d on d.id = l.source_document_id "
+                          "where d.source_path = 'Secret.md'") == [(0,)]
+        assert rows(conn, "select count(*) from links") == rows(
+            conn, "select count(*) from links l where exists (select 1 from documents d where d.id = l.source_document_id)")
+        # the restricted target is named as written in a public note, never resolved to its path
+        assert rows(conn, "select target_text, target_path from ragpg_outlinks('notes', 'Shared.md')") == [
+            ("Secret", None)]
+        with pytest.raises(psycopg.errors.NoDataFound, match="no note 'Secret.md' in vault 'notes'"):
+            conn.execute("select * from ragpg_backlinks('notes', 'Secret.md')")
+
+
+def test_unknown_vault_and_note_are_one_line_errors(vault: Path, aconn: psycopg.Connection) -> None:
+    with pytest.raises(psycopg.errors.UndefinedObject, match=r"unknown vault 'nope' \(known: notes\)"):
+        aconn.execute("select * from ragpg_outlinks('nope', 'Ribbon.md')")
+    with pytest.raises(psycopg.errors.NoDataFound, match="no note 'Missing.md' in vault 'notes'"):
+        aconn.execute("select * from ragpg_backlinks('notes', 'Missing.md')")
+
+
+def test_linked_and_similar_notes(vault: Path, aconn: psycopg.Connection) -> None:
+    linked = rows(aconn, "select path, links_here, linked_from_here from ragpg_linked_notes('notes', 'Ribbon.md')")
+    assert sorted(linked) == [("Guide/Start.md", True, False), ("Plugins/Random note.md", True, False),
+                              ("Secret.md", True, False)]
+    similar = rows(aconn, "select path from ragpg_similar_notes('notes', 'Plugins/Random note.md', 3)")
+    assert len(similar) == 3 and ("Plugins/Random note.md",) not in similar
