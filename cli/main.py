@@ -18,6 +18,7 @@ from ragpg_cli import ask as ask_cli
 from ragpg_cli import config_cmd, db, embed_cmd, keys, mcp_cmd, serve
 from ragpg_cli import eval as eval_cli
 from ragpg_cli import index as index_cli
+from ragpg_cli import related as related_cli
 from ragpg_cli import vault as vault_cli
 from ragpg_cli.app import CliState
 from ragpg_cli.exit_codes import INTERRUPTED, help_epilog
@@ -37,6 +38,7 @@ app.add_typer(db.app, name="db")
 app.add_typer(config_cmd.app, name="config")
 app.command("ask")(ask_cli.ask_command)
 app.command("search")(ask_cli.search_command)
+app.command("related")(related_cli.related_command)
 app.command("embed")(embed_cmd.embed_command)
 app.add_typer(keys.app, name="keys")
 app.add_typer(vault_cli.app, name="vault")

@@ -102,6 +102,9 @@ class NotesSettings(Group):
     snippet_chars: int = Field(280, gt=20, description=(
         "Length of the passage excerpt shown with a source or a search result, in characters."))
     search_k_max: int = Field(100, gt=0, description="The most results `ragpg search --k` may ask for.")
+    related_k: int = Field(10, gt=0, le=1000, description=(
+        "How many related notes `ragpg related` (and GET /v1/related, the related_notes tool) lists by default: "
+        "the notes linked either way first, then the closest in meaning."))
     search_min_score: float = Field(0.0, description=(
         "`search` lists only passages whose final score is above this."))
 

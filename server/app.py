@@ -26,7 +26,7 @@ from ragpg_server.admission import Admission
 from ragpg_server.calls import ServerState
 from ragpg_server.hosts import HostCheckMiddleware, HostPolicy, OriginCheckMiddleware
 from ragpg_server.middleware import BodyLimitMiddleware, RequestIdMiddleware
-from ragpg_server.routes import chunks, docs, folders, health, index, page, retrieval, vaults
+from ragpg_server.routes import chunks, docs, folders, health, index, page, related, retrieval, vaults
 
 # Besides `concurrency` request threads, the pool serves /healthz (one at a time) and the background
 # index runner's progress writes (one thread; the pipeline itself uses its own connection).
@@ -88,7 +88,7 @@ def create_app(runtime: Runtime, *, lifespan_close: bool = False) -> FastAPI:
     )
     errors.install(app)
     mcp_running = mcp_mount.install(app, app.state.ragpg)  # /mcp, behind the same middleware and keys
-    for module in (retrieval, chunks, vaults, folders, index, health):
+    for module in (retrieval, chunks, related, vaults, folders, index, health):
         app.include_router(module.router)
     docs.install(app)  # /docs and /redoc from bundled assets (no CDN)
     page.install(app)  # the web page at /

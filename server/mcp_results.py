@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from rag import AskResponse, ContextResult, SearchResponse
     from rag.notes.browse import VaultOutline
     from rag.retrieval.documents import NoteEntry, NotePassages, Passage
+    from rag.retrieval.related import RelatedNotes
     from rag.store.vaults import VaultSummary
 
 URI_SCHEME = "ragpg"
@@ -149,6 +150,26 @@ class FolderList(_Out):
 
 
 # -- from the library's results -------------------------------------------------------------------
+
+class RelatedNote(_Out):
+    vault: str
+    path: str
+    uri: str = Field(description="ragpg://vault/path: for read_note and resources/read.")
+    title: str | None
+    reasons: list[str] = Field(description="Why it is related: 'links here with …', 'linked from here', "
+                                           "'close in meaning'.")
+
+
+class RelatedNoteList(_Out):
+    related: list[RelatedNote] = Field(description="Linked notes first (both ways, then most links), then the "
+                                                   "closest in meaning.")
+
+
+def related_list(found: RelatedNotes) -> RelatedNoteList:
+    return RelatedNoteList(related=[
+        RelatedNote(vault=r.vault, path=r.source_path, uri=note_uri(r.vault, r.source_path), title=r.title,
+                    reasons=r.reasons) for r in found.related])
+
 
 def search_result(response: SearchResponse) -> SearchNotesResult:
     return SearchNotesResult(query=response.query, passages=[

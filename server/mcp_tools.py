@@ -26,7 +26,7 @@ from rag.config import Settings
 from rag.notes.browse import vault_outline
 from rag.notes.question import DETAILS
 from rag.notes.settings import notes_settings
-from rag.retrieval import documents
+from rag.retrieval import documents, related
 from rag.types import MODES
 from rag.runtime import Runtime
 from rag.store import vaults as vault_store
@@ -88,6 +88,12 @@ class ReadNoteArgs(_Args):
     end_line: int | None = Field(None, description="Last line to read (inclusive). Default: the end.")
 
 
+class RelatedNotesArgs(_Args):
+    vault: str = Field(description="The note's vault.")
+    path: str = Field(description="The note's path in its vault, as the other tools return it.")
+    k: int | None = Field(None, description="How many notes to list, 1 to 1000 (default notes.related_k).")
+
+
 class ListVaultsArgs(_Args):
     pass
 
@@ -128,6 +134,12 @@ def read_note(c: Caller, args: ReadNoteArgs) -> out.NoteText:
     return out.note_text(note, c.runtime.settings.mcp.read_max_chars)
 
 
+def related_notes(c: Caller, args: RelatedNotesArgs) -> out.RelatedNoteList:
+    k = c.runtime.settings.notes.related_k if args.k is None else args.k
+    with c.runtime.connection(scope=c.scope, read=True) as conn:
+        return out.related_list(related.related_notes(conn, args.vault, args.path, k=k, scope=c.scope))
+
+
 def list_vaults(c: Caller, args: ListVaultsArgs) -> out.VaultList:
     with c.runtime.connection(scope=c.scope, read=True) as conn:
         summaries = vault_store.list_vaults(conn, readable_levels=levels_up_to(c.scope.clearance))
@@ -158,6 +170,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("ask_notes", "Ask the notes", AskNotesArgs, out.AskNotesResult, ask_notes, True),
     ToolSpec("get_context", "Cited context for a query", GetContextArgs, out.GetContextResult, get_context, True),
     ToolSpec("read_note", "Read a note", ReadNoteArgs, out.NoteText, read_note),
+    ToolSpec("related_notes", "Notes related to a note", RelatedNotesArgs, out.RelatedNoteList, related_notes),
     ToolSpec("list_vaults", "List vaults", ListVaultsArgs, out.VaultList, list_vaults),
     ToolSpec("list_folders", "List a vault's folders", ListFoldersArgs, out.FolderList, list_folders),
 )
@@ -166,7 +179,8 @@ TOOLS: tuple[ToolSpec, ...] = (
 def descriptions(settings: Settings) -> tuple[str, dict[str, str]]:
     """(the server's instructions, each tool's description), with the settings' numbers filled in."""
     raw = yaml.safe_load(DESCRIPTIONS_FILE.read_text(encoding="utf-8"))
-    values = {"k_max": notes_settings(settings).search_k_max, "read_max_chars": settings.mcp.read_max_chars}
+    values = {"k_max": notes_settings(settings).search_k_max, "read_max_chars": settings.mcp.read_max_chars,
+              "related_k": settings.notes.related_k}
     tools = {name: " ".join(str(text).format(**values).split()) for name, text in raw["tools"].items()}
     missing = {t.name for t in TOOLS} - set(tools)
     if missing:

@@ -2450,6 +2450,85 @@ end
 $$;
 
 --
+-- Name: ragpg_similar_notes(text, text, integer, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_similar_notes(p_vault text, p_path text, p_match_count integer DEFAULT 10, p_model text DEFAULT NULL::text) RETURNS TABLE(path text, title text, similarity double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    v_note bigint := ragpg_note_id(p_vault, p_path);
+    v_table text;
+begin
+    perform ragpg_check_match_count(p_match_count, 'p_match_count');
+    if p_model is null and not exists (select from embedding_models) then
+        return;  -- nothing embedded yet: no note is close in meaning
+    end if;
+    select m.embedding_table into v_table from embedding_models m
+    where p_model is null or m.provider || '/' || m.model = p_model;
+    if v_table is null or (p_model is null and (select count(*) from embedding_models) > 1) then
+        raise exception using errcode = '22023', message = format(
+            'name one embedding model (%s)', coalesce((select string_agg(m.provider || '/' || m.model, ', ')
+                                                       from embedding_models m), 'none registered'));
+    end if;
+    return query execute format(
+        'with centre as (
+             select avg(e.embedding) as v from %1$I e join chunks c on c.id = e.chunk_id where c.document_id = $1
+         ),
+         near as (
+             select c.document_id, 1 - (e.embedding <=> centre.v) as similarity
+             from %1$I e join chunks c on c.id = e.chunk_id, centre
+             where c.vault_id = (select vault_id from documents where id = $1) and c.document_id <> $1
+               and centre.v is not null and vector_norm(centre.v) > 0
+             order by e.embedding <=> centre.v
+             limit $2 * 8
+         )
+         select d.source_path, d.title, max(n.similarity)::float8
+         from near n join documents d on d.id = n.document_id
+         group by d.source_path, d.title
+         order by 3 desc, 1
+         limit $2', v_table)
+        using v_note, p_match_count;
+end
+$_$;
+
+--
+-- Name: ragpg_related_notes(text, text, integer, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_related_notes(p_vault text, p_path text, p_match_count integer DEFAULT 10, p_model text DEFAULT NULL::text) RETURNS TABLE(path text, title text, links_here boolean, linked_from_here boolean, anchor_text text, similarity double precision)
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ WITH linked AS (
+          SELECT l_1.path,
+             l_1.title,
+             l_1.links_here,
+             l_1.linked_from_here,
+             l_1.anchor_text,
+             row_number() OVER () AS rank
+            FROM public.ragpg_linked_notes(ragpg_related_notes.p_vault, ragpg_related_notes.p_path) l_1(path, title, links_here, linked_from_here, anchor_text)
+         ), nearby AS (
+          SELECT s_1.path,
+             s_1.title,
+             s_1.similarity,
+             row_number() OVER () AS rank
+            FROM public.ragpg_similar_notes(ragpg_related_notes.p_vault, ragpg_related_notes.p_path, ragpg_related_notes.p_match_count, ragpg_related_notes.p_model) s_1(path, title, similarity)
+         )
+  SELECT COALESCE(l.path, s.path) AS "coalesce",
+     COALESCE(l.title, s.title) AS "coalesce",
+     COALESCE(l.links_here, false) AS "coalesce",
+     COALESCE(l.linked_from_here, false) AS "coalesce",
+     l.anchor_text,
+     s.similarity
+    FROM (linked l
+      FULL JOIN nearby s ON ((s.path = l.path)))
+   ORDER BY l.rank, s.rank
+  LIMIT ragpg_related_notes.p_match_count;
+END;
+
+--
 -- Name: ragpg_scope_clearance_rank(name); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2581,47 +2660,6 @@ begin
     end if;
 end
 $$;
-
---
--- Name: ragpg_similar_notes(text, text, integer, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.ragpg_similar_notes(p_vault text, p_path text, p_match_count integer DEFAULT 10, p_model text DEFAULT NULL::text) RETURNS TABLE(path text, title text, similarity double precision)
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
-    AS $_$
-declare
-    v_note bigint := ragpg_note_id(p_vault, p_path);
-    v_table text;
-begin
-    perform ragpg_check_match_count(p_match_count, 'p_match_count');
-    select m.embedding_table into v_table from embedding_models m
-    where p_model is null or m.provider || '/' || m.model = p_model;
-    if v_table is null or (p_model is null and (select count(*) from embedding_models) > 1) then
-        raise exception using errcode = '22023', message = format(
-            'name one embedding model (%s)', coalesce((select string_agg(m.provider || '/' || m.model, ', ')
-                                                       from embedding_models m), 'none registered'));
-    end if;
-    return query execute format(
-        'with centre as (
-             select avg(e.embedding) as v from %1$I e join chunks c on c.id = e.chunk_id where c.document_id = $1
-         ),
-         near as (
-             select c.document_id, 1 - (e.embedding <=> centre.v) as similarity
-             from %1$I e join chunks c on c.id = e.chunk_id, centre
-             where c.vault_id = (select vault_id from documents where id = $1) and c.document_id <> $1
-               and centre.v is not null and vector_norm(centre.v) > 0
-             order by e.embedding <=> centre.v
-             limit $2 * 8
-         )
-         select d.source_path, d.title, max(n.similarity)::float8
-         from near n join documents d on d.id = n.document_id
-         group by d.source_path, d.title
-         order by 3 desc, 1
-         limit $2', v_table)
-        using v_note, p_match_count;
-end
-$_$;
 
 --
 -- Name: ragpg_sql_name(text, text); Type: FUNCTION; Schema: public; Owner: -

@@ -2,7 +2,9 @@
 --   select * from ragpg_backlinks('help', 'User interface/Ribbon.md');     -- notes that link here
 --   select * from ragpg_outlinks('help', 'Plugins/Random note.md');        -- what this note links to
 --   select * from ragpg_unresolved_links('help');                          -- links to notes that do not exist
---   select * from ragpg_related_notes('help', 'Plugins/Random note.md');   -- linked either way, or close in meaning
+--   select * from ragpg_linked_notes('help', 'Plugins/Random note.md');    -- linked either way
+--   select * from ragpg_similar_notes('help', 'Plugins/Random note.md');   -- close in meaning
+--   select * from ragpg_related_notes('help', 'Plugins/Random note.md');   -- both, linked first
 -- Every function runs as its caller (security invoker): row-level security decides, so a reader sees
 -- a link only with its source note, and a resolved target's path only when it may see that note too
 -- (otherwise the link reads as unresolved). A note the reader may not see is "not found", exactly like
@@ -112,6 +114,9 @@ declare
     v_table text;
 begin
     perform ragpg_check_match_count(p_match_count, 'p_match_count');
+    if p_model is null and not exists (select from embedding_models) then
+        return;  -- nothing embedded yet: no note is close in meaning
+    end if;
     select m.embedding_table into v_table from embedding_models m
     where p_model is null or m.provider || '/' || m.model = p_model;
     if v_table is null or (p_model is null and (select count(*) from embedding_models) > 1) then
@@ -139,3 +144,25 @@ begin
         using v_note, p_match_count;
 end
 $$;
+
+-- The notes related to one: linked either way (those linked both ways first, then by how often), then
+-- the closest in meaning; each once, with what relates it. At most `p_match_count` rows.
+create or replace function ragpg_related_notes(p_vault text, p_path text, p_match_count integer default 10,
+                                               p_model text default null)
+returns table (path text, title text, links_here boolean, linked_from_here boolean, anchor_text text,
+               similarity float8)
+language sql stable
+set search_path = public, pg_catalog, pg_temp
+begin atomic
+    with linked as (
+        select l.*, row_number() over () as rank from ragpg_linked_notes(p_vault, p_path) l
+    ),
+    nearby as (
+        select s.*, row_number() over () as rank from ragpg_similar_notes(p_vault, p_path, p_match_count, p_model) s
+    )
+    select coalesce(l.path, s.path), coalesce(l.title, s.title), coalesce(l.links_here, false),
+           coalesce(l.linked_from_here, false), l.anchor_text, s.similarity
+    from linked l full join nearby s on s.path = l.path
+    order by l.rank nulls last, s.rank
+    limit p_match_count;
+end;

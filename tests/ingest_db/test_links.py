@@ -117,3 +117,21 @@ def test_linked_and_similar_notes(vault: Path, aconn: psycopg.Connection) -> Non
                               ("Secret.md", True, False)]
     similar = rows(aconn, "select path from ragpg_similar_notes('notes', 'Plugins/Random note.md', 3)")
     assert len(similar) == 3 and ("Plugins/Random note.md",) not in similar
+
+
+def test_ragpg_related_lists_linked_notes_with_reasons_and_refuses_bad_input(vault: Path, cli) -> None:
+    code, out, err = cli("related", "Plugins/Random note.md")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("Plugins/Core plugins.md  (links here with 'Random note'; linked from here")
+    assert "Ribbon.md  (linked from here with 'Ribbon'" in out
+    code, out, _ = cli("related", "Ribbon.md", "--vault", "notes", "--json", "--k", "2")
+    assert code == 0 and '"source_path": "Ribbon.md"' in out and out.count('"reasons"') == 2
+    for args, exit_code, message in [
+        (("related", "Nothing.md"), 4, "error: no note Nothing.md in any vault"),
+        (("related", "Ribbon.md", "--vault", "nope"), 4, "error: unknown vault 'nope' (known: notes)"),
+        (("related", "Ribbon.md", "--k", "0"), 2, "error: k must be a whole number from 1 to 1000, got 0"),
+        (("related", "../Ribbon.md"), 2, "path traversal"),
+    ]:
+        code, out, err = cli(*args)
+        assert code == exit_code and out == "" and message in err and len(err.strip().splitlines()) == 1, (args, err)

@@ -44,9 +44,16 @@ BAD_CALLS: list[tuple[str, dict[str, Any], list[str] | None, str]] = [
     ("search_notes", {"query": "tomatoes", "limit": 3}, None,
      "error: unknown argument 'limit' (arguments: query, vaults, folders, k)"),
     ("read_note", {"vault": "garden"}, None, "error: 'path' is required"),
+    ("related_notes", {"vault": "garden", "path": "tomatoes.md", "k": 0},
+     ["related", "tomatoes.md", "--vault", "garden", "--k", "0"],
+     "error: k must be a whole number from 1 to 1000, got 0"),
+    ("related_notes", {"vault": "nosuch", "path": "tomatoes.md"}, ["related", "tomatoes.md", "--vault", "nosuch"],
+     "error: unknown vault 'nosuch' (known: garden, work)"),
+    ("related_notes", {"vault": "garden", "path": "nosuch.md"}, ["related", "nosuch.md", "--vault", "garden"],
+     "error: no note garden/nosuch.md"),
     ("drop_vault", {"vault": "garden"}, None,
-     "error: unknown tool 'drop_vault' (tools: search_notes, ask_notes, get_context, read_note, list_vaults, "
-     "list_folders)"),
+     "error: unknown tool 'drop_vault' (tools: search_notes, ask_notes, get_context, read_note, related_notes, "
+     "list_vaults, list_folders)"),
 ]
 
 

@@ -35,7 +35,7 @@ FILES = {
         "plans/roadmap.md": (f"---\nconfidentiality: internal\n---\n# Roadmap\n\nThe tomatoes roadmap codename "
                              f"{INTERNAL_MARK} ships in spring. Tomatoes watering plan.\n"),
         "plans/secret.md": (f"---\nconfidentiality: restricted\n---\n# Secret tomatoes\n\nTomatoes launch code "
-                            f"{RESTRICTED_MARK} is restricted. Tomatoes need watering.\n"),
+                            f"{RESTRICTED_MARK} is restricted. Tomatoes need watering, see [[tomatoes]].\n"),
     },
     "work": {"meeting.md": f"# Meeting\n\nTomatoes were discussed at the meeting, marker {WORK_MARK}.\n"},
 }

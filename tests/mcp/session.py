@@ -17,7 +17,8 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.notes.conftest import abstain_toml
 from tests.support.cli import REPO
 
-TOOL_NAMES = {"search_notes", "ask_notes", "get_context", "read_note", "list_vaults", "list_folders"}
+TOOL_NAMES = {"search_notes", "ask_notes", "get_context", "read_note", "related_notes", "list_vaults",
+              "list_folders"}
 
 
 def server_env(db_url: str, tmp_path: Path) -> dict[str, str]:

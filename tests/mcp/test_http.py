@@ -70,8 +70,14 @@ def test_every_tool_with_a_key_and_each_key_s_scope(served: str, corpus: Corpus)
             assert RESTRICTED_MARK in note["text"]
             assert [v["name"] for v in data(await s.call_tool("list_vaults", {}))["vaults"]] == ["garden", "work"]
             assert data(await s.call_tool("list_folders", {"vault": "garden"}))["folders"]
+            related = data(await s.call_tool("related_notes", {"vault": "garden", "path": "tomatoes.md"}))["related"]
+            assert related[0]["path"] == "plans/secret.md" and related[0]["reasons"][0] == "links here with 'tomatoes'"
 
         async with http_session(served, corpus.garden_public) as s:  # vault garden, public only
+            related = data(await s.call_tool("related_notes", {"vault": "garden", "path": "tomatoes.md"}))["related"]
+            assert related == []  # the restricted note's link and the internal note's meaning are both hidden
+            assert error_text(await s.call_tool("related_notes", {"vault": "garden", "path": "plans/secret.md"})) == \
+                "error: no note garden/plans/secret.md"
             for query in (SECRET_QUERY, "tomatoes roadmap codename spring"):
                 found = data(await s.call_tool("search_notes", {"query": query, "k": 20}))
                 assert found["passages"] and RESTRICTED_MARK not in _notes(found) and "plans/" not in _notes(found)
@@ -93,6 +99,7 @@ def test_every_tool_with_a_key_and_each_key_s_scope(served: str, corpus: Corpus)
                                     ("ask_notes", {"question": "tomatoes?", "vaults": ["garden"]}),
                                     ("get_context", {"query": "tomatoes", "vaults": ["garden"]}),
                                     ("read_note", {"vault": "garden", "path": "tomatoes.md"}),
+                                    ("related_notes", {"vault": "garden", "path": "tomatoes.md"}),
                                     ("list_folders", {"vault": "garden"})):
                 assert error_text(await s.call_tool(tool, arguments)) == "error: this key may not read vault 'garden'"
             everything = data(await s.call_tool("search_notes", {"query": "tomatoes watering meeting", "k": 20}))

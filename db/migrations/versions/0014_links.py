@@ -44,6 +44,7 @@ alter table documents add column links_indexed boolean not null default false;
 
 # The link functions of db/sql/65_links.sql read the table (the SQL-bodied ones depend on it).
 DOWNGRADE = r"""
+drop function if exists ragpg_related_notes(text, text, integer, text);
 drop function if exists ragpg_backlinks(text, text);
 drop function if exists ragpg_outlinks(text, text);
 drop function if exists ragpg_unresolved_links(text);
