@@ -20,7 +20,8 @@ from rag.eval.beir import (
     read_qrels,
     score_run,
 )
-from tests.eval.conftest import Run, write_files
+from tests.eval.conftest import Run
+from tests.support.files import write_files
 
 DOCS = [
     {"_id": "d1", "title": "Statins and cholesterol", "text": "Statins lower LDL cholesterol in adults."},

@@ -16,8 +16,9 @@ from psycopg import sql
 from rag.config import EvalSettings
 from rag.eval import DEFAULT_TOLERANCE
 from rag.store import models
-from tests.eval.conftest import Run, write_files
+from tests.eval.conftest import Run
 from tests.eval.fakes import write
+from tests.support.files import write_files
 
 FILES = {
     "Garden/Tomatoes.md": "# Tomatoes\n\nPlant tomato seedlings outdoors after the last frost, usually in May.\n"

@@ -13,7 +13,8 @@ import pytest
 from rag.config import Settings
 from rag.ingest.hnsw import BulkLoadPolicy, defer_indexes, restore_deferred
 from rag.store.database import open_connection
-from tests.ingest_db.helpers import add, embedding_count, hnsw_definition, index, with_settings, write_files
+from tests.ingest_db.helpers import add, embedding_count, hnsw_definition, index, with_settings
+from tests.support.files import write_files
 
 TABLE = "embeddings_hash_feature_hash_384"
 DEFINITION = hnsw_definition(TABLE)

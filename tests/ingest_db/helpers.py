@@ -15,20 +15,9 @@ import psycopg
 from rag.config import Settings
 from rag.ingest.pipeline import IndexReport, index_vaults
 from rag.store.vaults import NewVault, Vault, add_vault
+from tests.support.cli import ragpg_env, subprocess_env
 
 RAGPG = [sys.executable, "-m", "ragpg_cli.main"]
-
-
-def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return root
 
 
 def add(conn: psycopg.Connection, name: str, path: Path, **kwargs: Any) -> Vault:
@@ -101,11 +90,7 @@ def tables_holding(conn: psycopg.Connection, needles: list[str]) -> list[str]:
 
 
 def cli_env(db_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_")}
-    env.update({"DATABASE_URL": db_url, "RAGPG_EMBEDDING__MODEL": "hash",
-                "RAGPG_CONFIG": str(tmp_path / "absent.toml"), "RAGPG_DATA_DIR": str(tmp_path / "data")})
-    env.update(extra)
-    return env
+    return subprocess_env(ragpg_env(db_url, tmp_path, **extra))
 
 
 

@@ -27,7 +27,8 @@ from rag.retrieval import retrieve
 from rag.runtime import Runtime
 from rag.store import lexical_backend, migrate, models
 from rag.store.embedded import EmbeddedServer
-from tests.ingest_db.helpers import add, index, with_settings, write_files
+from tests.ingest_db.helpers import add, index, with_settings
+from tests.support.files import write_files
 
 SHARED_VAULT = Path(__file__).resolve().parents[3] / "shared" / "data" / "obsidian-help"
 QUERIES = [

@@ -16,7 +16,8 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from tests.ingest_db.helpers import RAGPG, cli_env, write_files
+from tests.ingest_db.helpers import RAGPG, cli_env
+from tests.support.files import write_files
 
 NOTES = {
     "open/garden.md": "# Garden\nTomatoes need sun and launch codes are not needed here.\n",

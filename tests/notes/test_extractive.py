@@ -23,7 +23,8 @@ from rag.notes.extractive import (
     weigh_by_passage,
 )
 from rag.types import Candidate
-from tests.notes.conftest import index_vault, write_vault
+from tests.notes.conftest import index_vault
+from tests.support.files import write_files
 
 
 def cand(cid: int, path: str, heading: str, content: str) -> Candidate:
@@ -319,7 +320,7 @@ NEVER = ["#", "```", "sync --", "Two devices editing", "Conflict files and offli
 
 @pytest.fixture
 def fixed_notes(cli_env, tmp_path, capsys, notes_config):
-    index_vault(capsys, "notes", write_vault(tmp_path / "vault", {"sync.md": SYNC, "backup/backups.md": BACKUPS}))
+    index_vault(capsys, "notes", write_files(tmp_path / "vault", {"sync.md": SYNC, "backup/backups.md": BACKUPS}))
 
 
 def lines_of(answer: str) -> list[str]:
