@@ -140,6 +140,26 @@ def file_permissions_enforced() -> Iterator[None]:
         _capset(lambda eff: previous)
 
 
+def indexed_filtered_terms(conn: psycopg.Connection, query: str, vaults: list[str] | None = None) -> dict[str, Any]:
+    """The term arrays ragpg_lexical_scores hands to ragpg_lexical_scores_indexed_filtered for `query`
+    over `vaults` (None: every vault), read as the owner (statistics, not text): v vault ids, c text
+    search configs, l lexemes, w qtf * idf, a the vault's average chunk length."""
+    row = conn.execute("""
+        select array_agg(s.vault_id) as v, array_agg(q.text_search_config) as c, array_agg(q.lexeme) as l,
+               array_agg(q.query_frequency * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8)
+                                                / (ts.chunk_frequency + 0.5::float8))) as w,
+               array_agg(s.total_length::float8 / s.chunk_count) as a
+        from (select vault_id, sum(chunk_count)::bigint as chunk_count, sum(total_length)::bigint as total_length
+              from bm25_vault_stats group by vault_id) s
+        join vaults v on v.id = s.vault_id and (%(vaults)s::text[] is null or v.name = any(%(vaults)s))
+        cross join ragpg_query_lexemes(%(query)s, %(vaults)s) q
+        cross join lateral (select sum(tt.chunk_frequency)::bigint as chunk_frequency from bm25_term_stats tt
+                            where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme having count(*) > 0) ts""",
+                       {"query": query, "vaults": vaults}).fetchone()
+    assert row is not None
+    return dict(row)
+
+
 def hnsw_definition(table: str) -> str:
     """pg_get_indexdef of a model's HNSW index as ragpg_create_hnsw_index builds it."""
     return (f"CREATE INDEX {table}_hnsw_idx ON public.{table} USING hnsw (embedding vector_cosine_ops)"
