@@ -10,7 +10,7 @@ import pytest
 
 from tests.eval.conftest import Run
 from tests.eval.fakes import write
-from tests.support.cli import ragpg_env, run_in_process, use_ragpg_env
+from tests.support.cli import one_error_line, ragpg_env, run_in_process, use_ragpg_env
 
 UNREACHABLE = "postgresql://127.0.0.1:1/nowhere?connect_timeout=1"
 GOLDEN = """\
@@ -30,13 +30,6 @@ cases:
 def ragpg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
     use_ragpg_env(monkeypatch, ragpg_env(UNREACHABLE, tmp_path))
     return lambda *args: run_in_process(capsys, *args)
-
-
-def one_error_line(err: str, *parts: str) -> None:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for part in parts:
-        assert part in lines[0], (part, lines[0])
 
 
 def test_bad_split_value_is_one_line_and_exit_2(ragpg: Run, tmp_path: Path) -> None:

@@ -53,3 +53,11 @@ def ragpg(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
           cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ragpg_cli.main", *args], capture_output=True, text=True,
                           env=subprocess_env(env), timeout=timeout, cwd=cwd or REPO, stdin=subprocess.DEVNULL)
+
+
+def one_error_line(err: str, *parts: str) -> None:
+    """`err` is one line, `error: ...`, holding every one of `parts`."""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for part in parts:
+        assert part in lines[0], (part, lines[0])
