@@ -18,6 +18,7 @@ from rag.runtime import Runtime
 from rag.store.vaults import NewVault, add_vault
 from rag.trace import Tracer
 from tests.compute import corpus
+from tests.support.files import write_files
 from tests.support.llm_stub import LLMStub
 from tests.support.tracing import capturing_tracer
 
@@ -44,11 +45,7 @@ class Env:
     runtimes: list[Runtime] = field(default_factory=list)
 
     def vault(self, name: str, files: dict[str, str], *, chunking: ChunkingSettings | None = None) -> Path:
-        path = self.root / name
-        for rel, text in files.items():
-            target = path / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+        path = write_files(self.root / name, files)
         add_vault(self.conn, NewVault(name=name, path=path))
         self.conn.commit()
         settings = self.settings if chunking is None else self.settings.model_copy(update={"chunking": chunking})

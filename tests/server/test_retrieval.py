@@ -20,6 +20,7 @@ from rag.store.vaults import NewVault, add_vault
 from rag.trace import ROOT_SPAN, Tracer
 from tests.server.support import bearer, row_counts
 from tests.server.test_http import assert_error
+from tests.support.files import write_files
 from tests.support.tracing import capturing_tracer
 
 META = "langfuse.observation.metadata."
@@ -47,11 +48,7 @@ ENDPOINTS = {
 @pytest.fixture
 def corpus(conn: psycopg.Connection, settings: Settings, tmp_path: Path) -> dict[str, str]:
     for vault, files in FILES.items():
-        root = tmp_path / vault
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text)
-        add_vault(conn, NewVault(name=vault, path=root))
+        add_vault(conn, NewVault(name=vault, path=write_files(tmp_path / vault, files)))
     conn.commit()
     report = index_vaults(settings)
     assert not report.failed, report.to_dict()
