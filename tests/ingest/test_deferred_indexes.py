@@ -4,7 +4,6 @@ run; a deferral whose run is still alive is left alone."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -19,13 +18,6 @@ from tests.support.files import write_files
 TABLE = "embeddings_hash_feature_hash_384"
 DEFINITION = hnsw_definition(TABLE)
 ALWAYS = BulkLoadPolicy(min_vectors=1, min_fraction=0.001)
-
-
-@pytest.fixture
-def aconn(db_url: str) -> Iterator[psycopg.Connection]:
-    connection = open_connection(db_url, autocommit=True)
-    yield connection
-    connection.close()
 
 
 def notes(count: int) -> dict[str, str]:

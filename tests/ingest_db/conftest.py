@@ -1,22 +1,12 @@
-"""Fixtures of the indexing tests: an autocommit connection (the indexer commits per batch), the CLI."""
+"""Fixtures of the indexing tests: the CLI (the autocommit `aconn` is in tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
-from rag.store.database import open_connection
 from tests.support.cli import ragpg_env, run_in_process, use_ragpg_env
-
-
-@pytest.fixture
-def aconn(db_url: str) -> Iterator[psycopg.Connection]:
-    connection = open_connection(db_url, autocommit=True)
-    yield connection
-    connection.close()
 
 
 @pytest.fixture
