@@ -7,16 +7,11 @@ import pytest
 
 from rag.errors import InputError, NotFoundError
 from rag.ingest.walk import SkippedFile, VaultFile, is_denied, walk_vault
+from tests.support.files import write_files
 
 
 def write(root: Path, rel: str, content: str | bytes = "text\n") -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content, encoding="utf-8")
-    return path
+    return write_files(root, {rel: content}) / rel
 
 
 def rels(files: list[VaultFile]) -> list[str]:
