@@ -40,6 +40,15 @@ class ChunkingSettings(Group):
 class IngestSettings(Group):
     max_document_bytes: int = Field(10 * 1024 * 1024, gt=0, description=(
         "Files larger than this (bytes; default 10 MiB) are skipped, with a warning in the index report."))
+    max_pdf_bytes: int = Field(50 * 1024 * 1024, gt=0, description=(
+        "PDF files larger than this (bytes; default 50 MiB) are skipped, with the reason in the index report. "
+        "PDFs are read only with the optional extra ragpg[pdf]."))
+    max_pdf_pages: int = Field(1000, gt=0, description=(
+        "PDF files with more pages than this are skipped, with the reason in the index report (each page is "
+        "a section of its own; a passage cites its page)."))
+    max_canvas_nodes: int = Field(5000, gt=0, description=(
+        "At most this many nodes of a .canvas file are indexed (cards, groups; in the file's order): the rest "
+        "are not, and the index report says so."))
     skip_hidden_folders: tuple[str, ...] = Field((".obsidian", ".git", ".trash"), description=(
         "Folder names never indexed or watched, wherever they appear in a vault."))
     upsert_batch_documents: int = Field(32, gt=0, description=(
