@@ -58,13 +58,13 @@ class CanvasMarkdown:
 
 
 def canvas_markdown(data: str, source_path: str, *, max_nodes: int) -> CanvasMarkdown:
-    """The canvas in `data` as markdown: a `# <file name>` title, then its cards (see the module doc)."""
+    """The canvas in `data` as markdown, its cards one section each (see the module doc)."""
     nodes, edges, warnings = _read(data, source_path, max_nodes)
     titles = {n.id: _title(n) for n in nodes}
     groups = [n for n in nodes if n.type == "group"]
     cards = [n for n in nodes if n.type in _CARD_TYPES]
     owner = {c.id: _smallest_holder(c, groups) for c in cards}
-    lines = [heading_line(1, PurePosixPath(source_path).stem), ""]
+    lines: list[str] = []  # no title heading: the note's title is then its file name (rag.ingest.parse)
     for item in _reading_order([*groups, *(c for c in cards if owner[c.id] is None)]):
         if item.type == "group":
             lines += [heading_line(2, f"Group: {titles[item.id]} (node {item.id})"), ""]
@@ -76,7 +76,8 @@ def canvas_markdown(data: str, source_path: str, *, max_nodes: int) -> CanvasMar
     skipped = sum(1 for n in nodes if n.type not in _CARD_TYPES and n.type != "group")
     if skipped:
         warnings.append(f"{source_path}: {skipped} canvas nodes of unknown types not indexed")
-    return CanvasMarkdown("\n".join(lines).rstrip("\n") + "\n", warnings)
+    text = "\n".join(lines).rstrip("\n")
+    return CanvasMarkdown(text + "\n" if text else "", warnings)
 
 
 def _read(data: str, source_path: str,

@@ -1,6 +1,7 @@
-"""A PDF attachment as the markdown the rest of ingestion reads: a `# <file name>` title, then one
-`## Page N` section per page holding the page's text, so a passage's heading path — what a citation
-shows — says the page (N counts pages from 1, as a viewer's "page N of M" does).
+"""A PDF attachment as the markdown the rest of ingestion reads: one `## Page N` section per page
+holding the page's text, so a passage's heading path — what a citation shows — says the page (N counts
+pages from 1, as a viewer's "page N of M" does). There is no `#` heading: the document's title is its
+file name (a `# Page 1` would have been taken for the title).
 
 Needs the optional extra `ragpg[pdf]` (pypdf). `pdf_problem` is the check made when the file is read
 (the extra missing, the file broken, encrypted with a password, or over `ingest.max_pdf_pages`), so
@@ -13,10 +14,10 @@ heading at the page's level (rag.ingest.sections).
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import io
+import logging
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from rag.ingest.sections import heading_line, section_body
@@ -43,8 +44,12 @@ class PdfMarkdown:
 
 
 def available() -> bool:
-    """Whether the `pdf` extra (pypdf) is installed."""
-    return importlib.util.find_spec("pypdf") is not None
+    """Whether the `pdf` extra (pypdf) is installed and imports."""
+    try:
+        importlib.import_module("pypdf")
+    except ImportError:
+        return False
+    return True
 
 
 def pdf_problem(data: bytes, *, max_pages: int) -> PdfSkip | None:
@@ -59,7 +64,7 @@ def pdf_problem(data: bytes, *, max_pages: int) -> PdfSkip | None:
 def pdf_markdown(data: bytes, source_path: str, *, max_pages: int) -> PdfMarkdown:
     """The text of every page, one section per page; raises PdfSkip for a file `pdf_problem` refuses."""
     reader = _open(data, max_pages)
-    lines = [heading_line(1, PurePosixPath(source_path).stem), ""]
+    lines: list[str] = []
     failed: list[int] = []
     empty = 0
     for number, page in enumerate(reader.pages, start=1):
@@ -84,6 +89,10 @@ def _open(data: bytes, max_pages: int) -> PdfReader:
         raise PdfSkip("needs_extra", NEEDS_EXTRA)
     from pypdf import PasswordType, PdfReader
     from pypdf.errors import DependencyError
+
+    # pypdf logs what it repairs in a damaged file; with no handler set that is a bare stderr line
+    # in the middle of the CLI's output. The index report names the file and the reason instead.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
 
     try:
         reader = PdfReader(io.BytesIO(data))
