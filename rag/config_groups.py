@@ -45,6 +45,15 @@ class ChunkingSettings(Group):
 class IngestSettings(Group):
     max_document_bytes: PositiveInt = 10 * 1024 * 1024
     """Files larger than this (bytes; default 10 MiB) are skipped, with a warning in the index report."""
+    max_pdf_bytes: PositiveInt = 50 * 1024 * 1024
+    """PDF files larger than this (bytes; default 50 MiB) are skipped, with the reason in the index report.
+    PDFs are read only with the optional extra ragpg[pdf]."""
+    max_pdf_pages: PositiveInt = 1000
+    """PDF files with more pages than this are skipped, with the reason in the index report (each page is a
+    section of its own; a passage cites its page)."""
+    max_canvas_nodes: PositiveInt = 5000
+    """At most this many nodes of a .canvas file are indexed (cards, groups; in the file's order): the rest
+    are not, and the index report says so."""
     skip_hidden_folders: tuple[str, ...] = (".obsidian", ".git", ".trash")
     """Folder names never indexed or watched, wherever they appear in a vault."""
     upsert_batch_documents: PositiveInt = 32
