@@ -93,48 +93,55 @@ def default_data_dir() -> Path:
 
 
 class Settings(BaseSettings):
+    """Every setting; the docstring under a field is its description."""
+
     model_config = SettingsConfigDict(
-        env_prefix="RAGPG_", env_nested_delimiter="__", extra="forbid", frozen=True
+        env_prefix="RAGPG_", env_nested_delimiter="__", extra="forbid", frozen=True, use_attribute_docstrings=True
     )
 
     database_url: str | None = Field(
         None, validation_alias=AliasChoices("DATABASE_URL", "RAGPG_DATABASE_URL", "database_url"),
-        description=("Your own PostgreSQL (with pgvector) as a libpq URL; also read from DATABASE_URL. "
-                     "Unset: ragpg runs its embedded server in data_dir. The password is masked in "
-                     "`ragpg config show`."),
         examples=["postgresql://ragpg:secret@db.example.org:5432/ragpg"])
-    read_database_url: str | None = Field(None, description=(
-        "A read replica (a hot standby of database_url, or a libpq multi-host URL with "
-        "target_session_attrs=prefer-standby): searches read there, every write goes to database_url "
-        "(docs/scaling.md). Unset: everything on database_url."),
-        examples=["postgresql://ragpg:secret@replica.example.org:5432/ragpg"])
-    data_dir: Path = Field(default_factory=default_data_dir, description=(
-        "Where the embedded PostgreSQL keeps its data (in pgdata/ below it), when database_url is unset. "
-        "Default: the user data dir (/var/lib/ragpg as root)."))
-    log_level: LogLevel = Field("WARNING", description=(
-        "How much the `ragpg` command logs to stderr: DEBUG, INFO, WARNING, ERROR or CRITICAL (--verbose "
-        "is INFO; `ragpg serve --log-level` sets the HTTP server's own log). As a library, ragpg leaves "
-        "logging to the application that imports it."))
-    db: DbSettings = Field(DbSettings(), description="Connecting to the database: timeouts, the pool, console logins, a replica.")
-    chunking: ChunkingSettings = Field(ChunkingSettings(), description="How notes are cut into passages.")
-    ingest: IngestSettings = Field(IngestSettings(), description=(
-        "Reading vaults and writing the index: file limits, skipped folders, write batches, bulk loads, "
-        "`ragpg watch`."))
-    embedding: EmbeddingSettings = Field(EmbeddingSettings(), description=(
-        "The model that embeds passages and questions, its batches, retries and caches."))
-    retrieval: RetrievalSettings = Field(RetrievalSettings(), description=(
-        "Search inside PostgreSQL: BM25, fusion, the vector index, input limits, the query log."))
-    llm: LLMSettings = Field(LLMSettings(), description="An optional language model (any litellm model); unset: none.")
-    server: ServerSettings = Field(ServerSettings(), description=(
-        "`ragpg serve`: address, authentication, admission, limits, allowed hosts and origins."))
-    mcp: McpSettings = Field(McpSettings(), description="`ragpg mcp` and `/mcp`: how much a read returns (docs/mcp.md).")
-    tracing: TracingSettings = Field(TracingSettings(), description="Langfuse tracing (docs/langfuse.md).")
-    eval: EvalSettings = Field(EvalSettings(), description="`ragpg eval` and `ragpg eval-beir` (eval/README.md).")
-    notes: NotesSettings = Field(NotesSettings(), description=(
-        "`ragpg ask` and `ragpg search`: passages per answer, folder priors, abstention, quoted answers."))
-    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
-        "Your own retrieval profiles, or adjustments to the built-in ones: a [profiles.NAME] table each "
-        "(docs/configuration.md)."))
+    """Your own PostgreSQL (with pgvector) as a libpq URL; also read from DATABASE_URL. Unset: ragpg runs
+    its embedded server in data_dir. The password is masked in `ragpg config show`."""
+    read_database_url: str | None = Field(
+        None, examples=["postgresql://ragpg:secret@replica.example.org:5432/ragpg"])
+    """A read replica (a hot standby of database_url, or a libpq multi-host URL with
+    target_session_attrs=prefer-standby): searches read there, every write goes to database_url
+    (docs/scaling.md). Unset: everything on database_url."""
+    data_dir: Path = Field(default_factory=default_data_dir)
+    """Where the embedded PostgreSQL keeps its data (in pgdata/ below it), when database_url is unset.
+    Default: the user data dir (/var/lib/ragpg as root)."""
+    log_level: LogLevel = "WARNING"
+    """How much the `ragpg` command logs to stderr: DEBUG, INFO, WARNING, ERROR or CRITICAL (--verbose is
+    INFO; `ragpg serve --log-level` sets the HTTP server's own log). As a library, ragpg leaves logging to
+    the application that imports it."""
+    db: DbSettings = DbSettings()
+    """Connecting to the database: timeouts, the pool, console logins, a replica."""
+    chunking: ChunkingSettings = ChunkingSettings()
+    """How notes are cut into passages."""
+    ingest: IngestSettings = IngestSettings()
+    """Reading vaults and writing the index: file limits, skipped folders, write batches, bulk loads,
+    `ragpg watch`."""
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    """The model that embeds passages and questions, its batches, retries and caches."""
+    retrieval: RetrievalSettings = RetrievalSettings()
+    """Search inside PostgreSQL: BM25, fusion, the vector index, input limits, the query log."""
+    llm: LLMSettings = LLMSettings()
+    """An optional language model (any litellm model); unset: none."""
+    server: ServerSettings = ServerSettings()
+    """`ragpg serve`: address, authentication, admission, limits, allowed hosts and origins."""
+    mcp: McpSettings = McpSettings()
+    """`ragpg mcp` and `/mcp`: how much a read returns (docs/mcp.md)."""
+    tracing: TracingSettings = TracingSettings()
+    """Langfuse tracing (docs/langfuse.md)."""
+    eval: EvalSettings = EvalSettings()
+    """`ragpg eval` and `ragpg eval-beir` (eval/README.md)."""
+    notes: NotesSettings = NotesSettings()
+    """`ragpg ask` and `ragpg search`: passages per answer, folder priors, abstention, quoted answers."""
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Your own retrieval profiles, or adjustments to the built-in ones: a [profiles.NAME] table each
+    (docs/configuration.md)."""
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -1,12 +1,12 @@
 """The `[notes]` settings group: how `ragpg ask` and `ragpg search` (`rag.ask`, `rag.search`) answer
-from a vault of notes. Every field has a description that `ragpg config show` and `ragpg config init`
-print; comments keep the measurements behind a default."""
+from a vault of notes. Every field has a description (the docstring under it) that `ragpg config show`
+and `ragpg config init` print; comments keep the measurements behind a default."""
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt, model_validator
 
-from rag.config_groups import Group
+from rag.config_groups import Group, ZeroToOne
 
 # Fitted on the golden set's dev split only (`python eval/fit_abstention.py eval/golden/obsidian-help.yaml
 # --cv --portable --max-wrong 0.05`, local model): of the signals that do not depend on the embedder's
@@ -25,88 +25,92 @@ ABSTAIN_LOW_CONFIDENCE = 0.8
 class NotesSettings(Group):
     """Tunables of the notes-vault answering workflow (`rag.ask`, `rag.notes`)."""
 
-    profile: str = Field("notes", description=(
-        "The retrieval profile `ask` and `search` rank with (a built-in or one of your [profiles.NAME])."))
-    folder_prior_weight: float = Field(0.0, ge=0, le=1, description=(
-        "How much the order of the folders a question is likely about (by their centroids) weighs on "
-        "the scores, 0 to 1: the folder at position i weighs w_i (see notes.folder_weight_step) and a "
-        "score is multiplied by (1 - weight) + weight * w_i. Every folder is searched either way. 0: "
-        "folder order does not count."))
-    folder_prior_weight_llm: float = Field(0.3, ge=0, le=1, description=(
-        "The same weight when an LLM ranked the folders (it reads folder names, which centroids do not)."))
-    folder_weight_step: float = Field(0.1, ge=0, description=(
-        "Folder position weights for that prior: 1.0 for the first folder, 1.0 - step for the second, "
-        "and so on."))
-    folder_weight_min: float = Field(0.1, ge=0, le=1, description=(
-        "A folder's position weight never falls below this."))
-    k_min: int = Field(3, gt=0, description=(
-        "The fewest passages an answer draws on: an explicit --k or an automatic choice is raised to it."))
-    k_max: int = Field(8, gt=0, description=(
-        "The most passages an answer draws on: an explicit --k or an automatic choice is lowered to it."))
-    k_brief: int = Field(3, gt=0, description="Passages an answer draws on for --detail brief (before the adjustments below).")
-    k_normal: int = Field(5, gt=0, description="Passages an answer draws on for --detail normal (the default detail).")
-    k_detailed: int = Field(8, gt=0, description="Passages an answer draws on for --detail detailed.")
-    breadth_bonus: int = Field(2, ge=0, description=(
-        "Extra passages for a broad question (a long one, several question marks, or a word of "
-        "notes.breadth_words)."))
-    breadth_min_words: int = Field(20, gt=0, description="A question of more than this many words is broad.")
-    breadth_min_question_marks: int = Field(2, gt=0, description=(
-        "A question with at least this many question marks is broad."))
-    breadth_words: tuple[str, ...] = Field(
-        ("overview", "everything", "all", "compare", "comparison", "summarize", "summary"),
-        description="Words that make a question broad.")
-    folder_filter_k_delta: int = Field(-1, description=(
-        "Passages added (negative: removed) when you name folders with --folder: a narrower question."))
-    abstain_weights: dict[str, float] = Field(default_factory=lambda: dict(ABSTAIN_WEIGHTS), description=(
-        "The abstention model: p(answerable) = logistic(bias + sum of weight x signal) over the signals "
-        "of rag.notes.abstain (term_coverage, unknown_share, passage_coverage, ...); a signal left out "
-        "weighs 0. Fitted on the golden set's dev split (eval/fit_abstention.py); refit after changing "
-        "retrieval or ranking."))
-    abstain_bias: float = Field(ABSTAIN_BIAS, description="The abstention model's bias (see notes.abstain_weights).")
-    abstain_threshold: float = Field(ABSTAIN_THRESHOLD, ge=0, le=1, description=(
-        "`ask` answers \"could not find this\" when p(answerable) is below this, 0 to 1. Higher abstains "
-        "more often, also on questions your notes do answer."))
-    abstain_low_confidence: float = Field(ABSTAIN_LOW_CONFIDENCE, ge=0, le=1, description=(
-        "An answer with p(answerable) below this is marked low confidence; not below notes.abstain_threshold."))
-    abstain_top_passages: int = Field(3, gt=0, description=(
-        "How many of the best passages the abstention signals read."))
-    answer_max_tokens: int = Field(800, gt=0, description="The longest answer an LLM may write, in tokens.")
-    answer_context_budget_tokens: int = Field(6000, gt=0, description=(
-        "Tokens of notes the LLM answer is given at most: the passages drawn on, assembled like any context "
-        "under their [File: ..., Section: ...] lines; lower-ranked passages that do not fit are left out."))
-    folder_rank_max_tokens: int = Field(300, gt=0, description=(
-        "The longest reply an LLM may give when it ranks the folders a question is about, in tokens."))
-    answer_sentences: dict[str, int] = Field(
-        default_factory=lambda: {"brief": 1, "normal": 2, "detailed": 3}, description=(
-            "Sentences a quoted answer (no LLM) holds, per --detail: brief, normal and detailed, each at least 1."))
-    answer_sources: dict[str, int] = Field(
-        default_factory=lambda: {"brief": 1, "normal": 3, "detailed": 8}, description=(
-            "Sources an answer lists, per --detail: brief, normal and detailed, each at least 1."))
-    extractive_semantic_weight: float = Field(0.5, ge=0, le=1, description=(
-        "How a quoted answer picks its sentences, 0 to 1: a sentence scores (1 - w) x the weighted share "
-        "of the question's words it holds + w x its embedding similarity to the question."))
-    extractive_min_share_of_best: float = Field(0.5, ge=0, le=1, description=(
-        "A quoted answer holds only sentences scoring at least this share of the best sentence's score."))
+    profile: str = "notes"
+    """The retrieval profile `ask` and `search` rank with (a built-in or one of your [profiles.NAME])."""
+    folder_prior_weight: ZeroToOne = 0.0
+    """How much the order of the folders a question is likely about (by their centroids) weighs on the
+    scores, 0 to 1: the folder at position i weighs w_i (see notes.folder_weight_step) and a score is
+    multiplied by (1 - weight) + weight * w_i. Every folder is searched either way. 0: folder order does
+    not count."""
+    folder_prior_weight_llm: ZeroToOne = 0.3
+    """The same weight when an LLM ranked the folders (it reads folder names, which centroids do not)."""
+    folder_weight_step: NonNegativeFloat = 0.1
+    """Folder position weights for that prior: 1.0 for the first folder, 1.0 - step for the second, and so
+    on."""
+    folder_weight_min: ZeroToOne = 0.1
+    """A folder's position weight never falls below this."""
+    k_min: PositiveInt = 3
+    """The fewest passages an answer draws on: an explicit --k or an automatic choice is raised to it."""
+    k_max: PositiveInt = 8
+    """The most passages an answer draws on: an explicit --k or an automatic choice is lowered to it."""
+    k_brief: PositiveInt = 3
+    """Passages an answer draws on for --detail brief (before the adjustments below)."""
+    k_normal: PositiveInt = 5
+    """Passages an answer draws on for --detail normal (the default detail)."""
+    k_detailed: PositiveInt = 8
+    """Passages an answer draws on for --detail detailed."""
+    breadth_bonus: NonNegativeInt = 2
+    """Extra passages for a broad question (a long one, several question marks, or a word of
+    notes.breadth_words)."""
+    breadth_min_words: PositiveInt = 20
+    """A question of more than this many words is broad."""
+    breadth_min_question_marks: PositiveInt = 2
+    """A question with at least this many question marks is broad."""
+    breadth_words: tuple[str, ...] = ("overview", "everything", "all", "compare", "comparison", "summarize",
+                                      "summary")
+    """Words that make a question broad."""
+    folder_filter_k_delta: int = -1
+    """Passages added (negative: removed) when you name folders with --folder: a narrower question."""
+    abstain_weights: dict[str, float] = Field(default_factory=lambda: dict(ABSTAIN_WEIGHTS))
+    """The abstention model: p(answerable) = logistic(bias + sum of weight x signal) over the signals of
+    rag.notes.abstain (term_coverage, unknown_share, passage_coverage, ...); a signal left out weighs 0.
+    Fitted on the golden set's dev split (eval/fit_abstention.py); refit after changing retrieval or
+    ranking."""
+    abstain_bias: float = ABSTAIN_BIAS
+    """The abstention model's bias (see notes.abstain_weights)."""
+    abstain_threshold: ZeroToOne = ABSTAIN_THRESHOLD
+    """`ask` answers "could not find this" when p(answerable) is below this, 0 to 1. Higher abstains more
+    often, also on questions your notes do answer."""
+    abstain_low_confidence: ZeroToOne = ABSTAIN_LOW_CONFIDENCE
+    """An answer with p(answerable) below this is marked low confidence; not below notes.abstain_threshold."""
+    abstain_top_passages: PositiveInt = 3
+    """How many of the best passages the abstention signals read."""
+    answer_max_tokens: PositiveInt = 800
+    """The longest answer an LLM may write, in tokens."""
+    answer_context_budget_tokens: PositiveInt = 6000
+    """Tokens of notes the LLM answer is given at most: the passages drawn on, assembled like any context
+    under their [File: ..., Section: ...] lines; lower-ranked passages that do not fit are left out."""
+    folder_rank_max_tokens: PositiveInt = 300
+    """The longest reply an LLM may give when it ranks the folders a question is about, in tokens."""
+    answer_sentences: dict[str, int] = Field(default_factory=lambda: {"brief": 1, "normal": 2, "detailed": 3})
+    """Sentences a quoted answer (no LLM) holds, per --detail: brief, normal and detailed, each at least 1."""
+    answer_sources: dict[str, int] = Field(default_factory=lambda: {"brief": 1, "normal": 3, "detailed": 8})
+    """Sources an answer lists, per --detail: brief, normal and detailed, each at least 1."""
+    extractive_semantic_weight: ZeroToOne = 0.5
+    """How a quoted answer picks its sentences, 0 to 1: a sentence scores (1 - w) x the weighted share of
+    the question's words it holds + w x its embedding similarity to the question."""
+    extractive_min_share_of_best: ZeroToOne = 0.5
+    """A quoted answer holds only sentences scoring at least this share of the best sentence's score."""
     # golden set, local model, no LLM: answer_fact dev 0.432 -> 0.463 (tuned on), test 0.371 -> 0.392;
     # it costs 36-39 ms of a ~290 ms ask p50 (bench/ask_latency.py --compare-sentence-context)
-    extractive_sentence_context: bool = Field(True, description=(
-        "Embed each candidate sentence after its note's title and section (\"Obsidian Headless Install: "
-        "...\"), so a sentence that does not repeat its topic is still found. false: a little faster, "
-        "less accurate."))
+    extractive_sentence_context: bool = True
+    """Embed each candidate sentence after its note's title and section ("Obsidian Headless Install: ..."),
+    so a sentence that does not repeat its topic is still found. false: a little faster, less accurate."""
     # 12 on the golden dev split (with FAQ prompts answered by what follows them, numbered steps kept with
     # their introduction and table rows read as sentences, a sentence saying "This ..." after the one
     # before it): answer_fact 0.379 -> 0.432
-    extractive_short_sentence_words: int = Field(12, ge=0, description=(
-        "A quoted sentence shorter than this many words brings the next sentence of its passage along "
-        "(a question followed by its answer, a step after its introduction). 0: never."))
-    snippet_chars: int = Field(280, gt=20, description=(
-        "Length of the passage excerpt shown with a source or a search result, in characters."))
-    search_k_max: int = Field(100, gt=0, description="The most results `ragpg search --k` may ask for.")
-    related_k: int = Field(10, gt=0, le=1000, description=(
-        "How many related notes `ragpg related` (and GET /v1/related, the related_notes tool) lists by default: "
-        "the notes linked either way first, then the closest in meaning."))
-    search_min_score: float = Field(0.0, description=(
-        "`search` lists only passages whose final score is above this."))
+    extractive_short_sentence_words: NonNegativeInt = 12
+    """A quoted sentence shorter than this many words brings the next sentence of its passage along (a
+    question followed by its answer, a step after its introduction). 0: never."""
+    snippet_chars: int = Field(280, gt=20)
+    """Length of the passage excerpt shown with a source or a search result, in characters."""
+    search_k_max: PositiveInt = 100
+    """The most results `ragpg search --k` may ask for."""
+    related_k: int = Field(10, gt=0, le=1000)
+    """How many related notes `ragpg related` (and GET /v1/related, the related_notes tool) lists by default:
+    the notes linked either way first, then the closest in meaning."""
+    search_min_score: float = 0.0
+    """`search` lists only passages whose final score is above this."""
 
     @model_validator(mode="after")
     def _consistent(self) -> NotesSettings:

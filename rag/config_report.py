@@ -86,7 +86,8 @@ def leaves(model: BaseModel, prefix: str = "") -> Iterator[tuple[str, Any, str]]
         if isinstance(value, BaseModel):
             yield from leaves(value, f"{prefix}{name}.")
         else:
-            yield f"{prefix}{name}", plain(value), field.description or ""
+            # a docstring's line breaks are only where its source wrapped
+            yield f"{prefix}{name}", plain(value), " ".join((field.description or "").split())
 
 
 def _env_source(dotted: str, environ: Mapping[str, str]) -> str | None:

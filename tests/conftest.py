@@ -52,6 +52,14 @@ def conn(db_url: str) -> Iterator[psycopg.Connection]:
 
 
 @pytest.fixture
+def aconn(db_url: str) -> Iterator[psycopg.Connection]:
+    """An autocommit connection (for code that commits itself, per batch or per statement)."""
+    connection = open_connection(db_url, autocommit=True)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
 def settings(db_url: str, tmp_path: Path) -> Settings:
     """Settings pointing at the per-test database, with the hash embedder (fast, deterministic)."""
     os.environ.pop("RAGPG_CONFIG", None)

@@ -26,14 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg import sql
-from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from rag.config import IngestSettings
 from rag.ingest import build_memory, hnsw, store
 from rag.ingest.hnsw import BulkLoadPolicy
 from rag.ingest.report import peak_rss_mb
-from rag.store.database import Connection
+from rag.store.database import Connection, fetch_column
 from rag.store.models import EmbeddingModelRef
 from rag.store.vaults import Vault
 
@@ -47,11 +46,6 @@ _COPY_DOCUMENTS = sql.SQL("copy documents ({}) from stdin").format(
 _COPY_CHUNKS = sql.SQL("copy chunks ({}) from stdin").format(sql.SQL(", ").join(map(sql.Identifier, _CHUNK_COLUMNS)))
 # COPY writes identity columns as given (like OVERRIDING SYSTEM VALUE), so ids come from the sequence.
 _NEXT_IDS = sql.SQL("select nextval(pg_get_serial_sequence({}, 'id')) as id from generate_series(1, %s)")
-
-
-@dataclass(frozen=True)
-class _Id:
-    id: int
 
 
 @dataclass
@@ -195,8 +189,7 @@ def _batches(documents: Iterable[store.PreparedDocument], rows: int) -> Iterator
 
 
 def _next_ids(conn: Connection, table: str, n: int) -> list[int]:
-    with conn.cursor(row_factory=class_row(_Id)) as cur:
-        return [r.id for r in cur.execute(_NEXT_IDS.format(sql.Literal(table)), (n,)).fetchall()]
+    return fetch_column(conn, int, _NEXT_IDS.format(sql.Literal(table)), (n,))
 
 
 def copy_batch(conn: Connection, vault: Vault, model: EmbeddingModelRef,

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from psycopg import sql
 from psycopg.rows import class_row
 
-from rag.store.database import Connection
+from rag.store.database import Connection, fetch_column
 
 _DROP = sql.SQL("select index_name, definition from ragpg_drop_deferrable_indexes(%s)")
 _CREATE = sql.SQL("select ragpg_create_deferred_indexes(%s)")
@@ -61,14 +61,7 @@ class BulkLoadPolicy:
         # check costs O(n) even on a huge table.
         bound = math.floor(n / self.min_fraction)
         query = sql.SQL("select count(*) from (select from {} limit %s) s").format(sql.Identifier(table))
-        with conn.cursor(row_factory=class_row(_Count)) as cur:
-            found = cur.execute(query, (bound + 1,)).fetchone()
-        return found is not None and found.count <= bound
-
-
-@dataclass(frozen=True)
-class _Count:
-    count: int
+        return fetch_column(conn, int, query, (bound + 1,))[0] <= bound
 
 
 @dataclass(frozen=True)

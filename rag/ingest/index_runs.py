@@ -38,7 +38,7 @@ MAX_SKIPS_RECORDED = 20
 
 
 class ProgressSink(Protocol):
-    """rag.ingest.pipeline.IndexProgress: what the pipeline reports while it works."""
+    """rag.ingest.report.IndexProgress: what the pipeline reports while it works."""
 
     def begin_vault(self, vault: str, files: int) -> None: ...
     def files_done(self, n: int) -> None: ...

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
-from typing import Protocol
 
 import numpy as np
 import psycopg
@@ -30,9 +29,10 @@ from rag.embed import Embedder, get_embedder
 from rag.errors import EmbeddingError, RagError
 from rag.ingest import beir, bulk, links, presence, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
+from rag.ingest.formats import document_text
 from rag.ingest.hnsw import BulkLoadPolicy
 from rag.ingest.parse import DATE_KEYS, UNKNOWN_CONFIDENTIALITY, parse_document
-from rag.ingest.report import IndexReport, SkipRecord, VaultReport, peak_rss_mb
+from rag.ingest.report import IndexProgress, IndexReport, NoProgress, SkipRecord, VaultReport, peak_rss_mb
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
 from rag.secrets import mask_path, mask_text
@@ -42,27 +42,9 @@ from rag.store.locate import connect
 from rag.store.models import EmbeddingModelRef, get_model, register_model
 from rag.store.vaults import Vault, mark_indexed, resolve_vaults
 
-# A stored document survives these skips: the file is still there, just not usable right now.
-KEEP_ON_SKIP = frozenset({"unreadable", "parse_error"})
-
-
-class IndexProgress(Protocol):
-    """What the CLI's progress bars listen to; the library never draws anything itself."""
-
-    def begin_vault(self, vault: str, files: int) -> None: ...
-    def files_done(self, n: int) -> None: ...
-    def chunks_done(self, n: int) -> None: ...
-
-
-class NoProgress:
-    def begin_vault(self, vault: str, files: int) -> None:
-        pass
-
-    def files_done(self, n: int) -> None:
-        pass
-
-    def chunks_done(self, n: int) -> None:
-        pass
+# A stored document survives these skips: the file is still there, just not usable right now (a PDF
+# indexed where the pdf extra is installed is kept by a run without it, e.g. the server's image).
+KEEP_ON_SKIP = frozenset({"unreadable", "parse_error", "needs_extra"})
 
 
 @dataclass(frozen=True)
@@ -332,7 +314,7 @@ def discover(vault: Vault, settings: Settings) -> tuple[list[Source], list[SkipR
 def _folder_sources(vault: Vault, settings: Settings) -> tuple[list[Source], list[SkipRecord]]:
     ingest = settings.ingest
     walked = walk_vault(vault.root, denylist=vault.denylist, skip_hidden=ingest.skip_hidden_folders,
-                        max_document_bytes=ingest.max_document_bytes)
+                        max_document_bytes=ingest.max_document_bytes, max_pdf_bytes=ingest.max_pdf_bytes)
     skipped = [_skip(s) for s in walked.skipped]
     return [_file_source(f, vault, settings) for f in walked.files], skipped
 
@@ -343,7 +325,8 @@ def _skip(s: SkippedFile) -> SkipRecord:
 
 def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
     def read() -> bytes | SkipRecord:
-        data = read_document(f, settings.ingest.max_document_bytes)
+        i = settings.ingest
+        data = read_document(f, i.max_document_bytes, max_pdf_bytes=i.max_pdf_bytes, max_pdf_pages=i.max_pdf_pages)
         return _skip(data) if isinstance(data, SkippedFile) else data
 
     def prepare(data: bytes, version: str) -> tuple[store.PreparedDocument, list[str]]:
@@ -354,11 +337,12 @@ def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
 
 def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
                  settings: Settings) -> tuple[store.PreparedDocument, list[str]]:
-    """Parse frontmatter and chunk one file (markdown structure, or blank-line blocks for .txt).
+    """Parse frontmatter and chunk one file (markdown structure, or blank-line blocks for .txt; a canvas
+    or PDF as the markdown rag.ingest.formats makes of it).
 
     The body is masked (rag/secrets.py) before it is chunked; the parsed fields are masked with the
     chunks (`store.attach_chunks`). Nothing of the file leaves this function unmasked."""
-    text = data.decode("utf-8")
+    text, notes = document_text(f.kind, f.source_path, data, settings.ingest)
     parsed = parse_document(text, f.source_path)
     folder = str(PurePosixPath(f.source_path).parent)
     doc_date, date_source = parsed.date, "frontmatter"
@@ -372,15 +356,15 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
         size_bytes=len(data), metadata=dict(parsed.frontmatter), failed_closed=parsed.failed_closed,
         aliases=list(parsed.aliases), date_source=date_source,
     )
-    chunker = chunk_markdown if f.kind == "markdown" else chunk_plain_text
+    chunker = chunk_plain_text if f.kind == "text" else chunk_markdown
     c = settings.chunking
     result = chunker(mask_text(parsed.body(text)), body_start_line=parsed.body_start_line,
                      body_start_byte=parsed.body_start_byte, soft_bytes=c.soft_bytes, hard_bytes=c.hard_bytes,
                      overlap_bytes=c.overlap_bytes, max_chunks=c.max_chunks_per_document)
     store.attach_chunks(doc, vault_name, result.chunks)
-    if f.kind == "markdown":
+    if f.kind != "text":  # markdown, and the markdown a canvas or PDF becomes
         doc.links = links.links_of(mask_text(text), settings.ingest.link_sentence_max_chars)
-    warnings = list(parsed.warnings)
+    warnings = [*notes, *parsed.warnings]
     if result.truncated:
         warnings.append(f"{f.source_path}: {result.total} chunks, only the first {c.max_chunks_per_document} indexed")
     return doc, warnings

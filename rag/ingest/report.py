@@ -5,7 +5,7 @@ from __future__ import annotations
 import resource
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 def peak_rss_mb() -> float:
@@ -81,3 +81,22 @@ class IndexReport:
         return {**totals, "seconds": round(self.seconds, 3), "peak_rss_mb": round(self.peak_rss_mb, 1),
                 "embedding_model": self.embedding_model,
                 "ok": not self.failed, "vaults": [v.to_dict() for v in self.vaults]}
+
+
+class IndexProgress(Protocol):
+    """What the CLI's progress bars listen to; the library never draws anything itself."""
+
+    def begin_vault(self, vault: str, files: int) -> None: ...
+    def files_done(self, n: int) -> None: ...
+    def chunks_done(self, n: int) -> None: ...
+
+
+class NoProgress:
+    def begin_vault(self, vault: str, files: int) -> None:
+        pass
+
+    def files_done(self, n: int) -> None:
+        pass
+
+    def chunks_done(self, n: int) -> None:
+        pass

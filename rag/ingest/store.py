@@ -23,7 +23,7 @@ from rag.ingest.guard import assess_injection
 from rag.ingest.hnsw import BulkLoadPolicy, indexes_rebuilt
 from rag.ingest.links import PreparedLink, write_links
 from rag.secrets import mask_structure, mask_text
-from rag.store.database import Connection
+from rag.store.database import Connection, fetch_column
 from rag.store.models import EmbeddingModelRef
 from rag.tokens import count_tokens
 from rag.types import ChunkSpan
@@ -278,14 +278,7 @@ def add_embeddings(conn: Connection, model: EmbeddingModelRef, chunk_ids: Sequen
 
 
 def _existing_chunk_ids(conn: Connection, chunk_ids: Sequence[int]) -> set[int]:
-    with conn.cursor(row_factory=class_row(_ChunkIdOnly)) as cur:
-        rows = cur.execute("select id from chunks where id = any(%s) for share", (list(chunk_ids),)).fetchall()
-    return {r.id for r in rows}
-
-
-@dataclass(frozen=True)
-class _ChunkIdOnly:
-    id: int
+    return set(fetch_column(conn, int, "select id from chunks where id = any(%s) for share", (list(chunk_ids),)))
 
 
 # --- building rows ----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 `walk_vault` decides *which* files are candidates from directory entries and `stat` alone
 (extension, hidden folders, denylist, size, symlink containment); `read_document` opens a
-candidate and rejects what cannot be indexed (vanished, unreadable, too large, binary, not UTF-8).
+candidate and rejects what cannot be indexed (vanished, unreadable, too large, binary, not UTF-8; a
+PDF without the `pdf` extra, broken, encrypted or over its page limit, rag.ingest.pdf).
 Nothing here logs: every rejection is returned as a `SkippedFile` that names the file.
 """
 
@@ -21,18 +22,20 @@ from rag.config import IngestSettings
 from rag.errors import InputError, NotFoundError
 from rag.ingest.globs import compile_glob, glob_match
 from rag.ingest.names import stored_name
+from rag.ingest.pdf import NEEDS_EXTRA, available, pdf_problem
 from rag.ingest.presence import NOTHING_DELETED, VaultChangedError
 from rag.secrets import mask_path
 
 _INGEST = IngestSettings()
 
-Kind = Literal["markdown", "text"]
+Kind = Literal["markdown", "text", "canvas", "pdf"]
 SkipReason = Literal[
     "denylisted", "too_large", "symlink_outside_vault", "symlink_loop",
-    "unreadable", "not_utf8", "binary", "vanished",
+    "unreadable", "not_utf8", "binary", "vanished", "needs_extra", "encrypted", "too_many_pages", "broken",
 ]
 
-_KINDS: dict[str, Kind] = {".md": "markdown", ".markdown": "markdown", ".txt": "text"}
+_KINDS: dict[str, Kind] = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".canvas": "canvas",
+                           ".pdf": "pdf"}
 _BINARY_SNIFF_BYTES = 8192
 
 
@@ -79,6 +82,7 @@ def walk_vault(
     denylist: Sequence[str] = (),
     skip_hidden: Sequence[str] = _INGEST.skip_hidden_folders,
     max_document_bytes: int = _INGEST.max_document_bytes,
+    max_pdf_bytes: int = _INGEST.max_pdf_bytes,
 ) -> WalkResult:
     """All candidate files below `root`, sorted by source_path, plus the candidates skipped and why.
 
@@ -92,7 +96,8 @@ def walk_vault(
         raise NotFoundError(f"vault folder not found: {root}")
     if not root.is_dir():
         raise InputError(f"vault path is not a folder: {root}")
-    walker = _Walker(os.path.realpath(root), tuple(denylist), frozenset(skip_hidden), max_document_bytes)
+    walker = _Walker(os.path.realpath(root), tuple(denylist), frozenset(skip_hidden),
+                     {"pdf": max_pdf_bytes}, max_document_bytes)
     walker.walk_dir(root, "", (os.path.realpath(root),))
     walker.run()
     return WalkResult(
@@ -113,10 +118,12 @@ class _Walker:
     """Folders wait on a stack, not on the call stack: a vault nested any depth is walked (a
     recursive walk stopped with RecursionError near 500 levels, and the vaults after it went unindexed)."""
 
-    def __init__(self, root_real: str, denylist: tuple[str, ...], hidden: frozenset[str], max_bytes: int):
+    def __init__(self, root_real: str, denylist: tuple[str, ...], hidden: frozenset[str],
+                 kind_max_bytes: dict[Kind, int], max_bytes: int):
         self.root_real = root_real
         self.denylist = denylist
         self.hidden = hidden
+        self.kind_max_bytes = kind_max_bytes  # a kind's own size limit, where it has one
         self.max_bytes = max_bytes
         self.files: list[VaultFile] = []
         self.skipped: list[SkippedFile] = []
@@ -205,8 +212,9 @@ class _Walker:
         except OSError as exc:
             self.skip(rel, "unreadable", exc.strerror or type(exc).__name__)
             return
-        if st.st_size > self.max_bytes:
-            self.skip(rel, "too_large", f"{st.st_size} bytes > limit {self.max_bytes}")
+        limit = self.kind_max_bytes.get(kind, self.max_bytes)
+        if st.st_size > limit:
+            self.skip(rel, "too_large", f"{st.st_size} bytes > limit {limit}")
             return
         name = stored_name(rel)
         self.files.append(VaultFile(mask_path(name), Path(path), kind, st.st_size, self.root_real, via_link,
@@ -245,12 +253,17 @@ def is_denied(source_path: str, patterns: Sequence[str]) -> bool:
 
 # --- reading ----------------------------------------------------------------------------------
 
-def read_document(f: VaultFile, max_document_bytes: int = _INGEST.max_document_bytes) -> bytes | SkippedFile:
-    """The file's bytes, guaranteed valid UTF-8 without NUL bytes, or why not.
+def read_document(f: VaultFile, max_document_bytes: int = _INGEST.max_document_bytes, *,
+                  max_pdf_bytes: int = _INGEST.max_pdf_bytes,
+                  max_pdf_pages: int = _INGEST.max_pdf_pages) -> bytes | SkippedFile:
+    """The file's bytes, guaranteed valid UTF-8 without NUL bytes (a PDF: one whose text can be
+    read, within its own limits), or why not.
 
     The size is checked on the open descriptor before reading, and at most limit+1 bytes are read,
     so a huge (or growing) file never lands in memory.
     """
+    if f.kind == "pdf" and not available():
+        return SkippedFile(f.source_path, "needs_extra", NEEDS_EXTRA, f.disk_path)
     # O_NONBLOCK: a path swapped for a FIFO since the walk must not hang the indexer. O_NOFOLLOW: a
     # plain file swapped for a symlink since the walk is refused by the kernel, not followed.
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if f.via_link else getattr(os, "O_NOFOLLOW", 0))
@@ -265,7 +278,11 @@ def read_document(f: VaultFile, max_document_bytes: int = _INGEST.max_document_b
         os.close(fd)
         return SkippedFile(f.source_path, "symlink_outside_vault", "resolved outside the vault when opened",
                            f.disk_path)
-    return _read_open(f, fd, max_document_bytes)
+    data = _read_open(f, fd, max_pdf_bytes if f.kind == "pdf" else max_document_bytes)
+    if f.kind != "pdf" or isinstance(data, SkippedFile):
+        return data
+    problem = pdf_problem(data, max_pages=max_pdf_pages)
+    return data if problem is None else SkippedFile(f.source_path, problem.reason, problem.detail, f.disk_path)
 
 
 def opened_path(fd: int, fallback: Path) -> str:
@@ -307,12 +324,15 @@ def _read_open(f: VaultFile, fd: int, max_document_bytes: int) -> bytes | Skippe
             data = fh.read(max_document_bytes + 1)
         except OSError as exc:
             return SkippedFile(f.source_path, "unreadable", exc.strerror or type(exc).__name__, f.disk_path)
-    return classify_bytes(f.source_path, data, max_document_bytes)
+    return classify_bytes(f.source_path, data, max_document_bytes, f.kind)
 
 
-def classify_bytes(source_path: str, data: bytes, max_document_bytes: int) -> bytes | SkippedFile:
+def classify_bytes(source_path: str, data: bytes, max_document_bytes: int,
+                   kind: Kind = "markdown") -> bytes | SkippedFile:
     if len(data) > max_document_bytes:
         return SkippedFile(source_path, "too_large", f"grew past limit {max_document_bytes} while reading")
+    if kind == "pdf":
+        return data  # binary by nature: rag.ingest.pdf reads it
     nul = data.find(b"\x00")
     if nul != -1:
         # Git's heuristic calls a file binary when a NUL shows up in the first 8 KB; a later NUL is

@@ -17,8 +17,8 @@ from rag.config import Settings
 from rag.embed import Embedder, get_embedder
 from rag.errors import NotFoundError
 from rag.ingest.beir import CORPUS_FILE
-from rag.ingest.pipeline import IndexProgress, index_vaults
-from rag.ingest.report import IndexReport
+from rag.ingest.pipeline import index_vaults
+from rag.ingest.report import IndexProgress, IndexReport
 from rag.ingest.walk import file_kind
 from rag.store.locate import connect
 from rag.store.vaults import Vault, resolve_vaults

@@ -22,10 +22,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
     ValidationError,
     field_validator,
 )
 
+from rag.config_groups import ZeroToOne
 from rag.errors import ConfigError, NotFoundError
 
 Retrieval = Literal["vector", "lexical", "hybrid"]
@@ -43,66 +48,77 @@ BASE_KEY = "base"
 
 
 class Profile(BaseModel):
-    """Every field has a default; the defaults are the balanced `chat` profile."""
+    """Every field has a default; the defaults are the balanced `chat` profile. The docstring under a
+    field is its description."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True)
 
-    name: str = Field("chat", description="The profile's name, as `profile=` and [profiles.NAME] give it.")
+    name: str = "chat"
+    """The profile's name, as `profile=` and [profiles.NAME] give it."""
     # retrieval
-    retrieval: Retrieval = Field("hybrid", description=(
-        "How passages are found: \"vector\" (meaning), \"lexical\" (words, BM25) or \"hybrid\" (both, "
-        "fused in SQL)."))
-    multi_query: bool = Field(False, validation_alias=AliasChoices("multi_query", "ragMultiQueryMode"),
-                              description=("In mode auto, always run the multi-query pass (query variants "
-                                           "fused in one SQL call) instead of checking retrieval first."))
-    candidates: int = Field(50, gt=0, description=(
-        "How many candidates each leg of a search (meaning and words) returns before a hybrid pass fuses "
-        "them."))
-    match_count: int = Field(20, gt=0, description="Passages a search pass keeps for ranking.")
+    retrieval: Retrieval = "hybrid"
+    """How passages are found: "vector" (meaning), "lexical" (words, BM25) or "hybrid" (both, fused in
+    SQL)."""
+    multi_query: bool = Field(False, validation_alias=AliasChoices("multi_query", "ragMultiQueryMode"))
+    """In mode auto, always run the multi-query pass (query variants fused in one SQL call) instead of
+    checking retrieval first."""
+    candidates: PositiveInt = 50
+    """How many candidates each leg of a search (meaning and words) returns before a hybrid pass fuses
+    them."""
+    match_count: PositiveInt = 20
+    """Passages a search pass keeps for ranking."""
     # rag.retrieval.facets
-    facet_split: bool = Field(False, description=(
-        "Search a question that joins topics (\"A and B\") whole and by each facet, fused by rank."))
+    facet_split: bool = False
+    """Search a question that joins topics ("A and B") whole and by each facet, fused by rank."""
     # fusion weights (rag.retrieval.rank): fused = w_cosine·vector + w_bm25·lexical + w_freshness·freshness + w_metadata·boost
     # (the defaults are the chat profile's, chosen on BEIR train/dev qrels: see BUILTIN_PROFILES)
-    w_bm25: float = Field(0.30, ge=0, description="Weight of the word (BM25) score in a passage's score.")
-    w_cosine: float = Field(0.60, ge=0, description="Weight of the meaning (cosine similarity) score in a passage's score.")
-    w_freshness: float = Field(0.10, ge=0, description=(
-        "Weight of freshness (from the note's date, halving every freshness_half_life_days) in a passage's score."))
-    w_metadata: float = Field(0.0, ge=0, description="Weight of the metadata_boost of the passage's type in its score.")
+    w_bm25: NonNegativeFloat = 0.30
+    """Weight of the word (BM25) score in a passage's score."""
+    w_cosine: NonNegativeFloat = 0.60
+    """Weight of the meaning (cosine similarity) score in a passage's score."""
+    w_freshness: NonNegativeFloat = 0.10
+    """Weight of freshness (from the note's date, halving every freshness_half_life_days) in a passage's
+    score."""
+    w_metadata: NonNegativeFloat = 0.0
+    """Weight of the metadata_boost of the passage's type in its score."""
     # rag.retrieval.passes
-    fill_similarity: bool = Field(True, description=(
-        "Rank a passage only the word search found on its true similarity to the question, not on 0."))
+    fill_similarity: bool = True
+    """Rank a passage only the word search found on its true similarity to the question, not on 0."""
     # With complete scores the ranking does the weighing: a weighted cut had dropped the BM25 leg's finds
     # before they were scored.
-    rrf_cut_weights: Literal["equal", "fusion"] = Field("equal", description=(
-        "A hybrid pass keeps match_count candidates by rank fusion in SQL before ranking: the two lists "
-        "count alike (\"equal\") or as w_cosine : w_bm25 (\"fusion\")."))
-    metadata_boost: dict[str, float] = Field(default_factory=dict, description=(
-        "Per document type (front matter `type`), a boost added through w_metadata, e.g. { decision = 1.0 }."))
+    rrf_cut_weights: Literal["equal", "fusion"] = "equal"
+    """A hybrid pass keeps match_count candidates by rank fusion in SQL before ranking: the two lists count
+    alike ("equal") or as w_cosine : w_bm25 ("fusion")."""
+    metadata_boost: dict[str, float] = Field(default_factory=dict)
+    """Per document type (front matter `type`), a boost added through w_metadata, e.g. { decision = 1.0 }."""
     # multipliers
-    type_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS), description=(
-        "Per document type, a multiplier of the passage's score, e.g. { meeting = 1.2, draft = 0.6 }."))
-    unknown_type_weight: float = Field(1.0, ge=0, description="The multiplier of a type type_weights does not list.")
-    persona_weights: dict[str, float] = Field(default_factory=dict, description=(
-        "Per persona (front matter `persona`), a multiplier of the passage's score."))
-    freshness_half_life_days: float = Field(365.0, gt=0, description="Days after which a note's freshness halves.")
-    risk_penalty: float = Field(0.5, ge=0, le=1, description=(
-        "How much a passage flagged as risky (e.g. an injection phrasing) loses: its score times "
-        "1 - risk_penalty x its risk, 0 to 1."))
-    per_source_cap: int = Field(3, gt=0, description="The most passages of one note kept in a ranking.")
+    type_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS))
+    """Per document type, a multiplier of the passage's score, e.g. { meeting = 1.2, draft = 0.6 }."""
+    unknown_type_weight: NonNegativeFloat = 1.0
+    """The multiplier of a type type_weights does not list."""
+    persona_weights: dict[str, float] = Field(default_factory=dict)
+    """Per persona (front matter `persona`), a multiplier of the passage's score."""
+    freshness_half_life_days: PositiveFloat = 365.0
+    """Days after which a note's freshness halves."""
+    risk_penalty: ZeroToOne = 0.5
+    """How much a passage flagged as risky (e.g. an injection phrasing) loses: its score times 1 -
+    risk_penalty x its risk, 0 to 1."""
+    per_source_cap: PositiveInt = 3
+    """The most passages of one note kept in a ranking."""
     # weak-retrieval check (rag.retrieval.autorag.is_weak_retrieval)
-    similarity_threshold: float = Field(0.30, ge=-1, le=1, description=(
-        "Auto-RAG: retrieval is weak when the best similarity is below this (or too few results pass it)."))
-    min_matches: int = Field(3, ge=0, description="Auto-RAG: retrieval is weak with fewer results than this.")
-    density_min_share: float = Field(0.25, ge=0, le=1, description=(
-        "Auto-RAG: retrieval is weak when less than this share of the results reach similarity_threshold."))
-    flat_spread_max: float = Field(0.02, ge=0, description=(
-        "Auto-RAG: retrieval is weak when the top similarities differ by less than this (nothing stands out)."))
+    similarity_threshold: float = Field(0.30, ge=-1, le=1)
+    """Auto-RAG: retrieval is weak when the best similarity is below this (or too few results pass it)."""
+    min_matches: NonNegativeInt = 3
+    """Auto-RAG: retrieval is weak with fewer results than this."""
+    density_min_share: ZeroToOne = 0.25
+    """Auto-RAG: retrieval is weak when less than this share of the results reach similarity_threshold."""
+    flat_spread_max: NonNegativeFloat = 0.02
+    """Auto-RAG: retrieval is weak when the top similarities differ by less than this (nothing stands out)."""
     # 0.10: at 0.02 and 0.05 one or two pseudo-relevance-feedback rewrites per BEIR set were judged
     # better and were not (NFCorpus nDCG@10 -0.0001..-0.0005 vs base); at 0.10 auto == base on
     # SciFact and NFCorpus for chat and default_research (test splits, bench/compute_context.py).
-    decision_margin: float = Field(0.10, ge=0, description=(
-        "Auto-RAG: a correction replaces the base pass only when its score beats base by this much."))
+    decision_margin: NonNegativeFloat = 0.10
+    """Auto-RAG: a correction replaces the base pass only when its score beats base by this much."""
 
     @field_validator(*MAPPING_FIELDS)
     @classmethod

@@ -1,14 +1,15 @@
 """How to connect to a database URL: one place for timeouts, row factory, pgvector types and the
-masked one-line error. Where the database is (DATABASE_URL or the embedded server) is
-`rag.store.locate`."""
+masked one-line error, and the typed read of a query's single column (`fetch_column`). Where the
+database is (DATABASE_URL or the embedded server) is `rag.store.locate`."""
 
 from __future__ import annotations
 
 import re
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
 
 import psycopg
-from psycopg.rows import DictRow, dict_row
+from psycopg.abc import Params, QueryNoTemplate
+from psycopg.rows import DictRow, dict_row, scalar_row
 
 from rag.config import DbSettings
 from rag.errors import DatabaseError
@@ -17,6 +18,8 @@ from rag.errors import DatabaseError
 Connection: TypeAlias = psycopg.Connection[DictRow]
 
 CONNECT_TIMEOUT_S = DbSettings().connect_timeout_s  # for callers without settings at hand
+
+T = TypeVar("T")
 
 
 def mask_url(url: str) -> str:
@@ -53,3 +56,17 @@ def _register_vector(conn: Connection) -> None:
         # The extension is not created yet (before `ragpg db upgrade`); plain SQL still works.
         if not conn.autocommit:
             conn.rollback()
+
+
+def fetch_column(conn: Connection, kind: type[T], query: QueryNoTemplate, params: Params | None = None) -> list[T]:
+    """The values of `query`'s one column, each checked to be a `kind` (a count, ids, names): the typed
+    read of a single column, where a multi-column row is read into a dataclass (`class_row`)."""
+    with conn.cursor(row_factory=scalar_row) as cur:
+        cur.execute(query, params)
+        if cur.description is None or len(cur.description) != 1:
+            raise TypeError("fetch_column needs a query with exactly one column")
+        values = cur.fetchall()
+    wrong = [v for v in values if not isinstance(v, kind)]
+    if wrong:
+        raise TypeError(f"fetch_column: expected {kind.__name__} values, got {wrong[0]!r}")
+    return values

@@ -19,7 +19,7 @@ from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from rag.errors import InputError, NotFoundError
-from rag.store.database import Connection
+from rag.store.database import Connection, fetch_column
 
 VaultKind = Literal["folder", "beir"]
 VAULT_KINDS: tuple[VaultKind, ...] = ("folder", "beir")
@@ -70,16 +70,6 @@ class VaultSummary(Vault):
         }
 
 
-@dataclass(frozen=True)
-class _Name:
-    name: str
-
-
-@dataclass(frozen=True)
-class _Config:
-    cfgname: str
-
-
 @dataclass
 class NewVault:
     """What `add_vault` needs; `kind` decides how the root is read (folder walk or BEIR corpus)."""
@@ -112,9 +102,7 @@ def _validate_root(path: Path, kind: VaultKind) -> Path:
 
 
 def _validate_text_search_config(conn: Connection, config: str) -> str:
-    with conn.cursor(row_factory=class_row(_Config)) as cur:
-        rows = cur.execute("select cfgname from pg_ts_config order by cfgname").fetchall()
-    names = [r.cfgname for r in rows]
+    names = fetch_column(conn, str, "select cfgname::text from pg_ts_config order by cfgname")
     if config not in names:
         raise InputError(f"unknown text search configuration {config!r}; available: {', '.join(names)}")
     return config
@@ -194,8 +182,7 @@ def unknown_vault(name: str, known: Sequence[str]) -> NotFoundError:
 
 def vault_names(conn: Connection) -> list[str]:
     """Every registered vault's name, sorted."""
-    with conn.cursor(row_factory=class_row(_Name)) as cur:
-        return [r.name for r in cur.execute("select name from vaults order by name")]
+    return fetch_column(conn, str, "select name from vaults order by name")
 
 
 def check_known(names: Sequence[str], known: Sequence[str]) -> list[str]:

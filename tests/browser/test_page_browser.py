@@ -13,8 +13,8 @@ from rag.config import Settings
 from rag.ingest.pipeline import index_vaults
 from rag.store import keys as key_store
 from rag.store.vaults import NewVault, add_vault
-from tests.notes.conftest import write_vault
 from tests.notes.test_cli import FILES, QUESTION, ZEBRA
+from tests.support.files import write_files
 
 pytestmark = pytest.mark.browser
 WAIT_S = 20
@@ -22,7 +22,7 @@ WAIT_S = 20
 
 @pytest.fixture
 def key(conn: psycopg.Connection, settings: Settings, tmp_path: Path) -> str:
-    root = write_vault(tmp_path / "Team Notes", FILES)
+    root = write_files(tmp_path / "Team Notes", FILES)
     (root / ".obsidian").mkdir()
     add_vault(conn, NewVault(name="notes", path=root))
     conn.commit()

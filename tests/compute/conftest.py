@@ -3,16 +3,13 @@ the per-test database (hash embedder), and runtimes with or without the LLM stub
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import psycopg
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from rag.config import ChunkingSettings, LLMSettings, Settings
@@ -21,9 +18,9 @@ from rag.runtime import Runtime
 from rag.store.vaults import NewVault, add_vault
 from rag.trace import Tracer
 from tests.compute import corpus
+from tests.support.files import write_files
 from tests.support.llm_stub import LLMStub
-
-UNREACHABLE = "http://127.0.0.1:9"  # Langfuse host in span tests: nothing is ever sent there
+from tests.support.tracing import capturing_tracer
 
 
 def llm_settings(stub: LLMStub, **extra: Any) -> LLMSettings:
@@ -34,21 +31,8 @@ def llm_settings(stub: LLMStub, **extra: Any) -> LLMSettings:
 @pytest.fixture
 def capture(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Tracer, InMemorySpanExporter]]:
     """A Langfuse tracer (dummy keys) whose spans land in memory."""
-    monkeypatch.setenv("LANGFUSE_TRACING_ENABLED", "true")  # tests/conftest.py turns it off globally
-    tracer, exporter = capturing_tracer()
-    yield tracer, exporter
-    tracer.shutdown()
-
-
-def capturing_tracer() -> tuple[Tracer, InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    # Langfuse keeps one client per public key, so every capture gets a fresh key.
-    tracing = SimpleNamespace(langfuse_public_key=f"pk-lf-{uuid.uuid4().hex}", langfuse_secret_key="sk-lf-test",
-                              langfuse_host=UNREACHABLE)
-    tracer = Tracer.from_settings(SimpleNamespace(tracing=tracing), span_exporter=exporter,
-                                  tracer_provider=TracerProvider())
-    assert tracer.enabled
-    return tracer, exporter
+    with capturing_tracer(monkeypatch) as captured:
+        yield captured
 
 
 @dataclass
@@ -61,11 +45,7 @@ class Env:
     runtimes: list[Runtime] = field(default_factory=list)
 
     def vault(self, name: str, files: dict[str, str], *, chunking: ChunkingSettings | None = None) -> Path:
-        path = self.root / name
-        for rel, text in files.items():
-            target = path / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+        path = write_files(self.root / name, files)
         add_vault(self.conn, NewVault(name=name, path=path))
         self.conn.commit()
         settings = self.settings if chunking is None else self.settings.model_copy(update={"chunking": chunking})

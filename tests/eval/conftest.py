@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from ragpg_cli.main import main
+from tests.support.cli import ragpg_env, run_in_process, use_ragpg_env
 
 Run = Callable[..., tuple[int, str, str]]
 
 
 @pytest.fixture
 def cli_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    env = {"DATABASE_URL": db_url, "RAGPG_EMBEDDING__MODEL": "hash", "RAGPG_CONFIG": str(tmp_path / "none.toml"),
-           "RAGPG_DATA_DIR": str(tmp_path / "data")}
-    for key in [k for k in os.environ if k.startswith("RAGPG_")]:
-        monkeypatch.delenv(key)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+    env = ragpg_env(db_url, tmp_path)
+    use_ragpg_env(monkeypatch, env)
     return env
 
 
@@ -28,18 +23,4 @@ def cli_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dic
 def cli(cli_env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> Run:
     """`cli("eval", ...)` -> (exit code, stdout, stderr) of `ragpg ...` run in process."""
 
-    def run(*args: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        code = main([str(a) for a in args])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
-
-
-def write_files(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
+    return lambda *args: run_in_process(capsys, *args)

@@ -13,6 +13,7 @@ from rag.errors import DatabaseError
 from rag.eval import EvalExit, EvalHit, evaluate_command
 from rag.eval.cli_support import SearchFn
 from tests.eval.fakes import ScriptedSearch, VaultSearch, write
+from tests.support.cli import one_error_line
 
 VAULTS = {
     "help": {
@@ -44,13 +45,6 @@ def run(tmp_path: Path, search_fn: SearchFn, golden: str = GOLDEN, **options: An
     return code, out.getvalue(), err.getvalue()
 
 
-def assert_one_error_line(err: str, *fragments: str) -> None:
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0]
-
-
 def test_exit_0_prints_the_report(tmp_path: Path) -> None:
     code, out, err = run(tmp_path, VaultSearch(VAULTS))
     assert code == EvalExit.OK == 0 and err == ""
@@ -80,7 +74,7 @@ def test_exit_9_when_degraded_vs_baseline(tmp_path: Path) -> None:
     code, out, err = run(tmp_path, worse, baseline_path=baseline)
     assert code == EvalExit.DEGRADED == 9  # its own code: 3 is "database unreachable", as everywhere
     assert "DEGRADED" in out
-    assert_one_error_line(err, "degraded vs baseline", str(baseline), "recall@10 1.000 -> 0.000")
+    one_error_line(err, "degraded vs baseline", str(baseline), "recall@10 1.000 -> 0.000")
 
 
 def test_tolerance_can_accept_a_drop(tmp_path: Path) -> None:
@@ -106,13 +100,13 @@ def test_exit_2_for_malformed_golden(tmp_path: Path, golden: str, fragments: lis
     code, out, err = run(tmp_path, search, golden)
     assert code == EvalExit.MALFORMED_INPUT == 2 and out == ""
     assert search.calls == []  # nothing ran against a half-valid file
-    assert_one_error_line(err, *fragments)
+    one_error_line(err, *fragments)
 
 
 def test_exit_4_for_unknown_vault_names_the_case(tmp_path: Path) -> None:
     code, out, err = run(tmp_path, VaultSearch(VAULTS), GOLDEN.replace("vault: help", "vault: halp"))
     assert code == 4 and out == ""  # not found, as in every other command
-    assert_one_error_line(err, "g.yaml:2: case 'phone-laptop' (#1)", "vault 'halp' does not exist")
+    one_error_line(err, "g.yaml:2: case 'phone-laptop' (#1)", "vault 'halp' does not exist")
 
 
 def test_exit_2_for_baseline_with_a_different_metric_set(tmp_path: Path) -> None:
@@ -121,7 +115,7 @@ def test_exit_2_for_baseline_with_a_different_metric_set(tmp_path: Path) -> None
     code, out, err = run(tmp_path, VaultSearch(VAULTS), baseline_path=baseline, k=10)
     assert code == 2
     assert "cases passed: 3/3" in out  # the run succeeded; its report is still shown
-    assert_one_error_line(err, str(baseline), "different metric set", "k=5, this run k=10")
+    one_error_line(err, str(baseline), "different metric set", "k=5, this run k=10")
 
 
 def test_exit_2_for_malformed_baseline_before_running(tmp_path: Path) -> None:
@@ -129,7 +123,7 @@ def test_exit_2_for_malformed_baseline_before_running(tmp_path: Path) -> None:
     search = ScriptedSearch()
     code, out, err = run(tmp_path, search, baseline_path=baseline)
     assert code == 2 and out == "" and search.calls == []
-    assert_one_error_line(err, str(baseline), "invalid JSON")
+    one_error_line(err, str(baseline), "invalid JSON")
 
 
 @pytest.mark.parametrize(("options", "fragment"), [({"k": 0}, "k must be a positive integer"),
@@ -137,14 +131,14 @@ def test_exit_2_for_malformed_baseline_before_running(tmp_path: Path) -> None:
 def test_exit_2_for_bad_options(tmp_path: Path, options: dict[str, Any], fragment: str) -> None:
     code, _, err = run(tmp_path, ScriptedSearch(), **options)
     assert code == 2
-    assert_one_error_line(err, fragment)
+    one_error_line(err, fragment)
 
 
 def test_exit_2_for_missing_golden_file(tmp_path: Path) -> None:
     err = io.StringIO()
     code = evaluate_command(tmp_path / "absent.yaml", search_fn=ScriptedSearch(), stdout=io.StringIO(), stderr=err)
     assert code == 2
-    assert_one_error_line(err.getvalue(), "absent.yaml not found")
+    one_error_line(err.getvalue(), "absent.yaml not found")
 
 
 @pytest.mark.parametrize(("failure", "expected"), [(RuntimeError("socket closed"), 1),
@@ -153,14 +147,14 @@ def test_runtime_failures_keep_their_exit_codes(tmp_path: Path, failure: Excepti
     # ragpg's codes hold in eval too: an unexpected failure is 1, an unreachable database 3 (not "degraded")
     code, out, err = run(tmp_path, ScriptedSearch({"find-words": failure}))
     assert code == expected and out == ""
-    assert_one_error_line(err, "case 'find-words' (#2)", str(failure))
+    one_error_line(err, "case 'find-words' (#2)", str(failure))
 
 
 def test_exit_1_when_baseline_cannot_be_written(tmp_path: Path) -> None:
     target = tmp_path / "missing-dir" / "b.json"
     code, out, err = run(tmp_path, VaultSearch(VAULTS), save_baseline_path=target)
     assert code == 1 and "cases passed: 3/3" in out
-    assert_one_error_line(err, f"cannot write baseline {target}")
+    one_error_line(err, f"cannot write baseline {target}")
 
 
 # -- splits: selection, per-split summaries, baselines tied to a split ----------------------------
@@ -252,7 +246,7 @@ def test_baseline_records_its_split_and_another_split_is_exit_2(tmp_path: Path) 
         search = answering_search()
         code, out, err = run(tmp_path, search, SPLIT_GOLDEN, split=other, baseline_path=baseline)
         assert code == 2 and out == "" and search.calls == []  # refused before any search
-        assert_one_error_line(err, str(baseline), "made on split 'test'", f"this run is on split '{other}'",
+        one_error_line(err, str(baseline), "made on split 'test'", f"this run is on split '{other}'",
                               "--split test")
 
 
@@ -277,4 +271,4 @@ def test_bad_split_selection_is_exit_2_before_any_search(tmp_path: Path, golden:
     search = ScriptedSearch()
     code, out, err = run(tmp_path, search, golden, split=split)
     assert code == 2 and out == "" and search.calls == []
-    assert_one_error_line(err, fragment)
+    one_error_line(err, fragment)

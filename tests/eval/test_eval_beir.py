@@ -20,7 +20,9 @@ from rag.eval.beir import (
     read_qrels,
     score_run,
 )
-from tests.eval.conftest import Run, write_files
+from tests.eval.conftest import Run
+from tests.support.cli import one_error_line
+from tests.support.files import write_files
 
 DOCS = [
     {"_id": "d1", "title": "Statins and cholesterol", "text": "Statins lower LDL cholesterol in adults."},
@@ -46,13 +48,6 @@ def dataset(root: Path, qrels: str = QRELS_TEST) -> Path:
         "qrels/test.tsv": qrels,
         "qrels/train.tsv": "query-id\tcorpus-id\tscore\nq9\td4\t1\n",
     })
-
-
-def one_error_line(err: str, *parts: str) -> None:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for part in parts:
-        assert part in lines[0], (part, lines[0])
 
 
 def test_eval_beir_end_to_end(cli: Run, tmp_path: Path) -> None:

@@ -16,8 +16,10 @@ from psycopg import sql
 from rag.config import EvalSettings
 from rag.eval import DEFAULT_TOLERANCE
 from rag.store import models
-from tests.eval.conftest import Run, write_files
+from tests.eval.conftest import Run
 from tests.eval.fakes import write
+from tests.support.cli import one_error_line
+from tests.support.files import write_files
 
 FILES = {
     "Garden/Tomatoes.md": "# Tomatoes\n\nPlant tomato seedlings outdoors after the last frost, usually in May.\n"
@@ -56,13 +58,6 @@ def vault(cli: Run, tmp_path: Path) -> Path:
 @pytest.fixture
 def golden(tmp_path: Path) -> Path:
     return write(tmp_path / "golden.yaml", GOLDEN)
-
-
-def one_error_line(err: str, *parts: str) -> None:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for part in parts:
-        assert part in lines[0], (part, lines[0])
 
 
 def inflated(baseline: Path, target: Path, metric: str, by: float) -> Path:

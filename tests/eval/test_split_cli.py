@@ -4,14 +4,13 @@ refused before the first search, so a server that cannot be reached must never b
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from ragpg_cli.main import main
 from tests.eval.conftest import Run
 from tests.eval.fakes import write
+from tests.support.cli import one_error_line, ragpg_env, run_in_process, use_ragpg_env
 
 UNREACHABLE = "postgresql://127.0.0.1:1/nowhere?connect_timeout=1"
 GOLDEN = """\
@@ -29,26 +28,8 @@ cases:
 
 @pytest.fixture
 def ragpg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
-    for key in [k for k in os.environ if k.startswith("RAGPG_")]:
-        monkeypatch.delenv(key)
-    for key, value in {"DATABASE_URL": UNREACHABLE, "RAGPG_EMBEDDING__MODEL": "hash",
-                       "RAGPG_CONFIG": str(tmp_path / "none.toml"), "RAGPG_DATA_DIR": str(tmp_path / "data")}.items():
-        monkeypatch.setenv(key, value)
-
-    def run(*args: object) -> tuple[int, str, str]:
-        capsys.readouterr()
-        code = main([str(a) for a in args])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
-
-
-def one_error_line(err: str, *parts: str) -> None:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for part in parts:
-        assert part in lines[0], (part, lines[0])
+    use_ragpg_env(monkeypatch, ragpg_env(UNREACHABLE, tmp_path))
+    return lambda *args: run_in_process(capsys, *args)
 
 
 def test_bad_split_value_is_one_line_and_exit_2(ragpg: Run, tmp_path: Path) -> None:

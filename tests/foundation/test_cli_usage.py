@@ -10,7 +10,7 @@ import pytest
 import typer.main
 
 from ragpg_cli.main import app, main
-from tests.support.cli import REPO
+from tests.support.cli import REPO, ragpg_env, use_ragpg_env
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -45,11 +45,7 @@ EVERY_COMMAND = list(_commands(typer.main.get_command(app)))
 @pytest.fixture
 def test_database(db_url, tmp_path, monkeypatch):
     """Whatever a command does, it does it to the per-test database and a scratch data dir."""
-    for key in [k for k in os.environ if k.startswith("RAGPG_")]:
-        monkeypatch.delenv(key)
-    for key, value in {"DATABASE_URL": db_url, "RAGPG_EMBEDDING__MODEL": "hash",
-                       "RAGPG_CONFIG": str(tmp_path / "none.toml"), "RAGPG_DATA_DIR": str(tmp_path / "data")}.items():
-        monkeypatch.setenv(key, value)
+    use_ragpg_env(monkeypatch, ragpg_env(db_url, tmp_path))
     monkeypatch.chdir(tmp_path)  # a command that writes a file (config init) writes it here
     return tmp_path
 

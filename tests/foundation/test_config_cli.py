@@ -12,29 +12,19 @@ import pytest
 from rag.config import load_settings
 from rag.config_report import MASK, config_report, mask_url
 from ragpg_cli.config_init import default_config_text
-from ragpg_cli.main import main
-from tests.support.cli import ragpg
+from tests.support.cli import ragpg, run_in_process, use_ragpg_env
 
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    import os
-
-    for key in [k for k in os.environ if k.startswith("RAGPG_") or k == "DATABASE_URL"]:
-        monkeypatch.delenv(key)
+    use_ragpg_env(monkeypatch, {})
     return tmp_path / "ragpg.toml"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_version(capsys) -> None:
     import importlib.metadata
 
-    code, out, _ = run(capsys, "--version")
+    code, out, _ = run_in_process(capsys, "--version")
     assert code == 0 and out.startswith(f"ragpg {importlib.metadata.version('ragpg')} (Python ")
     done = ragpg("--version")  # the real console path, without any database
     assert done.returncode == 0 and done.stdout.startswith("ragpg ")
@@ -47,7 +37,7 @@ def test_show_names_each_source_and_masks_secrets(clean_env: Path, monkeypatch, 
     monkeypatch.setenv("DATABASE_URL", "postgresql://ragpg:hunter2@db.example:5432/ragpg")
     monkeypatch.setenv("RAGPG_READ_DATABASE_URL", "postgresql://ragpg:hunter3@replica.example:5432/ragpg")
     monkeypatch.setenv("RAGPG_SERVER", '{"port": 9000}')
-    code, out, err = run(capsys, "--config", str(clean_env), "config", "show", "--json")
+    code, out, err = run_in_process(capsys, "--config", str(clean_env), "config", "show", "--json")
     assert code == 0, err
     data = json.loads(out)
     assert data["config_file"] == str(clean_env) and data["config_file_exists"] is True
@@ -63,17 +53,17 @@ def test_show_names_each_source_and_masks_secrets(clean_env: Path, monkeypatch, 
     assert rows["read_database_url"]["value"] == f"postgresql://ragpg:{MASK}@replica.example:5432/ragpg"
     assert rows["profiles.mine"]["value"] == {"base": "notes", "w_freshness": 0.2}
     assert "hunter2" not in out and "hunter3" not in out and "sk-from-file-123" not in out
-    code, human, _ = run(capsys, "--config", str(clean_env), "config", "show", "--changed")
+    code, human, _ = run_in_process(capsys, "--config", str(clean_env), "config", "show", "--changed")
     assert code == 0 and "hunter2" not in human and "sk-from-file" not in human
     assert "embedding.model" in human and "[env RAGPG_EMBEDDING__MODEL]" in human
     assert "chunking.soft_bytes" not in human  # --changed: defaults left out
 
 
 def test_show_without_a_config_file_and_with_a_bad_one(clean_env: Path, capsys) -> None:
-    code, out, _ = run(capsys, "--config", str(clean_env), "config", "show")
+    code, out, _ = run_in_process(capsys, "--config", str(clean_env), "config", "show")
     assert code == 0 and "(not present: defaults and environment only)" in out.splitlines()[0]
     clean_env.write_text("[embedding]\nno_such_setting = 1\n")
-    code, out, err = run(capsys, "--config", str(clean_env), "config", "show")
+    code, out, err = run_in_process(capsys, "--config", str(clean_env), "config", "show")
     assert code != 0 and out == "" and err.strip() == (
         f"error: unknown setting 'embedding.no_such_setting' (config file {clean_env})")
 
@@ -85,7 +75,7 @@ def test_mask_url(url: str) -> None:
 
 
 def test_init_writes_a_commented_file_that_loads_as_the_defaults(clean_env: Path, capsys) -> None:
-    code, out, err = run(capsys, "--config", str(clean_env), "config", "init")
+    code, out, err = run_in_process(capsys, "--config", str(clean_env), "config", "init")
     assert code == 0 and out == "" and str(clean_env) in err
     text = clean_env.read_text()
     assert text.startswith("# ragpg configuration (TOML).")
@@ -94,20 +84,20 @@ def test_init_writes_a_commented_file_that_loads_as_the_defaults(clean_env: Path
     assert load_settings(clean_env) == load_settings(clean_env.parent / "absent.toml")
     # (tests/foundation/test_setting_descriptions.py uncomments every setting and loads the defaults back)
 
-    code, _, err = run(capsys, "--config", str(clean_env), "config", "init")
+    code, _, err = run_in_process(capsys, "--config", str(clean_env), "config", "init")
     assert code == 2 and err.strip() == f"error: config file {clean_env} already exists; use --force to overwrite it"
     clean_env.write_text("# mine\n")
-    code, out, _ = run(capsys, "--config", str(clean_env), "config", "init", "--force", "--json")
+    code, out, _ = run_in_process(capsys, "--config", str(clean_env), "config", "init", "--force", "--json")
     assert code == 0 and json.loads(out) == {"config_file": str(clean_env)}
     assert clean_env.read_text() == default_config_text()
 
 
 def test_init_to_an_explicit_path_and_a_bad_one(clean_env: Path, tmp_path: Path, capsys) -> None:
     target = tmp_path / "sub" / "dir" / "ragpg.toml"
-    assert run(capsys, "config", "init", str(target))[0] == 0 and target.is_file()
+    assert run_in_process(capsys, "config", "init", str(target))[0] == 0 and target.is_file()
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    code, _, err = run(capsys, "config", "init", str(blocker / "ragpg.toml"))
+    code, _, err = run_in_process(capsys, "config", "init", str(blocker / "ragpg.toml"))
     assert code != 0 and err.startswith("error: cannot write config file") and len(err.strip().splitlines()) == 1
 
 

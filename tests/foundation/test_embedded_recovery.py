@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import REPO, ragpg
+from tests.support.cli import REPO, ragpg, subprocess_env
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def test_half_made_cluster_and_stale_staging_are_rebuilt(data_dir: Path, half_ma
 
 def test_first_start_killed_at_any_moment_recovers(data_dir: Path) -> None:
     """kill -9 of the whole process group at several moments of the first start, then a normal start."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_") and k != "DATABASE_URL"}
+    env = subprocess_env()
     for n, delay in enumerate((0.3, 0.8, 1.3)):
         target = data_dir / f"d{n}"
         proc = subprocess.Popen([sys.executable, "-m", "ragpg_cli.main", "db", "start"], cwd=REPO,

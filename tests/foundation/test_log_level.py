@@ -4,20 +4,17 @@ least INFO); a level that is not one is a one-line configuration error."""
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 
 import pytest
 
 from ragpg_cli.main import main
-from tests.support.cli import ragpg
+from tests.support.cli import ragpg, subprocess_env, use_ragpg_env
 
 
 @pytest.fixture
 def root_level(monkeypatch: pytest.MonkeyPatch) -> Iterator[logging.Logger]:
-    for key in [k for k in os.environ if k.startswith("RAGPG_") or k == "DATABASE_URL"]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("RAGPG_CONFIG", "/nonexistent/ragpg.toml")
+    use_ragpg_env(monkeypatch, {"RAGPG_CONFIG": "/nonexistent/ragpg.toml"})
     root = logging.getLogger()
     saved = root.level
     yield root
@@ -62,8 +59,7 @@ def _python(code: str, env: dict[str, str]):
     import subprocess
     import sys
 
-    full = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_")}
-    full.update({"RAGPG_CONFIG": "/nonexistent/ragpg.toml", **env})
+    full = subprocess_env({"RAGPG_CONFIG": "/nonexistent/ragpg.toml", **env})
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=120)
 
 

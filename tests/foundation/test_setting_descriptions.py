@@ -5,7 +5,6 @@ its fields) and of a retrieval profile, printed by `ragpg config show` (text and
 from __future__ import annotations
 
 import json
-import os
 import re
 import tomllib
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from rag.config import Settings, load_settings
 from rag.retrieval.profiles import Profile
 from ragpg_cli.config_init import default_config_text
 from ragpg_cli.main import main
+from tests.support.cli import use_ragpg_env
 
 REPO = Path(__file__).resolve().parents[2]
 SETTING_LINE = re.compile(r"^#(?P<key>[A-Za-z_][A-Za-z0-9_]*) = ")
@@ -42,8 +42,7 @@ def _is_group(dotted: str) -> bool:
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for key in [k for k in os.environ if k.startswith("RAGPG_") or k == "DATABASE_URL"]:
-        monkeypatch.delenv(key)
+    use_ragpg_env(monkeypatch, {})
     return tmp_path / "ragpg.toml"
 
 
@@ -99,7 +98,8 @@ def test_show_prints_descriptions(clean_env: Path, capsys: pytest.CaptureFixture
     rows = {r["name"]: r for r in json.loads(out)["settings"]}
     described = dict(_fields(Settings))
     assert set(rows) == set(_leaves())
-    assert all(rows[name]["description"] == described[name] for name in rows)
+    # each on one line (a docstring's line breaks are where its source wrapped)
+    assert all(rows[name]["description"] == " ".join((described[name] or "").split()) for name in rows)
     code = main(["--config", str(clean_env), "config", "show"])
     human, _ = capsys.readouterr()
     assert code == 0

@@ -6,7 +6,6 @@ ragpg_server, cli/ as ragpg_cli): nothing named `server` or `db` lands in site-p
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import psycopg
 
 from rag.store.migrate import head_revision
+from tests.support.cli import subprocess_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,8 +53,7 @@ def test_pip_install_then_db_upgrade(tmp_path, pg_server):
 
     name = pg_server.create_empty_database("wheel")
     url = pg_server.url(name)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_")}
-    env["DATABASE_URL"] = url
+    env = subprocess_env({"DATABASE_URL": url})
     out = subprocess.run([str(venv / "bin" / "ragpg"), "db", "upgrade"], capture_output=True, text=True,
                          cwd=tmp_path, env=env, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -4,7 +4,6 @@ run; a deferral whose run is still alive is left alone."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -13,18 +12,12 @@ import pytest
 from rag.config import Settings
 from rag.ingest.hnsw import BulkLoadPolicy, defer_indexes, restore_deferred
 from rag.store.database import open_connection
-from tests.ingest_db.helpers import add, embedding_count, hnsw_definition, index, with_settings, write_files
+from tests.ingest_db.helpers import add, embedding_count, hnsw_definition, index, with_settings
+from tests.support.files import write_files
 
 TABLE = "embeddings_hash_feature_hash_384"
 DEFINITION = hnsw_definition(TABLE)
 ALWAYS = BulkLoadPolicy(min_vectors=1, min_fraction=0.001)
-
-
-@pytest.fixture
-def aconn(db_url: str) -> Iterator[psycopg.Connection]:
-    connection = open_connection(db_url, autocommit=True)
-    yield connection
-    connection.close()
 
 
 def notes(count: int) -> dict[str, str]:

@@ -7,16 +7,11 @@ import pytest
 
 from rag.errors import InputError, NotFoundError
 from rag.ingest.walk import SkippedFile, VaultFile, is_denied, walk_vault
+from tests.support.files import write_files
 
 
 def write(root: Path, rel: str, content: str | bytes = "text\n") -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content, encoding="utf-8")
-    return path
+    return write_files(root, {rel: content}) / rel
 
 
 def rels(files: list[VaultFile]) -> list[str]:
@@ -28,11 +23,11 @@ def reasons(skipped: list[SkippedFile]) -> dict[str, str]:
 
 
 def test_candidates_kinds_and_sorted_order(tmp_path: Path) -> None:
-    for rel in ["b.md", "a/z.txt", "a/y.MARKDOWN", "c.pdf", "image.png", "a/notes.md.bak", ".hidden.md"]:
+    for rel in ["b.md", "a/z.txt", "a/y.MARKDOWN", "c.pdf", "d.canvas", "image.png", "a/notes.md.bak", ".hidden.md"]:
         write(tmp_path, rel)
     result = walk_vault(tmp_path)
-    assert rels(result.files) == [".hidden.md", "a/y.MARKDOWN", "a/z.txt", "b.md"]
-    assert [f.kind for f in result.files] == ["markdown", "markdown", "text", "markdown"]
+    assert rels(result.files) == [".hidden.md", "a/y.MARKDOWN", "a/z.txt", "b.md", "c.pdf", "d.canvas"]
+    assert [f.kind for f in result.files] == ["markdown", "markdown", "text", "markdown", "pdf", "canvas"]
     assert result.skipped == []  # other extensions are not candidates, so not reported
     first = result.files[1]
     assert first.abs_path == tmp_path / "a" / "y.MARKDOWN" and first.abs_path.is_absolute()
@@ -172,3 +167,12 @@ def test_a_folder_nested_500_deep_is_walked_without_recursion(tmp_path: Path) ->
     write(tmp_path, "top.md")
     result = walk_vault(tmp_path)
     assert rels(result.files) == [f"{deep}/bottom.md", "top.md"] and result.skipped == []
+
+
+def test_a_pdf_has_its_own_size_limit(tmp_path: Path) -> None:
+    (tmp_path / "big.pdf").write_bytes(b"%PDF" + b"x" * 3000)
+    (tmp_path / "big.md").write_text("x" * 3000)
+    result = walk_vault(tmp_path, max_document_bytes=10_000, max_pdf_bytes=1000)
+    assert rels(result.files) == ["big.md"]
+    assert [(s.source_path, s.reason, s.detail) for s in result.skipped] == [
+        ("big.pdf", "too_large", "3004 bytes > limit 1000")]

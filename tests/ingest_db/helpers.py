@@ -15,20 +15,9 @@ import psycopg
 from rag.config import Settings
 from rag.ingest.pipeline import IndexReport, index_vaults
 from rag.store.vaults import NewVault, Vault, add_vault
+from tests.support.cli import ragpg_env, subprocess_env
 
 RAGPG = [sys.executable, "-m", "ragpg_cli.main"]
-
-
-def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return root
 
 
 def add(conn: psycopg.Connection, name: str, path: Path, **kwargs: Any) -> Vault:
@@ -101,11 +90,7 @@ def tables_holding(conn: psycopg.Connection, needles: list[str]) -> list[str]:
 
 
 def cli_env(db_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_")}
-    env.update({"DATABASE_URL": db_url, "RAGPG_EMBEDDING__MODEL": "hash",
-                "RAGPG_CONFIG": str(tmp_path / "absent.toml"), "RAGPG_DATA_DIR": str(tmp_path / "data")})
-    env.update(extra)
-    return env
+    return subprocess_env(ragpg_env(db_url, tmp_path, **extra))
 
 
 
@@ -153,6 +138,26 @@ def file_permissions_enforced() -> Iterator[None]:
         yield
     finally:
         _capset(lambda eff: previous)
+
+
+def indexed_filtered_terms(conn: psycopg.Connection, query: str, vaults: list[str] | None = None) -> dict[str, Any]:
+    """The term arrays ragpg_lexical_scores hands to ragpg_lexical_scores_indexed_filtered for `query`
+    over `vaults` (None: every vault), read as the owner (statistics, not text): v vault ids, c text
+    search configs, l lexemes, w qtf * idf, a the vault's average chunk length."""
+    row = conn.execute("""
+        select array_agg(s.vault_id) as v, array_agg(q.text_search_config) as c, array_agg(q.lexeme) as l,
+               array_agg(q.query_frequency * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8)
+                                                / (ts.chunk_frequency + 0.5::float8))) as w,
+               array_agg(s.total_length::float8 / s.chunk_count) as a
+        from (select vault_id, sum(chunk_count)::bigint as chunk_count, sum(total_length)::bigint as total_length
+              from bm25_vault_stats group by vault_id) s
+        join vaults v on v.id = s.vault_id and (%(vaults)s::text[] is null or v.name = any(%(vaults)s))
+        cross join ragpg_query_lexemes(%(query)s, %(vaults)s) q
+        cross join lateral (select sum(tt.chunk_frequency)::bigint as chunk_frequency from bm25_term_stats tt
+                            where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme having count(*) > 0) ts""",
+                       {"query": query, "vaults": vaults}).fetchone()
+    assert row is not None
+    return dict(row)
 
 
 def hnsw_definition(table: str) -> str:

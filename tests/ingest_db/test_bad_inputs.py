@@ -13,7 +13,8 @@ from rag.config import Settings
 from rag.embed import get_embedder
 from rag.ingest import pipeline
 from rag.ingest.walk import WalkResult, walk_vault
-from tests.ingest_db.helpers import add, file_permissions_enforced, index, write_files
+from tests.ingest_db.helpers import add, file_permissions_enforced, index
+from tests.support.files import write_files
 
 GOOD = {"good.md": "# Good\n\nkept\n", "sub/fine.md": "fine\n"}
 

@@ -27,7 +27,8 @@ from rag.retrieval import retrieve
 from rag.runtime import Runtime
 from rag.store import lexical_backend, migrate, models
 from rag.store.embedded import EmbeddedServer
-from tests.ingest_db.helpers import add, index, with_settings, write_files
+from tests.ingest_db.helpers import add, index, indexed_filtered_terms, with_settings
+from tests.support.files import write_files
 
 SHARED_VAULT = Path(__file__).resolve().parents[3] / "shared" / "data" / "obsidian-help"
 QUERIES = [
@@ -127,16 +128,7 @@ def test_a_filtered_index_read_that_cannot_prove_its_answer_gives_way(settings: 
     add(aconn, "help", SHARED_VAULT)
     index(settings)
     f = '{"folder": {"$prefix": "Plugins"}}'
-    terms = aconn.execute("""
-        select array_agg(s.vault_id) as v, array_agg(q.text_search_config) as c, array_agg(q.lexeme) as l,
-               array_agg(q.query_frequency * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8)
-                                                / (ts.chunk_frequency + 0.5::float8))) as w,
-               array_agg(s.total_length::float8 / s.chunk_count) as a
-        from (select vault_id, sum(chunk_count)::bigint as chunk_count, sum(total_length)::bigint as total_length
-              from bm25_vault_stats group by vault_id) s
-        cross join ragpg_query_lexemes('install a community plugin', null) q
-        cross join lateral (select sum(tt.chunk_frequency)::bigint as chunk_frequency from bm25_term_stats tt
-                            where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme having count(*) > 0) ts""").fetchone()
+    terms = indexed_filtered_terms(aconn, "install a community plugin")
     compiled = aconn.execute("select * from ragpg_compile_filter(%s)", (f,)).fetchone()
 
     def indexed(depth: int) -> dict[str, Any]:

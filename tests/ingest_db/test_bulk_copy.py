@@ -17,7 +17,8 @@ from rag.ingest import build_memory, bulk, store
 from rag.ingest.store import PreparedChunk, PreparedDocument
 from rag.store.models import EmbeddingModelRef, register_model
 from rag.store.vaults import NewVault, Vault, add_vault, get_vault
-from tests.ingest_db.helpers import add, index, with_settings, write_files
+from tests.ingest_db.helpers import add, index, with_settings
+from tests.support.files import write_files
 
 WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda river mountain cloud stone "
          "running runner runs ran quickly slowly bright dark tree forest ocean wave signal noise").split()

@@ -13,7 +13,8 @@ import psycopg
 from rag.config import Settings
 from rag.embed.hash import HashEmbedder
 from rag.ingest.store import embedding_text
-from tests.ingest_db.helpers import add, embedding_count, hnsw_definition, index, with_settings, write_files
+from tests.ingest_db.helpers import add, embedding_count, hnsw_definition, index, with_settings
+from tests.support.files import write_files
 
 TABLE = "embeddings_hash_feature_hash_384"
 DEFINITION = hnsw_definition(TABLE)

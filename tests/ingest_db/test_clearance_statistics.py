@@ -23,8 +23,8 @@ from rag.notes.ask import search
 from rag.runtime import Runtime
 from rag.store.database import open_connection
 from rag.store.row_security import apply_read_scope
-from tests.ingest_db.helpers import write_files
 from tests.ingest_db.test_row_security import NOTES, QUERY, console_conn, indexed, model_suffix  # noqa: F401
+from tests.support.files import write_files
 
 pytestmark = [pytest.mark.security, pytest.mark.usefixtures("indexed")]
 

@@ -17,8 +17,9 @@ from rag.ingest import pipeline
 from rag.runtime import Runtime
 from rag.store import keys as key_store
 from ragpg_server.app import create_app, pool_size_for
-from tests.ingest_db.helpers import add, index, write_files
+from tests.ingest_db.helpers import add, index
 from tests.server.conftest import LOCAL_URL, LOOPBACK
+from tests.support.files import write_files
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcde", "bcdef", strict=True))

@@ -18,7 +18,8 @@ from rag.config import Settings
 from rag.ingest import pipeline
 from rag.ingest import walk as walk_module
 from rag.ingest.walk import WalkResult
-from tests.ingest_db.helpers import add, index, write_files
+from tests.ingest_db.helpers import add, index
+from tests.support.files import write_files
 
 
 def after_walk(monkeypatch: pytest.MonkeyPatch, change: Callable[[], None]) -> None:

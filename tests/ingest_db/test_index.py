@@ -11,7 +11,8 @@ import psycopg
 
 from rag.config import Settings
 from rag.ingest.pipeline import index_vaults
-from tests.ingest_db.helpers import add, embedding_count, index, snapshot, with_settings, write_files
+from tests.ingest_db.helpers import add, embedding_count, index, snapshot, with_settings
+from tests.support.files import write_files
 
 NOTE = """---
 title: Release plan

@@ -16,7 +16,8 @@ from psycopg import sql
 from rag.config import Settings
 from rag.ingest import pipeline, store, walk
 from rag.store import migrate
-from tests.ingest_db.helpers import add, embedding_count, index, tables_holding, with_settings, write_files
+from tests.ingest_db.helpers import add, embedding_count, index, tables_holding, with_settings
+from tests.support.files import write_files
 
 MIGRATION = importlib.import_module("rag.db.migrations.versions.0012_mask_stored_secrets")
 TOKEN = "ghp_" + "Rt5" * 12

@@ -12,7 +12,8 @@ import pytest
 from rag.config import Settings
 from rag.ingest import pipeline
 from rag.ingest.walk import WalkResult
-from tests.ingest_db.helpers import add, index, write_files
+from tests.ingest_db.helpers import add, index
+from tests.support.files import write_files
 
 TOKEN = "ghp_" + "Ab1" * 12
 FOLDER = f"keys {TOKEN}"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import psycopg
 
-from tests.ingest_db.helpers import RAGPG, cli_env, write_files
+from tests.ingest_db.helpers import RAGPG, cli_env
+from tests.support.files import write_files
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

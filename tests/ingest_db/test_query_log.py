@@ -6,7 +6,6 @@ question would. Real notes indexed by the real CLI, real Postgres."""
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import sys
 import textwrap
@@ -25,6 +24,7 @@ from rag.config import Settings
 from rag.runtime import Runtime
 from rag.store.query_log import RECORD_BATCH_SQL, QueryRecord, batch_params
 from tests.ingest_db.test_row_security import QUERY, indexed  # noqa: F401
+from tests.support.cli import subprocess_env
 
 pytestmark = pytest.mark.usefixtures("indexed")
 WAIT_S = 20.0
@@ -161,7 +161,7 @@ def test_records_queued_at_exit_are_written(settings: Settings, aconn: psycopg.C
                                    embedding={{"model": "hash"}}))
         rag.search({QUERY!r}, runtime=rt)  # no rt.close(): the atexit hook flushes the writer
     """)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_") and k != "DATABASE_URL"}
+    env = subprocess_env()
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert [r["query_text"] for r in aconn.execute("select query_text from query_embeddings")] == [QUERY]

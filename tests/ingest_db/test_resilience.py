@@ -17,8 +17,9 @@ from rag.config import EmbeddingSettings, Settings
 from rag.embed import register_provider
 from rag.embed.hash import HashEmbedder
 from rag.store.database import open_connection
-from tests.ingest_db.helpers import RAGPG, add, cli_env, embedding_count, index, snapshot, write_files
+from tests.ingest_db.helpers import RAGPG, add, cli_env, embedding_count, index, snapshot
 from tests.support import pg
+from tests.support.files import write_files
 
 HASH_TABLE = "embeddings_hash_feature_hash_384"
 

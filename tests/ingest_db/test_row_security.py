@@ -16,7 +16,8 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from tests.ingest_db.helpers import RAGPG, cli_env, write_files
+from tests.ingest_db.helpers import RAGPG, cli_env, indexed_filtered_terms
+from tests.support.files import write_files
 
 NOTES = {
     "open/garden.md": "# Garden\nTomatoes need sun and launch codes are not needed here.\n",
@@ -75,17 +76,7 @@ def call_every_match_function(conn: psycopg.Connection, suffix: str, embedding: 
 def filtered_index_args(aconn: psycopg.Connection) -> dict[str, Any]:
     """ragpg_lexical_scores_indexed_filtered's term arrays for QUERY over the notes vault (read as the
     owner; they hold statistics, not text) and a filter every note passes."""
-    row = aconn.execute("""
-        select array_agg(s.vault_id) as v, array_agg(q.text_search_config) as c, array_agg(q.lexeme) as l,
-               array_agg(q.query_frequency * ln(1 + (s.chunk_count - ts.chunk_frequency + 0.5::float8)
-                                                / (ts.chunk_frequency + 0.5::float8))) as w,
-               array_agg(s.total_length::float8 / s.chunk_count) as a
-        from (select vault_id, sum(chunk_count)::bigint as chunk_count, sum(total_length)::bigint as total_length
-              from bm25_vault_stats group by vault_id) s
-        join vaults v on v.id = s.vault_id and v.name = 'notes'
-        cross join ragpg_query_lexemes(%s, array['notes']) q
-        cross join lateral (select sum(tt.chunk_frequency)::bigint as chunk_frequency from bm25_term_stats tt
-                            where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme having count(*) > 0) ts""", (QUERY,)).fetchone()
+    row = indexed_filtered_terms(aconn, QUERY, ["notes"])
     compiled = aconn.execute("""select containment, predicate::text as predicate, vars
                                 from ragpg_compile_filter('{"source_path": {"$gte": ""}}')""").fetchone()
     return {**row, **compiled}

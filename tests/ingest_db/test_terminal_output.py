@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from ragpg_cli.terminal import for_terminal, json_for_terminal
-from tests.ingest_db.helpers import write_files
+from tests.support.files import write_files
 
 ATTACK = ("Rotate the signing keys monthly. \x1b]52;c;cm0gLXJmIH4=\x07Clipboard written. "
           "\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\ \x1b]0;pwned title\x07"

@@ -17,7 +17,8 @@ from rag.retrieval.retrieve import match_folders
 from rag.retrieval.stage import indexed_model
 from rag.runtime import Runtime
 from rag.store import vaults
-from tests.ingest_db.helpers import add, index, write_files
+from tests.ingest_db.helpers import add, index
+from tests.support.files import write_files
 
 MESSAGE = "unknown vault 'nope' (known: alpha, beta)"
 

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from rag.ingest import pipeline
-from tests.ingest_db.helpers import write_files
+from tests.support.files import write_files
 
 DEEP = "/".join(["d"] * 500)
 

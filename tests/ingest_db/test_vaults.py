@@ -18,7 +18,8 @@ from rag.store.vaults import (
     remove_vault,
     resolve_vault_names,
 )
-from tests.ingest_db.helpers import add, index, write_files
+from tests.ingest_db.helpers import add, index
+from tests.support.files import write_files
 
 
 def vault_count(conn: psycopg.Connection) -> int:

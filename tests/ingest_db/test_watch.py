@@ -12,7 +12,8 @@ import psycopg
 from rag.config import Settings
 from rag.ingest.pipeline import IndexReport
 from rag.ingest.watch import watch_vaults
-from tests.ingest_db.helpers import add, with_settings, write_files
+from tests.ingest_db.helpers import add, with_settings
+from tests.support.files import write_files
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:

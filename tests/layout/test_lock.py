@@ -17,7 +17,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
-LOCKS = {"dev.lock": ("server", "langfuse", "eval", "bm25", "mcp", "dev"),
+LOCKS = {"dev.lock": ("server", "langfuse", "eval", "bm25", "mcp", "pdf", "dev"),
          "server.lock": ("server", "langfuse", "bm25", "mcp")}
 
 

@@ -13,6 +13,7 @@ from rag.config import Settings
 from rag.ingest.pipeline import index_vaults
 from rag.store import keys as key_store
 from rag.store.vaults import NewVault, add_vault
+from tests.support.files import write_files
 
 PUBLIC_MARK, INTERNAL_MARK, RESTRICTED_MARK, WORK_MARK = "SUNFLOWER", "BLUEHERON", "ZEBRAQUARTZ", "KINGFISHER"
 
@@ -50,14 +51,7 @@ class Corpus:
 
 
 def write_vaults(base: Path) -> dict[str, Path]:
-    roots = {}
-    for vault, files in FILES.items():
-        root = base / vault
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text, encoding="utf-8")
-        roots[vault] = root
-    return roots
+    return {vault: write_files(base / vault, files) for vault, files in FILES.items()}
 
 
 @pytest.fixture

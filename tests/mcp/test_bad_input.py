@@ -4,7 +4,6 @@ input, one bad call after another on one session, and the server keeps serving. 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import anyio
@@ -18,7 +17,7 @@ from ragpg_cli.main import main
 from tests.mcp.bad_calls import BAD_CALLS, check_bad_calls_then_a_good_one
 from tests.mcp.conftest import Corpus
 from tests.mcp.session import server_env, stdio_session
-from tests.support.cli import ragpg
+from tests.support.cli import ragpg, use_ragpg_env
 
 WITH_CLI = [(tool, args, cli, expected) for tool, args, cli, expected in BAD_CALLS if cli is not None]
 
@@ -35,10 +34,7 @@ def test_bad_calls_in_a_row_then_a_good_one_over_stdio(db_url: str, corpus: Corp
 def test_the_cli_prints_the_same_line(db_url: str, corpus: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str], tool: str, arguments: dict[str, object],
                                       cli: list[str], expected: str) -> None:
-    for name in [k for k in os.environ if k.startswith("RAGPG_")]:
-        monkeypatch.delenv(name)
-    for name, value in server_env(db_url, tmp_path).items():
-        monkeypatch.setenv(name, value)
+    use_ragpg_env(monkeypatch, server_env(db_url, tmp_path))
     code = main(cli)
     assert code != 0
     assert capsys.readouterr().err.strip() == expected

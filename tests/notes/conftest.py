@@ -5,7 +5,6 @@ and a CLI environment that indexes real files on disk."""
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,8 @@ import pytest
 
 from rag.config import LLMSettings, NotesSettings, Settings
 from rag.runtime import Runtime
-from ragpg_cli.main import main
 from tests.notes.kit import ABSTAIN, NotesDB
+from tests.support.cli import ragpg_env, run_in_process, use_ragpg_env
 from tests.support.llm_stub import LLMStub
 
 FOLDER_PROMPT_MARK = "Which folders most likely contain the answer?"
@@ -83,13 +82,6 @@ def answer_prompts(stub: LLMStub) -> list[str]:
             if len(r["messages"]) == 2 and r["messages"][0]["role"] == "system"]
 
 
-def write_vault(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
-
 
 # -- the CLI on real files --------------------------------------------------------------------------
 
@@ -106,25 +98,14 @@ def cli_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dic
     holding only the test abstention model."""
     config = tmp_path / "ragpg.toml"
     config.write_text(abstain_toml(), encoding="utf-8")
-    env = {"DATABASE_URL": db_url, "RAGPG_EMBEDDING__MODEL": "hash", "RAGPG_CONFIG": str(config),
-           "RAGPG_DATA_DIR": str(tmp_path / "data")}
-    for key in [k for k in os.environ if k.startswith("RAGPG_")]:
-        monkeypatch.delenv(key)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+    env = ragpg_env(db_url, tmp_path, config=config)
+    use_ragpg_env(monkeypatch, env)
     return env
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """`ragpg <args>` in-process: (exit code, stdout, stderr)."""
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def index_vault(capsys: pytest.CaptureFixture[str], name: str, root: Path) -> None:
     """`ragpg vault add <name> <root>` and `ragpg index` (the real indexing pipeline)."""
-    code, _, err = run(capsys, "vault", "add", name, str(root))
+    code, _, err = run_in_process(capsys, "vault", "add", name, str(root))
     assert code == 0, err
-    code, _, err = run(capsys, "index", "--quiet")
+    code, _, err = run_in_process(capsys, "index", "--quiet")
     assert code == 0, err

@@ -14,8 +14,9 @@ from rag.notes.abstain import SIGNALS
 from rag.notes.answer import NOTICE_NO_LLM
 from rag.notes.results import AskResponse, Reference
 from ragpg_cli.ask import LOW_CONFIDENCE_NOTE, render_answer, source_lines
-from tests.notes.conftest import index_vault, run, script, write_vault
-from tests.support.cli import ragpg
+from tests.notes.conftest import index_vault, script
+from tests.support.cli import ragpg, run_in_process
+from tests.support.files import write_files
 
 JARGON = re.compile(r"score|chunk|embedding|context|vector|lexical|rerank|retriev|similarity|candidate|cosine"
                     r"|token|centroid|abstain|bm25|floor|prompt|llm|top[-_ ]?k|\bk\b", re.IGNORECASE)
@@ -40,7 +41,7 @@ ZEBRA = "Which zebra crossed the quantum volcano yesterday?"
 
 @pytest.fixture
 def vault(cli_env, tmp_path, capsys):
-    root = write_vault(tmp_path / "notes", FILES)
+    root = write_files(tmp_path / "notes", FILES)
     index_vault(capsys, "notes", root)
     return root
 
@@ -53,7 +54,7 @@ def parts(out: str) -> tuple[list[str], list[str]]:
 
 
 def test_ask_human_output_without_llm(vault, capsys):
-    code, out, err = run(capsys, "ask", QUESTION)
+    code, out, err = run_in_process(capsys, "ask", QUESTION)
     assert code == 0, err
     assert out.startswith(f"Answer:\n({NOTICE_NO_LLM})\n")
     assert out.count(NOTICE_NO_LLM) == 1
@@ -68,7 +69,7 @@ def test_ask_human_output_without_llm(vault, capsys):
     ("brief", [TIMELINE], 1), ("normal", [TIMELINE, MEETING], 3), ("detailed", [TIMELINE, MEETING, RISKS], 8)])
 def test_detail_changes_the_sentences_and_sources_shown(vault, capsys, detail, sentences, sources):
     # answer_sentences 1/2/3 and answer_sources 1/3/8 (defaults); detailed draws on 8 passages
-    code, out, _ = run(capsys, "ask", QUESTION, "--detail", detail)
+    code, out, _ = run_in_process(capsys, "ask", QUESTION, "--detail", detail)
     assert code == 0
     answer, listed = parts(out)
     assert answer == sentences and len(listed) == sources == len(set(listed))
@@ -78,13 +79,13 @@ def test_detail_changes_the_sentences_and_sources_shown(vault, capsys, detail, s
 def test_k_changes_how_many_passages_are_drawn_on(vault, capsys):
     listed = {}
     for k in ("3", "6"):
-        code, out, _ = run(capsys, "ask", QUESTION, "--detail", "detailed", "--k", k, "--explain")
+        code, out, _ = run_in_process(capsys, "ask", QUESTION, "--detail", "detailed", "--k", k, "--explain")
         assert code == 0
         listed[k] = parts(out)[1]
         assert f"- The answer draws on up to {k} passages." in out.splitlines()
     # detailed lists up to 8 sources: as many as the passages drawn on, the best first
     assert len(listed["3"]) == 3 and len(listed["6"]) == 6 and listed["6"][:3] == listed["3"]
-    code, out, _ = run(capsys, "ask", QUESTION, "--detail", "detailed", "--k", "3", "--json", "--debug")
+    code, out, _ = run_in_process(capsys, "ask", QUESTION, "--detail", "detailed", "--k", "3", "--json", "--debug")
     data = json.loads(out)
     assert data["debug"]["k"] == {"value": 3, "requested": 3, "reasons": ["explicit k"]}
     drawn = [(c["path"], c["ordinal"]) for c in data["debug"]["candidates"][:3]]
@@ -92,18 +93,18 @@ def test_k_changes_how_many_passages_are_drawn_on(vault, capsys):
 
 
 def test_ask_k_out_of_range_is_clamped_and_noted(vault, capsys):
-    code, out, err = run(capsys, "ask", QUESTION, "--k", "99", "--json", "--debug")
+    code, out, err = run_in_process(capsys, "ask", QUESTION, "--k", "99", "--json", "--debug")
     assert code == 0 and err == ""
     k = json.loads(out)["debug"]["k"]
     assert k == {"value": 8, "requested": 99, "reasons": ["k=99 is outside 3-8; clamped to 8"]}
-    code, out, _ = run(capsys, "ask", QUESTION, "--k", "99", "--explain")
+    code, out, _ = run_in_process(capsys, "ask", QUESTION, "--k", "99", "--explain")
     assert code == 0 and "- The answer draws on up to 8 passages." in out.splitlines()
-    code, out, _ = run(capsys, "ask", QUESTION, "--k", "-2", "--json", "--debug")
+    code, out, _ = run_in_process(capsys, "ask", QUESTION, "--k", "-2", "--json", "--debug")
     assert code == 0 and json.loads(out)["debug"]["k"]["value"] == 3
 
 
 def test_explain_says_how_the_answer_was_found(vault, capsys):
-    code, out, err = run(capsys, "ask", QUESTION, "--explain")
+    code, out, err = run_in_process(capsys, "ask", QUESTION, "--explain")
     assert code == 0 and err == ""
     answer, _, why = out.partition("\n\nWhy this answer:\n")
     assert parts(answer)[0] == [TIMELINE, MEETING]
@@ -118,12 +119,12 @@ def test_explain_says_how_the_answer_was_found(vault, capsys):
 
 
 def test_explain_names_the_folders_searched_and_why_it_abstained(vault, capsys):
-    code, out, _ = run(capsys, "ask", QUESTION, "--explain", "--folder", "projects", "--folder", "meetings")
+    code, out, _ = run_in_process(capsys, "ask", QUESTION, "--explain", "--folder", "projects", "--folder", "meetings")
     assert code == 0
     why = out.partition("\n\nWhy this answer:\n")[2].splitlines()
     assert why[0] == "- Searched vault notes: only the folders you named (notes/projects/**, notes/meetings/**)."
     assert all(re.match(r"  \d\. (projects|meetings)/", line) for line in why if line.startswith("  "))
-    code, out, _ = run(capsys, "ask", ZEBRA, "--explain")
+    code, out, _ = run_in_process(capsys, "ask", ZEBRA, "--explain")
     assert code == 0
     assert out.startswith("Answer:\nI could not find this information in the available documents.\n\nWhy this answer:")
     decision = out.splitlines()[-1]
@@ -132,22 +133,22 @@ def test_explain_names_the_folders_searched_and_why_it_abstained(vault, capsys):
 
 
 def test_explain_with_json_adds_an_explanation_list(vault, capsys):
-    code, out, _ = run(capsys, "ask", QUESTION, "--explain", "--json")
+    code, out, _ = run_in_process(capsys, "ask", QUESTION, "--explain", "--json")
     assert code == 0
     data = json.loads(out)
     assert "debug" not in data and isinstance(data["explanation"], list)
     assert data["explanation"][0] == "Searched vault notes: every folder (4)."
     assert data["explanation"][-1].startswith("Decision: answered:")
     assert "  1. projects/alpha.md — # Alpha > ## Timeline (found by both word and meaning search)" in data["explanation"]
-    code, out, _ = run(capsys, "ask", QUESTION, "--explain", "--json", "--debug")
+    code, out, _ = run_in_process(capsys, "ask", QUESTION, "--explain", "--json", "--debug")
     data = json.loads(out)
     assert data["explanation"] and data["debug"]["abstention"]["abstain"] is False
-    code, out, _ = run(capsys, "ask", QUESTION, "--json")
+    code, out, _ = run_in_process(capsys, "ask", QUESTION, "--json")
     assert "explanation" not in json.loads(out)
 
 
 def test_ask_json_and_debug(vault, capsys):
-    code, out, _ = run(capsys, "ask", QUESTION, "--json", "--debug", "--detail", "brief")
+    code, out, _ = run_in_process(capsys, "ask", QUESTION, "--json", "--debug", "--detail", "brief")
     assert code == 0
     data = json.loads(out)
     assert data["abstained"] is False and data["answered_by"] == "extractive" and data["confidence"] == "normal"
@@ -161,7 +162,7 @@ def test_ask_json_and_debug(vault, capsys):
 
 
 def test_ask_human_debug_goes_to_stderr(vault, capsys):
-    code, out, err = run(capsys, "ask", QUESTION, "--debug", "--folder", "projects")
+    code, out, err = run_in_process(capsys, "ask", QUESTION, "--debug", "--folder", "projects")
     assert code == 0 and out.startswith("Answer:\n") and not JARGON.search(out)
     debug = json.loads(err)
     assert debug["folders"]["restricted_to"] == ["notes/projects/**"]
@@ -179,7 +180,7 @@ def test_ask_with_llm_cites_sources(vault, capsys, llm_stub, monkeypatch):
     script(llm_stub, folders='["notes/projects", "notes/meetings"]',
            answer="The alpha project ships in March [File: alpha.md, Section: Timeline], as agreed in the "
                   "weekly meeting [File: 2024-05-01.md, Section: Weekly meeting].")
-    code, out, err = run(capsys, "ask", QUESTION, "--detail", "brief")
+    code, out, err = run_in_process(capsys, "ask", QUESTION, "--detail", "brief")
     assert code == 0, err
     assert NOTICE_NO_LLM not in out
     assert out.startswith("Answer:\nThe alpha project ships in March [File: alpha.md, Section: Timeline]")
@@ -191,11 +192,11 @@ def test_ask_with_llm_cites_sources(vault, capsys, llm_stub, monkeypatch):
 def test_ask_with_llm_declining_abstains(vault, capsys, llm_stub, monkeypatch):
     llm_env(monkeypatch, llm_stub)
     script(llm_stub, answer="I could not find this information in the available documents.")
-    code, out, _ = run(capsys, "ask", QUESTION, "--json")
+    code, out, _ = run_in_process(capsys, "ask", QUESTION, "--json")
     data = json.loads(out)
     assert (data["abstained"], data["abstain_reason"], data["answered_by"], data["references"]) == (
         True, "llm_declined", "llm", [])
-    code, out, _ = run(capsys, "ask", QUESTION, "--explain")
+    code, out, _ = run_in_process(capsys, "ask", QUESTION, "--explain")
     assert out.splitlines()[-1] == ("- Decision: not answered: the language model found no answer in the "
                                     "passages.")
 
@@ -203,7 +204,7 @@ def test_ask_with_llm_declining_abstains(vault, capsys, llm_stub, monkeypatch):
 def test_ask_with_llm_down_still_answers_cleanly(vault, capsys, llm_stub, monkeypatch):
     llm_env(monkeypatch, llm_stub)
     llm_stub.fail_status = 500
-    code, out, _ = run(capsys, "ask", QUESTION)
+    code, out, _ = run_in_process(capsys, "ask", QUESTION)
     assert code == 0
     assert out.startswith("Answer:\n(The language model could not be reached, so this answer quotes your notes "
                           f"directly.)\n{TIMELINE}\n")
@@ -211,18 +212,18 @@ def test_ask_with_llm_down_still_answers_cleanly(vault, capsys, llm_stub, monkey
 
 
 def test_search_human_and_json(vault, capsys):
-    code, out, _ = run(capsys, "search", "alpha deploy servers", "--k", "3")
+    code, out, _ = run_in_process(capsys, "search", "alpha deploy servers", "--k", "3")
     assert code == 0
     assert out.startswith("1. ops/deploy.md — # Deploy (lines ")
     assert len(re.findall(r"^\d\. ", out, re.MULTILINE)) == 3
     assert "AKIAIOSFODNN7EXAMPLE" not in out and "REDACTED" in out
-    code, out, _ = run(capsys, "search", "alpha", "--folder", "projects", "--json")
+    code, out, _ = run_in_process(capsys, "search", "alpha", "--folder", "projects", "--json")
     items = json.loads(out)["items"]
     assert items and {i["source_path"] for i in items} == {"projects/alpha.md", "projects/alpha-risks.md"}
     assert {"vault", "source_path", "heading_path", "ordinal", "start_line", "end_line", "snippet",
             "score"} <= set(items[0])
     assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
-    code, out, _ = run(capsys, "search", "zebra quantum volcano", "--folder", "recipes")
+    code, out, _ = run_in_process(capsys, "search", "zebra quantum volcano", "--folder", "recipes")
     assert out.startswith("1. recipes/soup.md")  # every passage in scope is ranked, however weak
 
 
@@ -240,12 +241,12 @@ def test_search_human_and_json(vault, capsys):
 ])
 def test_bad_input_one_line_on_stderr(vault, tmp_path, capsys, args, code, message):
     (tmp_path / "empty").mkdir()
-    assert run(capsys, "vault", "add", "empty", str(tmp_path / "empty"))[0] == 0
-    got, out, err = run(capsys, *args)
+    assert run_in_process(capsys, "vault", "add", "empty", str(tmp_path / "empty"))[0] == 0
+    got, out, err = run_in_process(capsys, *args)
     assert got == code and out == ""
     assert message in err and len(err.strip().splitlines()) == 1
     # nothing lost: the vault still answers
-    assert "projects/alpha.md" in run(capsys, "ask", QUESTION)[1]
+    assert "projects/alpha.md" in run_in_process(capsys, "ask", QUESTION)[1]
 
 
 def test_real_console_script(vault, cli_env):
@@ -271,10 +272,10 @@ def test_sources_are_deduplicated_by_source_and_location():
 
 
 def test_ask_abstains_in_plain_words(vault, capsys):
-    code, out, err = run(capsys, "ask", ZEBRA)
+    code, out, err = run_in_process(capsys, "ask", ZEBRA)
     assert code == 0 and err == ""
     assert out == "Answer:\nI could not find this information in the available documents.\n"
-    code, out, _ = run(capsys, "ask", ZEBRA, "--json")
+    code, out, _ = run_in_process(capsys, "ask", ZEBRA, "--json")
     data = json.loads(out)
     assert (data["abstained"], data["abstain_reason"], data["references"]) == (True, "no_relevant_context", [])
     assert data["answer"] == "I could not find this information in the available documents."

@@ -23,7 +23,8 @@ from rag.notes.extractive import (
     weigh_by_passage,
 )
 from rag.types import Candidate
-from tests.notes.conftest import index_vault, write_vault
+from tests.notes.conftest import index_vault
+from tests.support.files import write_files
 
 
 def cand(cid: int, path: str, heading: str, content: str) -> Candidate:
@@ -173,32 +174,37 @@ def test_numbered_steps_stay_with_their_introduction_and_table_rows_read_as_sent
     assert as_sentence.startswith("Paste without formatting: `Ctrl+Shift+V`. Redo: ")
 
 
-def test_a_sentence_that_points_back_brings_the_one_before_it():
-    chunks = [cand(0, "sync.md", "# Sync > ## Status icon", "x")]
-    sentences = [Sentence(0, 0, "Disconnected: the plugin is on but not connected to a remote vault.", 0.3),
-                 Sentence(0, 1, "This icon is typically red.", 0.9),
-                 Sentence(0, 2, "Clicking the icon opens a menu with Pause, Version history and Sync log.", 0.35)]
-    answer = quote(sentences, chunks, 2, min_share=0.3)
-    assert answer == ("Disconnected: the plugin is on but not connected to a remote vault. This icon is typically red."
-                      " [File: sync.md, Section: Status icon]")
-    alone = quote(sentences, chunks, 1, min_share=0.3)
-    assert alone == "This icon is typically red. [File: sync.md, Section: Status icon]"  # no room for two
+# The sentences of one passage (sync.md's "Status icon" or table.md's "Row height"), with their scores.
+POINTS_BACK = ("sync.md", "# Sync > ## Status icon", [
+    ("Disconnected: the plugin is on but not connected to a remote vault.", 0.3),
+    ("This icon is typically red.", 0.9),
+    ("Clicking the icon opens a menu with Pause, Version history and Sync log.", 0.35)])
+SHORT_FIRST = ("table.md", "# Table > ## Row height", [
+    ("Row height shows more.", 0.9),
+    ("Choose short, medium, tall or extra tall in the view menu.", 0.2),
+    ("Columns can be resized by dragging their edge in the header.", 0.5)])
 
 
-def test_a_short_sentence_brings_the_next_one_within_the_count():
-    chunks = [cand(0, "table.md", "# Table > ## Row height", "x")]
-    sentences = [Sentence(0, 0, "Row height shows more.", 0.9),
-                 Sentence(0, 1, "Choose short, medium, tall or extra tall in the view menu.", 0.2),
-                 Sentence(0, 2, "Columns can be resized by dragging their edge in the header.", 0.5)]
-    two = quote(sentences, chunks, 2, min_share=0.1)
-    assert two == ("Row height shows more. Choose short, medium, tall or extra tall in the view menu. "
-                   "[File: table.md, Section: Row height]")
-    # one sentence allowed: the short one alone; short_words 0 turns the rule off
-    one = quote(sentences, chunks, 1, min_share=0.1)
-    assert one == "Row height shows more. [File: table.md, Section: Row height]"
-    off = quote(sentences, chunks, 2, min_share=0.1, short_words=0)
-    assert [line.split(" [File")[0] for line in off.splitlines()] == [
-        "Row height shows more.", "Columns can be resized by dragging their edge in the header."]
+@pytest.mark.parametrize(("passage", "count", "min_share", "short_words", "expected"), [
+    pytest.param(POINTS_BACK, 2, 0.3, 12, "Disconnected: the plugin is on but not connected to a remote vault. This icon"
+                 " is typically red. [File: sync.md, Section: Status icon]",
+                 id="a sentence that points back brings the one before it"),
+    pytest.param(POINTS_BACK, 1, 0.3, 12, "This icon is typically red. [File: sync.md, Section: Status icon]",
+                 id="no room for the one before"),
+    pytest.param(SHORT_FIRST, 2, 0.1, 12, "Row height shows more. Choose short, medium, tall or extra tall in the view"
+                 " menu. [File: table.md, Section: Row height]",
+                 id="a short sentence brings the next one within the count"),
+    pytest.param(SHORT_FIRST, 1, 0.1, 12, "Row height shows more. [File: table.md, Section: Row height]",
+                 id="one sentence allowed: the short one alone"),
+    pytest.param(SHORT_FIRST, 2, 0.1, 0, "Row height shows more. [File: table.md, Section: Row height]\n"
+                 "Columns can be resized by dragging their edge in the header. [File: table.md, Section: Row height]",
+                 id="short_words 0 turns the rule off"),
+])
+def test_a_sentence_brings_the_neighbour_it_needs(passage, count, min_share, short_words, expected):
+    path, heading, scored = passage
+    sentences = [Sentence(0, i, text, score) for i, (text, score) in enumerate(scored)]
+    assert quote(sentences, [cand(0, path, heading, "x")], count, min_share=min_share,
+                 short_words=short_words) == expected
 
 
 def test_a_word_found_in_every_passage_weighs_less():
@@ -319,7 +325,7 @@ NEVER = ["#", "```", "sync --", "Two devices editing", "Conflict files and offli
 
 @pytest.fixture
 def fixed_notes(cli_env, tmp_path, capsys, notes_config):
-    index_vault(capsys, "notes", write_vault(tmp_path / "vault", {"sync.md": SYNC, "backup/backups.md": BACKUPS}))
+    index_vault(capsys, "notes", write_files(tmp_path / "vault", {"sync.md": SYNC, "backup/backups.md": BACKUPS}))
 
 
 def lines_of(answer: str) -> list[str]:

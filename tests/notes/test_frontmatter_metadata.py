@@ -18,7 +18,7 @@ from rag.ingest.pipeline import index_vaults
 from rag.notes.ask import search
 from rag.runtime import Runtime
 from rag.store.vaults import NewVault, add_vault
-from tests.notes.conftest import write_vault
+from tests.support.files import write_files
 
 BODY = "# Standup\n\nThe standup agenda covers the deploy freeze and the release train.\n"
 RECENT = (datetime.now(UTC) - timedelta(days=10)).date().isoformat()
@@ -34,7 +34,7 @@ NODATE_MTIME = datetime(2019, 3, 4, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def vault(conn: psycopg.Connection, settings: Settings, tmp_path: Path) -> Path:
-    root = write_vault(tmp_path / "notes", FILES)
+    root = write_files(tmp_path / "notes", FILES)
     stamp = NODATE_MTIME.timestamp()
     os.utime(root / "loose/standup-nodate.md", (stamp, stamp))
     add_vault(conn, NewVault(name="notes", path=root))

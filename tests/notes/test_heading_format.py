@@ -11,7 +11,9 @@ from psycopg.rows import dict_row
 
 from rag.compute import compute_context
 from rag.notes.ask import ask, search
-from tests.notes.conftest import index_vault, run, write_vault
+from tests.notes.conftest import index_vault
+from tests.support.cli import run_in_process
+from tests.support.files import write_files
 
 FILES = {"projects/alpha.md": "# Alpha\n\n## Timeline\n\nThe alpha project ships in March.\n\n"
                               "## Budget\n\nThe alpha project budget is forty thousand euros.\n"}
@@ -20,7 +22,7 @@ QUERY = "alpha project budget euros"
 
 
 def test_every_surface_shows_the_stored_trail(cli_env, db_url, tmp_path, capsys, runtime, notes_config) -> None:
-    index_vault(capsys, "notes", write_vault(tmp_path / "notes", FILES))
+    index_vault(capsys, "notes", write_files(tmp_path / "notes", FILES))
     with psycopg.connect(db_url, row_factory=dict_row) as conn:
         stored = {r["heading_path"] for r in conn.execute("select heading_path from chunks")}
         sql = conn.execute("select heading_path from match_lexical_chunks(%s, 1)", (QUERY,)).fetchone()
@@ -31,13 +33,13 @@ def test_every_surface_shows_the_stored_trail(cli_env, db_url, tmp_path, capsys,
              "search": {i.heading_path for i in search(QUERY, vaults=["notes"], runtime=runtime).items},
              "ask": {r.heading_path for r in ask("What is the alpha project budget?", vaults=["notes"],
                                                  runtime=runtime).references}}
-    code, out, err = run(capsys, "search", QUERY, "--json")
+    code, out, err = run_in_process(capsys, "search", QUERY, "--json")
     assert code == 0, err
     shown["cli search --json"] = {i["heading_path"] for i in json.loads(out)["items"]}
-    code, out, err = run(capsys, "ask", "What is the alpha project budget?", "--json")
+    code, out, err = run_in_process(capsys, "ask", "What is the alpha project budget?", "--json")
     assert code == 0, err
     shown["cli ask --json"] = {r["heading_path"] for r in json.loads(out)["references"]}
-    code, out, err = run(capsys, "search", QUERY)
+    code, out, err = run_in_process(capsys, "search", QUERY)
     assert code == 0, err
     shown["cli search"] = {line.split(" — ", 1)[1].rsplit(" (line", 1)[0] for line in out.splitlines() if " — " in line}
     assert all(values and values <= stored for values in shown.values()), shown

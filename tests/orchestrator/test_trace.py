@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 import warnings
 from types import SimpleNamespace
 
@@ -14,10 +13,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from rag.config import load_settings
 from rag.trace import ROOT_SPAN, SELECTION_SPAN, STAGE_SPAN, Tracer, decision_signature
+from tests.support.tracing import capturing_tracer
 
 META = "langfuse.observation.metadata."
 SECRET = "AKIAIOSFODNN7EXAMPLE"  # the AWS documentation's example key id
-UNREACHABLE = "http://127.0.0.1:9"
 
 
 def meta(span) -> dict:
@@ -27,16 +26,8 @@ def meta(span) -> dict:
 @pytest.fixture
 def captured(monkeypatch):
     """A tracer with dummy keys whose spans land in an in-memory exporter."""
-    monkeypatch.setenv("LANGFUSE_TRACING_ENABLED", "true")  # tests/conftest.py turns it off globally
-    exporter = InMemorySpanExporter()
-    # Langfuse keeps one client per public key, so each test uses a fresh one.
-    tracing = SimpleNamespace(langfuse_public_key=f"pk-lf-{uuid.uuid4().hex}", langfuse_secret_key="sk-lf-test",
-                              langfuse_host=UNREACHABLE)
-    tracer = Tracer.from_settings(SimpleNamespace(tracing=tracing), span_exporter=exporter,
-                                  tracer_provider=TracerProvider())
-    assert tracer.enabled
-    yield tracer, exporter
-    tracer.shutdown()
+    with capturing_tracer(monkeypatch) as captured:
+        yield captured
 
 
 def run_request(tracer: Tracer) -> None:

@@ -30,8 +30,8 @@ from rag.store.database import open_connection
 from rag.store.vaults import NewVault, add_vault
 from ragpg_cli.main import main
 from ragpg_server.app import create_app, pool_size_for
-from tests.ingest_db.helpers import write_files
 from tests.server.conftest import LOCAL_URL
+from tests.support.files import write_files
 from tests.support.pg import with_database
 from tests.support.replica import ReplicatedPair
 

@@ -38,22 +38,18 @@ def mixed(conn):
 def reference(vector_lists, lexical_lists, *, rrf_k=60, weights=(1.0, 1.0)):
     """Per chunk: best vector rank, best similarity, best lexical rank, best bm25, fused score, hits."""
     out: dict[int, dict] = {}
-    for rows in vector_lists:
-        for rank, r in enumerate(rows, 1):
-            e = out.setdefault(r.chunk_id, {"vr": None, "sim": None, "lr": None, "bm": None, "score": 0.0,
-                                            "vh": 0, "lh": 0})
-            e["vr"] = rank if e["vr"] is None else min(e["vr"], rank)
-            e["sim"] = r.similarity if e["sim"] is None else max(e["sim"], r.similarity)
-            e["score"] += weights[0] / (rrf_k + rank)
-            e["vh"] += 1
-    for rows in lexical_lists:
-        for rank, r in enumerate(rows, 1):
-            e = out.setdefault(r.chunk_id, {"vr": None, "sim": None, "lr": None, "bm": None, "score": 0.0,
-                                            "vh": 0, "lh": 0})
-            e["lr"] = rank if e["lr"] is None else min(e["lr"], rank)
-            e["bm"] = r.bm25_score if e["bm"] is None else max(e["bm"], r.bm25_score)
-            e["score"] += weights[1] / (rrf_k + rank)
-            e["lh"] += 1
+    legs = (("vr", "sim", "vh", "similarity", weights[0], vector_lists),
+            ("lr", "bm", "lh", "bm25_score", weights[1], lexical_lists))
+    for rank_key, score_key, hits_key, score_field, weight, lists in legs:
+        for rows in lists:
+            for rank, r in enumerate(rows, 1):
+                e = out.setdefault(r.chunk_id, {"vr": None, "sim": None, "lr": None, "bm": None, "score": 0.0,
+                                                "vh": 0, "lh": 0})
+                e[rank_key] = rank if e[rank_key] is None else min(e[rank_key], rank)
+                score = getattr(r, score_field)
+                e[score_key] = score if e[score_key] is None else max(e[score_key], score)
+                e["score"] += weight / (rrf_k + rank)
+                e[hits_key] += 1
     return out
 
 

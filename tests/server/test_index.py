@@ -12,14 +12,11 @@ from rag.store import keys as key_store
 from rag.store.vaults import NewVault, add_vault
 from tests.server.support import bearer, row_counts
 from tests.server.test_http import assert_error
+from tests.support.files import write_files
 
 
 def make_vault(conn: psycopg.Connection, root: Path, name: str, files: dict[str, str]) -> None:
-    root.mkdir(parents=True)
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    add_vault(conn, NewVault(name=name, path=root))
+    add_vault(conn, NewVault(name=name, path=write_files(root, files)))
     conn.commit()
 
 

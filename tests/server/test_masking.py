@@ -4,7 +4,6 @@ no surface serves them (POST /v1/context, /v1/search, /v1/ask, GET /v1/chunks, c
 
 from __future__ import annotations
 
-import os
 import string
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,9 +24,9 @@ from rag.ingest.pipeline import index_vaults
 from rag.runtime import Runtime
 from rag.store import keys as key_store
 from rag.store.vaults import NewVault, add_vault
-from ragpg_cli.main import main
-from tests.ingest_db.helpers import cli_env, tables_holding
+from tests.ingest_db.helpers import tables_holding
 from tests.server.support import bearer
+from tests.support.cli import ragpg_env, run_in_process, use_ragpg_env
 
 SECRETS = ("AKIAIOSFODNN7EXAMPLE", "sk-live-abcdefghijklmnop1234567890")
 NOTE = (f"# Deploy\n\nThe deploy notes for tomatoes: key {SECRETS[0]} opens the bucket.\n\n"
@@ -198,15 +197,10 @@ _vault_numbers = count()  # each example indexes its own vault in the test's dat
 @pytest.fixture
 def cli_run(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
             capsys: pytest.CaptureFixture[str]) -> Iterator:
-    for key in [k for k in os.environ if k.startswith("RAGPG_")]:
-        monkeypatch.delenv(key)
-    for key, value in cli_env(db_url, tmp_path).items():
-        monkeypatch.setenv(key, value)
+    use_ragpg_env(monkeypatch, ragpg_env(db_url, tmp_path))
 
     def run(*args: str) -> tuple[int, str]:
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
+        code, out, err = run_in_process(capsys, *args)
         return code, out + err
 
     yield run

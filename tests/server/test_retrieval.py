@@ -4,15 +4,12 @@ clearance (restricted content never leaves without it), errors, one rag:root tra
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from rag.config import Settings
@@ -23,6 +20,8 @@ from rag.store.vaults import NewVault, add_vault
 from rag.trace import ROOT_SPAN, Tracer
 from tests.server.support import bearer, row_counts
 from tests.server.test_http import assert_error
+from tests.support.files import write_files
+from tests.support.tracing import capturing_tracer
 
 META = "langfuse.observation.metadata."
 
@@ -49,11 +48,7 @@ ENDPOINTS = {
 @pytest.fixture
 def corpus(conn: psycopg.Connection, settings: Settings, tmp_path: Path) -> dict[str, str]:
     for vault, files in FILES.items():
-        root = tmp_path / vault
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text)
-        add_vault(conn, NewVault(name=vault, path=root))
+        add_vault(conn, NewVault(name=vault, path=write_files(tmp_path / vault, files)))
     conn.commit()
     report = index_vaults(settings)
     assert not report.failed, report.to_dict()
@@ -194,16 +189,9 @@ def test_bad_input_writes_nothing(client: TestClient, corpus: dict[str, str], co
 @pytest.fixture
 def captured(runtime: Runtime, monkeypatch: pytest.MonkeyPatch):
     """The runtime's tracer replaced by a real Langfuse tracer whose spans land in memory."""
-    monkeypatch.setenv("LANGFUSE_TRACING_ENABLED", "true")  # tests/conftest.py turns it off globally
-    exporter = InMemorySpanExporter()
-    tracing = SimpleNamespace(langfuse_public_key=f"pk-lf-{uuid.uuid4().hex}", langfuse_secret_key="sk-lf-test",
-                              langfuse_host="http://127.0.0.1:9")  # nothing is ever sent there
-    tracer = Tracer.from_settings(SimpleNamespace(tracing=tracing), span_exporter=exporter,
-                                  tracer_provider=TracerProvider())
-    assert tracer.enabled
-    runtime._tracer = tracer
-    yield tracer, exporter
-    tracer.shutdown()
+    with capturing_tracer(monkeypatch) as (tracer, exporter):
+        runtime._tracer = tracer
+        yield tracer, exporter
 
 
 def roots(tracer: Tracer, exporter: InMemorySpanExporter) -> list[dict[str, Any]]:

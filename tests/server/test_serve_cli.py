@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from fastapi.testclient import TestClient
 from rag.store import keys as key_store
 from ragpg_server.app import create_app_from_env
 from tests.server.conftest import LOCAL_URL
-from tests.support.cli import REPO, ragpg
+from tests.support.cli import REPO, ragpg, subprocess_env
 
 
 def free_port() -> int:
@@ -34,7 +33,7 @@ def env_for(db_url: str, tmp_path: Path) -> dict[str, str]:
 def start(db_url: str, tmp_path: Path, *args: str,
           extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], int]:
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_") and k != "DATABASE_URL"}
+    env = subprocess_env()
     env.update({**env_for(db_url, tmp_path), **(extra_env or {})})
     proc = subprocess.Popen([sys.executable, "-m", "ragpg_cli.main", "serve", "--port", str(port), *args],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -99,7 +98,7 @@ def test_a_busy_port_is_one_line_and_not_the_database_code(db_url: str, tmp_path
 def test_a_port_taken_after_the_check_is_still_not_exit_3(db_url: str, tmp_path: Path) -> None:
     """The race: the port is taken between ragpg's check and uvicorn's bind. uvicorn exits 3; ragpg
     turns that into its one-line runtime failure."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPG_") and k != "DATABASE_URL"}
+    env = subprocess_env()
     env.update(env_for(db_url, tmp_path))
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
