@@ -6,7 +6,7 @@ import sys
 
 from rag.access import levels_up_to
 from rag.config import Settings
-from rag.errors import InputError, NotFoundError
+from rag.errors import InputError
 from rag.store.database import open_connection
 from rag.store.locate import resolve_database_url
 from rag.store.row_security import ConsoleLogin, console_login

@@ -27,9 +27,9 @@ from rag.notes.browse import vault_outline
 from rag.notes.question import DETAILS
 from rag.notes.settings import notes_settings
 from rag.retrieval import documents, related
-from rag.types import MODES
 from rag.runtime import Runtime
 from rag.store import vaults as vault_store
+from rag.types import MODES
 from ragpg_server import mcp_results as out
 
 DESCRIPTIONS_FILE = Path(__file__).resolve().parent / "mcp_descriptions.yaml"

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import psycopg
-import pytest
 
 from rag.config import Settings
 from rag.ingest.hnsw import BulkLoadPolicy, defer_indexes, restore_deferred
