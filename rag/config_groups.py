@@ -64,9 +64,14 @@ class IngestSettings(Group):
     are not, and the index report says so."""
     skip_hidden_folders: tuple[str, ...] = (".obsidian", ".git", ".trash")
     """Folder names never indexed or watched, wherever they appear in a vault."""
-    link_sentence_max_chars: PositiveInt = 300
-    """The sentence around a link, kept in the link graph as the words other notes use for the note it
-    names, is cut to this many characters (around the link)."""
+    link_sentence_max_chars: PositiveInt = 500
+    """The line around a link (its paragraph, list item or table row), kept in the link graph as the words
+    other notes use for the note it names, is cut to this many characters (around the link)."""
+    note_outline_max_headings: PositiveInt = 30
+    """A note's outline vector (its name and headings, a ranking signal of `ask` and `search`) holds at most
+    this many of its headings."""
+    note_inbound_max_sentences: PositiveInt = 20
+    """A note's inbound vector (the sentences other notes link to it with) holds at most this many."""
     upsert_batch_documents: PositiveInt = 32
     """Documents written to the database per transaction while indexing (fewer when their passages reach
     chunking.max_chunks_per_document). Larger batches embed and write in bigger steps and hold more in

@@ -147,7 +147,7 @@ as $$
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
                                             'bm25_vault_stats', 'embedding_models', 'document_retrievals',
                                             'bm25_indexes', 'bm25_deferred', 'query_embeddings',
-                                            'links']) as t
+                                            'links', 'note_vectors']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
@@ -192,8 +192,8 @@ begin
         -- shown by the link functions only when the reader may see it too: db/sql/65_links.sql)
         when v_name = 'links' then format(
             'vault_id = any(%s) and exists (select 1 from documents d where d.id = source_document_id)', v_vaults)
-        -- per-note counts: visible with the note itself (the document's own policy applies inside)
-        when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
+        -- per-note counts and vectors: visible with the note itself (the document's own policy applies inside)
+        when v_name in ('document_retrievals', 'note_vectors') then 'exists (select 1 from documents d where d.id = document_id)'
         -- questions: each role its own (the owner, not bound, all of them)
         when v_name = 'query_embeddings' then 'cached_by = current_user'
         -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself

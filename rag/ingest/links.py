@@ -25,7 +25,6 @@ from rag.obsidian import LinkRef, render_note
 from rag.secrets import mask_text
 from rag.store.database import Connection
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _LINE_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+(?:\[.\]\s+)?|\d+[.)]\s+|\|\s*)")
 
 
@@ -54,23 +53,16 @@ def _prepared(link: LinkRef, rendered_line: str, max_chars: int) -> PreparedLink
 
 
 def sentence_around(line: str, words: str, max_chars: int) -> str:
-    """The sentence of a rendered line that shows `words`, without list or heading markers, at most
-    `max_chars` long (cut around the words when longer)."""
+    """The rendered line (in a note, a paragraph, list item or table row) that shows `words`, without
+    list or heading markers, cut to `max_chars` around the words when longer. The whole line rather
+    than one sentence: how a note speaks of another often takes the sentence before or after (the
+    note vectors built from these measured better with lines than with single sentences)."""
     body = _LINE_MARKER.sub("", line).strip().strip("|").strip()
-    at = body.find(words) if words else -1
-    start = 0
-    for m in _SENTENCE_END.finditer(body):
-        if at >= 0 and m.end() <= at:
-            start = m.end()
-        elif at >= 0:
-            body = body[:m.start()]
-            break
-    sentence = body[start:].strip()
-    if len(sentence) <= max_chars:
-        return sentence
-    where = max(sentence.find(words), 0)
-    left = max(0, min(where - max_chars // 2, len(sentence) - max_chars))
-    return sentence[left:left + max_chars].strip()
+    if len(body) <= max_chars:
+        return body
+    where = max(body.find(words), 0) if words else 0
+    left = max(0, min(where - max_chars // 2, len(body) - max_chars))
+    return body[left:left + max_chars].strip()
 
 
 def write_links(conn: Connection, vault_id: int, links_by_document: Mapping[int, Sequence[PreparedLink]]) -> None:

@@ -27,7 +27,7 @@ import psycopg
 from rag.config import Settings
 from rag.embed import Embedder, get_embedder
 from rag.errors import EmbeddingError, RagError
-from rag.ingest import beir, bulk, links, presence, store
+from rag.ingest import beir, bulk, links, note_vectors, presence, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
 from rag.ingest.formats import document_text
 from rag.ingest.hnsw import BulkLoadPolicy
@@ -163,6 +163,11 @@ class _VaultRun:
         store.restrict_documents(self.conn, self.vault.id, self.unparsed_edits, UNKNOWN_CONFIDENTIALITY)
         self.report.files_removed = store.delete_documents(self.conn, self.vault.id, self.deletable(stored, keep))
         self.links.finish(self.conn, vault_changed=self.report.files_indexed + self.report.files_removed > 0)
+        if self.vault.kind != "beir":  # unchanged notes cost a hash comparison, not an embedding
+            ing = self.settings.ingest
+            note_vectors.refresh_note_vectors(self.conn, self.vault.id, self.model.id, self.embed_texts,
+                                              max_headings=ing.note_outline_max_headings,
+                                              max_sentences=ing.note_inbound_max_sentences)
         self.backfill_embeddings()
         # After the writes: a first run builds the vault's bm25 index once, from every chunk, instead
         # of growing it a batch at a time; later runs find it kept in step by the chunk triggers.

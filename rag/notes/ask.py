@@ -31,6 +31,7 @@ from rag.notes.question import choose_k, query_terms, specific_names, validate_d
 from rag.notes.results import AskResponse, Confidence, Reference, SearchItem, SearchResponse
 from rag.notes.scope import NotesScope, prepare_scope, resolve_vaults
 from rag.notes.settings import notes_settings
+from rag.retrieval.note_signal import note_signals
 from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import Retrieval, retrieve_stage
 from rag.retrieval.terms import query_term_stats
@@ -65,7 +66,11 @@ def retrieve_notes(conn: Connection, rt: Runtime, question: str, sc: NotesScope)
     prof = sc.profile
     found = retrieve_stage(conn, rt, prof, question, sc.filter, model=sc.model,
                            query_embedding=sc.query_embedding)
-    return found, rank_candidates(found.candidates, prof, prior=sc.prior)
+    signals = None
+    if prof.w_note > 0 and found.query_embedding is not None:
+        signals = note_signals(conn, found.model.id, found.query_embedding, found.candidates,
+                               floor=prof.note_similarity_floor, inbound_weight=prof.note_inbound_weight)
+    return found, rank_candidates(found.candidates, prof, prior=sc.prior, note_signals=signals)
 
 
 # -- ask ------------------------------------------------------------------------------------------

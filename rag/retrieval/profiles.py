@@ -81,6 +81,15 @@ class Profile(BaseModel):
     score."""
     w_metadata: NonNegativeFloat = 0.0
     """Weight of the metadata_boost of the passage's type in its score."""
+    w_note: NonNegativeFloat = 0.0
+    """How much how close the question comes to the passage's note as a whole (its outline and the
+    sentences other notes link to it with; rag.retrieval.note_signal) adds to a passage's score, as a
+    share of the best score: final + w_note x best final x the note's signal (0..1). 0: not read."""
+    note_similarity_floor: float = Field(0.2, ge=-1, le=1)
+    """A note vector adds to the note's signal only by how far its similarity to the question is above this."""
+    note_inbound_weight: NonNegativeFloat = 0.5
+    """How much the inbound vector (the sentences other notes link to the note with) counts in the note's
+    signal, beside its outline's 1."""
     # rag.retrieval.passes
     fill_similarity: bool = True
     """Rank a passage only the word search found on its true similarity to the question, not on 0."""
@@ -146,8 +155,10 @@ BUILTIN_PROFILES: dict[str, Profile] = {
         # recall@5 0.763 at cosine 0.70 / BM25 0.25 / 20 matches, 0.816 at 0.85 / 0.10 (notes that merely
         # repeat the question's words weigh less), 0.821 with 40 matches from 100 candidates per leg.
         # The fill changed nothing on the golden dev split (recall@5 0.821 either way); an equal cut lost a case.
+        # w_note 0.15 (note vectors: the outline, and the inbound link lines at half weight, floor 0.2), chosen
+        # on the dev split (docs/quality.md, "Note vectors"): search recall@5 dev 0.821 -> 0.847.
         Profile(name="notes", w_cosine=0.85, w_bm25=0.10, w_freshness=0.05, per_source_cap=4, facet_split=True,
-                match_count=40, candidates=100, rrf_cut_weights="fusion"),
+                match_count=40, candidates=100, rrf_cut_weights="fusion", w_note=0.15),
         # BM25-led profiles keep the fusion-weighted cut and no fill: on SciFact train / NFCorpus dev the fill
         # cost default_research 0.7229 -> 0.7194 / 0.3319 -> 0.3297 (0.7177 / 0.3312 with an equal cut).
         Profile(name="default_research", w_bm25=0.60, w_cosine=0.35, w_freshness=0.05, per_source_cap=3,

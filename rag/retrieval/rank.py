@@ -132,17 +132,28 @@ def _cap_per_source(ordered: list[tuple[Candidate, ScoreBreakdown]], cap: int) -
     return kept
 
 
+def _with_note(s: ScoreBreakdown, bonus: float) -> ScoreBreakdown:
+    return replace(s, final=s.final + bonus, weights_applied={**s.weights_applied, "note": bonus})
+
+
 def rank_candidates(candidates: Sequence[Candidate], profile: Profile, *, now: datetime | None = None,
-                    prior: Callable[[Candidate], float] | None = None) -> list[RankedChunk]:
+                    prior: Callable[[Candidate], float] | None = None,
+                    note_signals: Mapping[tuple[str, str], float] | None = None) -> list[RankedChunk]:
     """Score, deduplicate, cap per source and order; ranks start at 1.
 
     `prior` (a caller's multiplier per candidate, e.g. the notes folder prior) scales `final` and is
-    recorded in `weights_applied["prior"]`; it moves a candidate, it never removes one."""
+    recorded in `weights_applied["prior"]`; it moves a candidate, it never removes one. `note_signals`
+    ((vault, source_path) → 0..1, rag.retrieval.note_signal) then add `w_note · best final · signal`
+    to each passage of the note, recorded in `weights_applied["note"]`."""
     now = now or datetime.now(UTC)
     now = now if now.tzinfo else now.replace(tzinfo=UTC)
     max_bm25 = max((c.bm25_score for c in candidates if c.bm25_score is not None), default=0.0)
     scored = [(c, score(c, profile, max_bm25=max_bm25, now=now)) for c in candidates]
     if prior is not None:
         scored = [(c, _with_prior(s, prior(c))) for c, s in scored]
+    if note_signals and profile.w_note > 0:
+        best = max((s.final for _, s in scored), default=0.0)
+        scored = [(c, _with_note(s, profile.w_note * best * note_signals.get((c.vault, c.source_path), 0.0)))
+                  for c, s in scored]
     kept = _cap_per_source(_best_per_chunk(scored), profile.per_source_cap)
     return [RankedChunk(candidate=c, scores=s, rank=i) for i, (c, s) in enumerate(kept, start=1)]

@@ -12,6 +12,11 @@ sentence around it as a reader sees it (`sentence`). Links go with their source 
 (`on delete cascade`). Row-level security (db/sql/80_security.sql) shows a link only with its source
 note. `documents.links_indexed` says whether a document's links were read: documents indexed before
 this revision are read once more by the next index run, without being embedded again.
+
+`note_vectors`: per note and model, a vector of its outline (name and headings) and one of the sentences
+other notes link to it with (only from notes at its own confidentiality or below, so no reader's ranking
+moves on a note it may not read); `ask` and `search` add how close a question comes to them to the
+note's passages (rag.retrieval.note_signal). Visible with the note only.
 """
 
 from alembic import op
@@ -40,6 +45,15 @@ create index links_target_idx on links (target_document_id) where target_documen
 create index links_unresolved_idx on links (vault_id) where target_document_id is null;
 
 alter table documents add column links_indexed boolean not null default false;
+
+create table note_vectors (
+    document_id bigint not null references documents (id) on delete cascade,
+    model_id integer not null references embedding_models (id) on delete cascade,
+    field text not null check (field in ('outline', 'inbound')),
+    source_hash text not null,
+    embedding vector not null,
+    primary key (document_id, model_id, field)
+);
 """
 
 # The link functions of db/sql/65_links.sql read the table (the SQL-bodied ones depend on it).
@@ -51,6 +65,7 @@ drop function if exists ragpg_unresolved_links(text);
 drop function if exists ragpg_linked_notes(text, text);
 drop function if exists ragpg_similar_notes(text, text, integer, text);
 drop function if exists ragpg_note_id(text, text);
+drop table if exists note_vectors;
 drop table if exists links;
 alter table documents drop column if exists links_indexed;
 """
