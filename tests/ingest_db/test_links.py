@@ -8,8 +8,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.ingest_db.helpers import write_files
 from tests.ingest_db.test_row_security import console_conn
+from tests.support.files import write_files
 
 NOTES = {
     "Ribbon.md": "# Ribbon\nThe ribbon holds buttons.\n",
@@ -39,12 +39,12 @@ def rows(conn: psycopg.Connection, query: str, *args: object) -> list[tuple[obje
     return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in conn.execute(query, args).fetchall()]
 
 
-def test_backlinks_count_linking_notes_with_their_words_and_sentence(vault: Path, aconn: psycopg.Connection) -> None:
+def test_backlinks_count_linking_notes_with_their_words_and_line(vault: Path, aconn: psycopg.Connection) -> None:
     back = rows(aconn, "select source_path, link_count, anchor_text, sentence "
                        "from ragpg_backlinks('notes', 'Ribbon.md')")
     assert back == [
-        ("Guide/Start.md", 1, "ribbon", "Use the built-in plugins and the ribbon."),
-        ("Plugins/Random note.md", 1, "Ribbon", "Click Open random note (the dice icon) in the Ribbon."),
+        ("Guide/Start.md", 1, "ribbon", "Use the built-in plugins and the ribbon. Read Topic."),
+        ("Plugins/Random note.md", 1, "Ribbon", "Click Open random note (the dice icon) in the Ribbon. See the core plugins."),
         ("Secret.md", 1, "Ribbon", "The Ribbon hides a key."),
     ]
 
