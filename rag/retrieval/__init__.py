@@ -7,7 +7,9 @@
 - `facets`, `terms` — multi-facet queries, per-term statistics;
 - `rank`     — fusion and the final score; `profiles` — the named tunables of both;
 - `chunks`   — one chunk by its reference (vault, source path, ordinal);
-- `documents` — a note's stored passages by its path, and the notes a scope may read.
+- `documents` — a note's stored passages by its path, and the notes a scope may read;
+- `related`  — the notes linked with one either way, then the closest in meaning (the link graph);
+- `note_signal` — how close a question comes to each candidate note as a whole (its note vectors).
 
 `compute_context`, notes `ask` / `search` and the HTTP routes all get their candidates from
 `retrieval.stage.retrieve_stage` and rank them with `retrieval.rank`; `rag.context` follows.
