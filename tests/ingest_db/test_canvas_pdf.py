@@ -14,7 +14,8 @@ import psycopg
 import pytest
 
 from rag.config import Settings
-from tests.ingest_db.helpers import add, index, with_settings, write_files
+from tests.ingest_db.helpers import add, index, with_settings
+from tests.support.files import write_files
 from tests.support.pdf_files import encrypted_pdf, pdf_bytes
 
 BOARD = json.dumps({
