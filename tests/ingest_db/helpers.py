@@ -16,6 +16,7 @@ from rag.config import Settings
 from rag.ingest.pipeline import IndexReport, index_vaults
 from rag.store.vaults import NewVault, Vault, add_vault
 from tests.support.cli import ragpg_env, subprocess_env
+from tests.support.files import write_files
 
 RAGPG = [sys.executable, "-m", "ragpg_cli.main"]
 
@@ -164,3 +165,13 @@ def hnsw_definition(table: str) -> str:
     """pg_get_indexdef of a model's HNSW index as ragpg_create_hnsw_index builds it."""
     return (f"CREATE INDEX {table}_hnsw_idx ON public.{table} USING hnsw (embedding vector_cosine_ops)"
             " WITH (m='16', ef_construction='128')")
+
+
+def indexed_vault(cli: Callable[..., tuple[int, str, str]], root: Path, files: dict[str, str],
+                  name: str = "notes") -> Path:
+    """`files` written under `root`, added as vault `name` and indexed through the CLI."""
+    write_files(root, files)
+    assert cli("vault", "add", name, str(root))[0] == 0
+    code, _, err = cli("index", "--quiet")
+    assert code == 0, err
+    return root

@@ -8,8 +8,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.ingest_db.helpers import indexed_vault
 from tests.ingest_db.test_row_security import console_conn
-from tests.support.files import write_files
 
 NOTES = {
     "Ribbon.md": "# Ribbon\nThe ribbon holds buttons.\n",
@@ -28,11 +28,7 @@ NOTES = {
 
 @pytest.fixture
 def vault(cli, tmp_path: Path) -> Path:
-    root = write_files(tmp_path / "notes", NOTES)
-    assert cli("vault", "add", "notes", str(root))[0] == 0
-    code, _, err = cli("index", "--quiet")
-    assert code == 0, err
-    return root
+    return indexed_vault(cli, tmp_path / "notes", NOTES)
 
 
 def rows(conn: psycopg.Connection, query: str, *args: object) -> list[tuple[object, ...]]:

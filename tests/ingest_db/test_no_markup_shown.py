@@ -11,7 +11,7 @@ import pytest
 from rag import compute_context
 from rag.config import load_settings
 from rag.runtime import Runtime
-from tests.support.files import write_files
+from tests.ingest_db.helpers import indexed_vault
 
 NOTES = {
     "Random note.md": ("# Random note\nRandom note is a [[Core plugins|core plugin]]. Click **Open random note** "
@@ -37,10 +37,7 @@ def assert_clean(text: str, where: str) -> None:
 
 @pytest.fixture
 def vault(cli, tmp_path: Path) -> Path:
-    root = write_files(tmp_path / "notes", NOTES)
-    assert cli("vault", "add", "notes", str(root))[0] == 0
-    assert cli("index", "--quiet")[0] == 0
-    return root
+    return indexed_vault(cli, tmp_path / "notes", NOTES)
 
 
 def test_answers_snippets_context_and_chunks_read_as_rendered(vault: Path, cli) -> None:

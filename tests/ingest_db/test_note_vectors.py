@@ -13,7 +13,7 @@ from rag.access import Scope
 from rag.config import load_settings
 from rag.notes.ask import search
 from rag.runtime import Runtime
-from tests.support.files import write_files
+from tests.ingest_db.helpers import indexed_vault
 
 NOTES = {
     "Ribbon.md": "# Ribbon\n## Customize the ribbon\nThe ribbon holds buttons.\n",
@@ -27,10 +27,7 @@ QUERY = "launch code zebra quartz"
 
 @pytest.fixture
 def vault(cli, tmp_path: Path) -> Path:
-    root = write_files(tmp_path / "notes", NOTES)
-    assert cli("vault", "add", "notes", str(root))[0] == 0
-    assert cli("index", "--quiet")[0] == 0
-    return root
+    return indexed_vault(cli, tmp_path / "notes", NOTES)
 
 
 def vectors(conn: psycopg.Connection) -> dict[tuple[str, str], str]:
