@@ -729,7 +729,7 @@ CREATE FUNCTION public.ragpg_content_tables() RETURNS SETOF regclass
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
                                             'bm25_vault_stats', 'embedding_models', 'document_retrievals',
                                             'bm25_indexes', 'bm25_deferred', 'query_embeddings',
-                                            'links']) as t
+                                            'links', 'note_vectors']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
@@ -2634,8 +2634,8 @@ begin
         -- shown by the link functions only when the reader may see it too: db/sql/65_links.sql)
         when v_name = 'links' then format(
             'vault_id = any(%s) and exists (select 1 from documents d where d.id = source_document_id)', v_vaults)
-        -- per-note counts: visible with the note itself (the document's own policy applies inside)
-        when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
+        -- per-note counts and vectors: visible with the note itself (the document's own policy applies inside)
+        when v_name in ('document_retrievals', 'note_vectors') then 'exists (select 1 from documents d where d.id = document_id)'
         -- questions: each role its own (the owner, not bound, all of them)
         when v_name = 'query_embeddings' then 'cached_by = current_user'
         -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself
@@ -3131,6 +3131,19 @@ ALTER TABLE public.links ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: note_vectors; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.note_vectors (
+    document_id bigint NOT NULL,
+    model_id integer NOT NULL,
+    field text NOT NULL,
+    source_hash text NOT NULL,
+    embedding public.vector NOT NULL,
+    CONSTRAINT note_vectors_field_check CHECK ((field = ANY (ARRAY['outline'::text, 'inbound'::text])))
+);
+
+--
 -- Name: query_embeddings; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3426,6 +3439,13 @@ ALTER TABLE ONLY public.links
     ADD CONSTRAINT links_pkey PRIMARY KEY (id);
 
 --
+-- Name: note_vectors note_vectors_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.note_vectors
+    ADD CONSTRAINT note_vectors_pkey PRIMARY KEY (document_id, model_id, field);
+
+--
 -- Name: query_embeddings query_embeddings_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3651,6 +3671,20 @@ ALTER TABLE ONLY public.links
     ADD CONSTRAINT links_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
 
 --
+-- Name: note_vectors note_vectors_document_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.note_vectors
+    ADD CONSTRAINT note_vectors_document_id_fkey FOREIGN KEY (document_id) REFERENCES public.documents(id) ON DELETE CASCADE;
+
+--
+-- Name: note_vectors note_vectors_model_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.note_vectors
+    ADD CONSTRAINT note_vectors_model_id_fkey FOREIGN KEY (model_id) REFERENCES public.embedding_models(id) ON DELETE CASCADE;
+
+--
 -- Name: query_embeddings query_embeddings_model_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3698,6 +3732,12 @@ ALTER TABLE public.documents ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE public.links ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: note_vectors; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.note_vectors ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: query_embeddings; Type: ROW SECURITY; Schema: public; Owner: -
@@ -3764,6 +3804,14 @@ CREATE POLICY ragpg_scope ON public.documents FOR SELECT USING (((vault_id = ANY
 CREATE POLICY ragpg_scope ON public.links FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (EXISTS ( SELECT 1
    FROM public.documents d
   WHERE (d.id = links.source_document_id)))));
+
+--
+-- Name: note_vectors ragpg_scope; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_scope ON public.note_vectors FOR SELECT USING ((EXISTS ( SELECT 1
+   FROM public.documents d
+  WHERE (d.id = note_vectors.document_id))));
 
 --
 -- Name: query_embeddings ragpg_scope; Type: POLICY; Schema: public; Owner: -

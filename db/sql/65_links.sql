@@ -1,10 +1,10 @@
 -- The link graph at the console (the `links` table: db/migrations/versions/0014_links.py).
---   select * from ragpg_backlinks('help', 'User interface/Ribbon.md');     -- notes that link here
---   select * from ragpg_outlinks('help', 'Plugins/Random note.md');        -- what this note links to
---   select * from ragpg_unresolved_links('help');                          -- links to notes that do not exist
---   select * from ragpg_linked_notes('help', 'Plugins/Random note.md');    -- linked either way
---   select * from ragpg_similar_notes('help', 'Plugins/Random note.md');   -- close in meaning
---   select * from ragpg_related_notes('help', 'Plugins/Random note.md');   -- both, linked first
+--   select * from ragpg_backlinks('notes', 'User interface/Ribbon.md');     -- notes that link here
+--   select * from ragpg_outlinks('notes', 'Plugins/Random note.md');        -- what this note links to
+--   select * from ragpg_unresolved_links('notes');                          -- links to notes that do not exist
+--   select * from ragpg_linked_notes('notes', 'Plugins/Random note.md');    -- linked either way
+--   select * from ragpg_similar_notes('notes', 'Plugins/Random note.md');   -- close in meaning
+--   select * from ragpg_related_notes('notes', 'Plugins/Random note.md');   -- both, linked first
 -- Every function runs as its caller (security invoker): row-level security decides, so a reader sees
 -- a link only with its source note, and a resolved target's path only when it may see that note too
 -- (otherwise the link reads as unresolved). A note the reader may not see is "not found", exactly like
