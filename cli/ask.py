@@ -98,9 +98,21 @@ def _location(r: Reference) -> str:
     return f" (lines {r.lines})" if r.lines and "-" in r.lines else f" (line {r.lines})" if r.lines else ""
 
 
+def distinct(references: Iterable[Reference]) -> list[Reference]:
+    """One reference per (vault, source, location), in order."""
+    seen: set[tuple[str, str, str | None]] = set()
+    out = []
+    for r in references:
+        if (r.vault, r.source_path, r.lines) not in seen:
+            seen.add((r.vault, r.source_path, r.lines))
+            out.append(r)
+    return out
+
+
 def source_lines(references: Iterable[Reference], *, numbered: bool = False) -> list[str]:
-    """`- file.md (lines 12-28)` (or `[1] file.md ...`), one per reference; the vault is named when several."""
-    refs = list(references)
+    """`- file.md (lines 12-28)` (or `[1] file.md ...`), one per distinct (source, location); the vault
+    is named when several."""
+    refs = distinct(references)
     several = len({r.vault for r in refs}) > 1
     lines = []
     for n, r in enumerate(refs, start=1):
@@ -111,7 +123,7 @@ def source_lines(references: Iterable[Reference], *, numbered: bool = False) -> 
 
 def render_answer(response: AskResponse) -> str:
     """The answer and its Sources. A quoted answer marks each sentence with the number of its source
-    (`[1]`); an LLM's answer keeps the `[File: ..., Section: ...]` citations its prompt asks for."""
+    in the list (`[1]`); an LLM's answer keeps the `[File: ..., Section: ...]` citations its prompt asks for."""
     from rag.notes.citations import cite_label, numbered
 
     parts = ["Answer:"]
@@ -120,7 +132,7 @@ def render_answer(response: AskResponse) -> str:
     if response.confidence == "low" and not response.abstained:
         parts.append(f"({LOW_CONFIDENCE_NOTE})")
     quoted = response.answered_by == "extractive" and not response.abstained
-    labels = [cite_label(r.source_path, r.heading_path) for r in response.references]
+    labels = [cite_label(r.source_path, r.heading_path) for r in distinct(response.references)]
     parts.append(numbered(response.answer, labels) if quoted else response.answer)
     sources = source_lines(response.references, numbered=quoted)
     if sources:

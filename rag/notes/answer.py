@@ -117,8 +117,9 @@ def rank_answer_sentences(rt: Runtime, ns: NotesSettings, question: str, kept: S
 
 def _references(chunks: Sequence[Candidate], used: Sequence[int], limit: int, question: str,
                 ns: NotesSettings) -> list[Reference]:
-    """The passages something was taken from, at most `limit` (the detail's number of sources)."""
-    order = list(dict.fromkeys(used))[:limit]
+    """The passages something was taken from (every one an LLM cited; a quoted answer quotes at most
+    the detail's number of sentences)."""
+    order = list(dict.fromkeys(used))
     terms = query_terms(question)
     # the stored trail ("# A > ## B"), as SQL and compute_context show it: one heading format everywhere
     return [Reference(vault=c.vault, source_path=c.source_path, heading_path=c.heading_path,
@@ -135,7 +136,7 @@ def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedC
     if rt.llm is not None:
         answered, notice = _llm_answer(rt.llm, ns, question, kept, band, limit, trace)
         if answered is not None and answered.abstained:
-            declined = overruled(decision, "llm_declined", "the language model read the passages and found no answer")
+            declined = overruled(decision, "llm_declined", "the language model found no answer in the passages")
             trace["abstention"] = decision_trace(declined)
             return answered.model_copy(update={"decision": declined})
         if answered is not None:
@@ -180,7 +181,7 @@ def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[Ranke
         return abstained("llm_declined", "llm"), ""
     match = match_citations(text, shown)
     trace["citations"] = match.debug()
-    used = match.used or list(range(len(shown)))
+    used = match.used or list(range(min(len(shown), limit)))  # cites nothing: the best passages, up to the detail
     return AskResponse(answer=text, references=_references(shown, used, limit, question, ns), abstained=False,
                        abstain_reason=None, answered_by="llm", confidence=band), ""
 
