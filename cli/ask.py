@@ -98,30 +98,43 @@ def _location(r: Reference) -> str:
     return f" (lines {r.lines})" if r.lines and "-" in r.lines else f" (line {r.lines})" if r.lines else ""
 
 
-def source_lines(references: Iterable[Reference]) -> list[str]:
-    """`- file.md (lines 12-28)`, one per distinct (source, location); the vault is named when several."""
-    refs = list(references)
-    several = len({r.vault for r in refs}) > 1
+def distinct(references: Iterable[Reference]) -> list[Reference]:
+    """One reference per (vault, source, location), in order."""
     seen: set[tuple[str, str, str | None]] = set()
+    out = []
+    for r in references:
+        if (r.vault, r.source_path, r.lines) not in seen:
+            seen.add((r.vault, r.source_path, r.lines))
+            out.append(r)
+    return out
+
+
+def source_lines(references: Iterable[Reference], *, numbered: bool = False) -> list[str]:
+    """`- file.md (lines 12-28)` (or `[1] file.md ...`), one per distinct (source, location); the vault
+    is named when several."""
+    refs = distinct(references)
+    several = len({r.vault for r in refs}) > 1
     lines = []
-    for r in refs:
-        key = (r.vault, r.source_path, r.lines)
-        if key in seen:
-            continue
-        seen.add(key)
+    for n, r in enumerate(refs, start=1):
         name = f"{r.vault}: {r.source_path}" if several else r.source_path
-        lines.append(f"- {name}{_location(r)}")
+        lines.append(f"{f'[{n}]' if numbered else '-'} {name}{_location(r)}")
     return lines
 
 
 def render_answer(response: AskResponse) -> str:
+    """The answer and its Sources. A quoted answer marks each sentence with the number of its source
+    in the list (`[1]`); an LLM's answer keeps the `[File: ..., Section: ...]` citations its prompt asks for."""
+    from rag.notes.citations import cite_label, numbered
+
     parts = ["Answer:"]
     if response.notice:
         parts.append(f"({response.notice})")
     if response.confidence == "low" and not response.abstained:
         parts.append(f"({LOW_CONFIDENCE_NOTE})")
-    parts.append(response.answer)
-    sources = source_lines(response.references)
+    quoted = response.answered_by == "extractive" and not response.abstained
+    labels = [cite_label(r.source_path, r.heading_path) for r in distinct(response.references)]
+    parts.append(numbered(response.answer, labels) if quoted else response.answer)
+    sources = source_lines(response.references, numbered=quoted)
     if sources:
         parts += ["", "Sources:", *sources]
     return "\n".join(parts)

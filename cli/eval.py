@@ -49,12 +49,15 @@ def eval_command(
     tolerance: float | None = typer.Option(None, "--tolerance", help="Largest drop below the baseline that is "
                                            "not a degradation. Default: setting eval.tolerance (0.02)."),
     split: str = typer.Option("all", "--split", help=SPLIT_HELP),
+    unrelated_vault: str | None = typer.Option(None, "--unrelated-vault", help="Also run the cases with this "
+                                               "(indexed) vault searched beside --vault, and report how the "
+                                               "answers and abstentions differ. Needs --vault."),
 ) -> None:
     """Score retrieval (recall@k, recall@5, MRR, nDCG@10) and answers (abstention, expected facts, forbidden claims) against a golden file, per dev/test split; exit 9 when worse than --baseline."""  # one line: typer keeps line breaks
     from rag.extras import require_extra
 
     require_extra("eval", "ragpg eval")
-    from rag.errors import RagError
+    from rag.errors import InputError, RagError
     from rag.eval import evaluate_command
     from rag.eval.search import make_search_fn, resolve_mode
     from rag.runtime import Runtime
@@ -64,6 +67,12 @@ def eval_command(
         settings = state(ctx).settings
         rt = Runtime.from_settings(settings, pool_max_size=2)
         search_fn = make_search_fn(rt, profile, mode, vault)
+        unrelated = None
+        if unrelated_vault is not None:
+            if not vault or unrelated_vault in vault:
+                raise InputError("--unrelated-vault needs --vault naming the vaults the cases are about, "
+                                 "and a vault that is not one of them")
+            unrelated = (unrelated_vault, make_search_fn(rt, profile, mode, [*vault, unrelated_vault]))
     except RagError as exc:
         raise _fail(exc) from None
     def database_reachable() -> None:
@@ -84,7 +93,7 @@ def eval_command(
                                     save_baseline_path=save_baseline,
                                     k=k, tolerance=settings.eval.tolerance if tolerance is None else tolerance,
                                     json_out=json_out, profile=profile, mode=resolve_mode(profile, mode),
-                                    split=split, preflight=database_reachable)
+                                    split=split, preflight=database_reachable, unrelated=unrelated)
     finally:
         rt.close()
     raise typer.Exit(code)

@@ -75,6 +75,12 @@ class NotesSettings(Group):
     """An answer with p(answerable) below this is marked low confidence; not below notes.abstain_threshold."""
     abstain_top_passages: PositiveInt = 3
     """How many of the best passages the abstention signals read."""
+    # golden dev split, local model: 10 passages find a name the best 5 miss ("PDFs" in the 7th); 20 also
+    # find the notes' passing mentions of names they do not cover ("Chrome" among a list of browsers)
+    names_top_passages: PositiveInt = 10
+    """`ask` abstains when the question asks about a name or number (YubiKey, Joplin, 500) that none of this
+    many best passages of the evidence vault mention, and says which: "Your notes mention X but not Y". A
+    name after on/in/at ("on my PC") only sets the scene and is not required."""
     answer_max_tokens: PositiveInt = 800
     """The longest answer an LLM may write, in tokens."""
     answer_context_budget_tokens: PositiveInt = 6000
@@ -102,6 +108,10 @@ class NotesSettings(Group):
     extractive_short_sentence_words: NonNegativeInt = 12
     """A quoted sentence shorter than this many words brings the next sentence of its passage along (a
     question followed by its answer, a step after its introduction). 0: never."""
+    extractive_shape_min_share: ZeroToOne = 0.5
+    """A quoted answer puts first the sentences holding a fact of the shape the question asks for (a duration
+    for "how long", a key combination for "which key", steps for "how do I") that score at least this share
+    of the best sentence. 1: only the best sentence itself."""
     snippet_chars: int = Field(280, gt=20)
     """Length of the passage excerpt shown with a source or a search result, in characters."""
     search_k_max: PositiveInt = 100

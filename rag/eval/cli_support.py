@@ -7,6 +7,8 @@ mode and passes it here. Output contract: the report goes to stdout (text, or JS
 
 from __future__ import annotations
 
+import json
+
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,9 +27,10 @@ from rag.eval.baseline import (
 from rag.eval.errors import EvalExit
 from rag.eval.golden import ALL_SPLITS, load_golden, select_split, validate_split
 from rag.eval.metrics import DEFAULT_K
-from rag.eval.report import render_json, render_text
+from rag.eval.report import render_text, report_json
 from rag.eval.results import EvalReport
 from rag.eval.runner import SearchFn, run_eval, validate_k
+from rag.eval.unrelated import UnrelatedRun
 
 
 def evaluate_command(
@@ -45,9 +48,11 @@ def evaluate_command(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     preflight: Callable[[], None] | None = None,
+    unrelated: tuple[str, SearchFn] | None = None,
 ) -> int:
     """`split` (dev, test, all) selects the cases that run; the baseline compared with or saved
-    covers those cases. `preflight` runs after the inputs are validated and before the first
+    covers those cases. `unrelated` (a vault name and a search over the run's vaults and it) runs
+    the cases again and reports how the answers differ (`rag.eval.unrelated`). `preflight` runs after the inputs are validated and before the first
     case (e.g. a database check, so an unreachable server is one clear error rather than a
     failure blamed on case 1)."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
@@ -65,6 +70,8 @@ def evaluate_command(
         if preflight is not None:
             preflight()
         report = run_eval(golden, search_fn, k, profile=profile, mode=mode, split=split)
+        second = None if unrelated is None else UnrelatedRun(unrelated[0], run_eval(
+            golden, unrelated[1], k, profile=profile, mode=mode, split=split))
     except RagError as exc:
         return _fail(exc, err)
     try:
@@ -72,7 +79,7 @@ def evaluate_command(
     except RagError as exc:
         _write(out, report, None, json_out)  # the run itself succeeded; show what it measured
         return _fail(exc, err)
-    _write(out, report, comparison, json_out)
+    _write(out, report, comparison, json_out, second)
     try:
         if save_baseline_path is not None:
             save_baseline(report.summary, save_baseline_path)
@@ -81,8 +88,15 @@ def evaluate_command(
     return _verdict(comparison, err)
 
 
-def _write(out: TextIO, report: EvalReport, comparison: Comparison | None, json_out: bool) -> None:
-    out.write(render_json(report, comparison) if json_out else render_text(report, comparison))
+def _write(out: TextIO, report: EvalReport, comparison: Comparison | None, json_out: bool,
+           second: UnrelatedRun | None = None) -> None:
+    if json_out:
+        data = report_json(report, comparison)
+        if second is not None:
+            data["unrelated_vault"] = second.to_json(report)
+        out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        out.write(render_text(report, comparison) + (second.text(report) if second is not None else ""))
     out.flush()
 
 

@@ -23,11 +23,13 @@ from rag.config import NotesSettings
 from rag.context.assemble import assemble_context
 from rag.errors import LLMError
 from rag.llm import LLM, Message
+from rag.notes.decision import decision_trace
 from rag.notes.citations import file_section_header, match_citations
-from rag.notes.extractive import Sentence, extractive_answer, score_sentences, weigh_by_passage
+from rag.notes.extractive import Sentence, extractive_answer, favour_shape, score_sentences, weigh_by_passage
+from rag.notes.shapes import answer_shape, asks_for_steps
 from rag.notes.format import snippet
 from rag.notes.question import query_terms
-from rag.notes.results import AnsweredBy, AskResponse, Confidence, Reference
+from rag.notes.results import AnswerDecision, AnsweredBy, AskResponse, Confidence, Reference, RuleName
 from rag.prompts import load_prompt
 from rag.runtime import Runtime
 from rag.types import Candidate, RankedChunk
@@ -48,9 +50,18 @@ def caution() -> str:
     return load_prompt("notes_caution").render() + "\n"
 
 
-def abstained(reason: str, answered_by: AnsweredBy = "none") -> AskResponse:
-    return AskResponse(answer=ABSTAIN_ANSWER, references=[], abstained=True, abstain_reason=reason,
-                       answered_by=answered_by)
+def abstained(reason: str, answered_by: AnsweredBy = "none", *, decision: AnswerDecision | None = None) -> AskResponse:
+    """The abstention answer; when the notes cover the topic but not the thing asked, it says so."""
+    text = f"{ABSTAIN_ANSWER} {decision.message}" if decision is not None and decision.message else ABSTAIN_ANSWER
+    return AskResponse(answer=text, references=[], abstained=True, abstain_reason=reason,
+                       answered_by=answered_by, decision=decision)
+
+
+def overruled(decision: AnswerDecision | None, rule: RuleName, reason: str) -> AnswerDecision:
+    """The decision after the answer step abstained although the evidence answered."""
+    if decision is None:
+        return AnswerDecision(abstain=True, rule=rule, evidence_vault=None, reasons=[reason])
+    return decision.model_copy(update={"abstain": True, "rule": rule, "reasons": [reason]})
 
 
 def found_by(c: Candidate) -> str:
@@ -99,12 +110,16 @@ def rank_answer_sentences(rt: Runtime, ns: NotesSettings, question: str, kept: S
         query_embedding = rt.embedder.embed_query(question)
     scored = score_sentences(question, chunks, similarity=_similarity_to(rt, query_embedding),
                              semantic_weight=ns.extractive_semantic_weight, with_context=ns.extractive_sentence_context)
-    return weigh_by_passage(scored, [r.scores.final for r in kept])
+    weighed = weigh_by_passage(scored, [r.scores.final for r in kept])
+    return favour_shape(weighed, answer_shape(question), asks_for_steps(question),
+                        ns.extractive_shape_min_share)
 
 
 def _references(chunks: Sequence[Candidate], used: Sequence[int], limit: int, question: str,
                 ns: NotesSettings) -> list[Reference]:
-    order = list(dict.fromkeys([*used, *range(len(chunks))]))[:max(limit, len(used))]
+    """The passages something was taken from (every one an LLM cited; a quoted answer quotes at most
+    the detail's number of sentences)."""
+    order = list(dict.fromkeys(used))
     terms = query_terms(question)
     # the stored trail ("# A > ## B"), as SQL and compute_context show it: one heading format everywhere
     return [Reference(vault=c.vault, source_path=c.source_path, heading_path=c.heading_path,
@@ -114,23 +129,31 @@ def _references(chunks: Sequence[Candidate], used: Sequence[int], limit: int, qu
 
 
 def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedChunk], sentences: list[Sentence],
-           band: Confidence, detail: str, trace: dict[str, Any]) -> AskResponse:
+           band: Confidence, detail: str, trace: dict[str, Any], decision: AnswerDecision | None = None) -> AskResponse:
     chunks = [r.candidate for r in kept]
     limit = ns.answer_sources[detail]
     notice = NOTICE_NO_LLM
     if rt.llm is not None:
         answered, notice = _llm_answer(rt.llm, ns, question, kept, band, limit, trace)
+        if answered is not None and answered.abstained:
+            declined = overruled(decision, "llm_declined", "the language model found no answer in the passages")
+            trace["abstention"] = decision_trace(declined)
+            return answered.model_copy(update={"decision": declined})
         if answered is not None:
-            return answered
+            return answered.model_copy(update={"decision": decision})
     text, used = extractive_answer(sentences, chunks, count=ns.answer_sentences[detail],
                                    min_share_of_best=ns.extractive_min_share_of_best, fallback_chars=ns.snippet_chars,
                                    short_words=ns.extractive_short_sentence_words)
     if not text:  # every sentence the passages hold is flagged as an injection: nothing to quote
-        return abstained("only_flagged_text", "extractive")
+        flagged = overruled(decision, "only_flagged_text", "every sentence that matched is flagged as an instruction "
+                            "to a model")
+        trace["abstention"] = decision_trace(flagged)
+        return abstained("only_flagged_text", "extractive", decision=flagged)
     trace["citations"] = {"matched_chunks": [i + 1 for i in used], "unmatched_citations": [],
                           "matched_by_file_only": []}
     return AskResponse(answer=text, references=_references(chunks, used, limit, question, ns), abstained=False,
-                       abstain_reason=None, answered_by="extractive", notice=notice, confidence=band)
+                       abstain_reason=None, answered_by="extractive", notice=notice, confidence=band,
+                       decision=decision)
 
 
 def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[RankedChunk], band: Confidence, limit: int,
@@ -155,12 +178,10 @@ def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[Ranke
         log.warning("answering with the LLM failed, quoting the notes instead: %s", exc)
         return None, NOTICE_LLM_FAILED
     if _declined(text):
-        trace["abstention"] = {**trace.get("abstention", {}), "abstain": True,
-                               "reason": "not answered: the language model found no answer in the passages"}
         return abstained("llm_declined", "llm"), ""
     match = match_citations(text, shown)
     trace["citations"] = match.debug()
-    used = match.used or list(range(len(shown)))
+    used = match.used or list(range(min(len(shown), limit)))  # cites nothing: the best passages, up to the detail
     return AskResponse(answer=text, references=_references(shown, used, limit, question, ns), abstained=False,
                        abstain_reason=None, answered_by="llm", confidence=band), ""
 

@@ -25,9 +25,9 @@ from rag.arguments import ASK_CHECKS, SEARCH_CHECKS, check_arguments, query_text
 from rag.config import NotesSettings
 from rag.errors import InputError
 from rag.notes import answer as answering
-from rag.notes.abstain import collect_signals, decide
+from rag.notes.decision import decide_answer, decision_trace, evidence_vault, in_vault
 from rag.notes.format import snippet
-from rag.notes.question import choose_k, query_terms, specific_names, validate_detail
+from rag.notes.question import choose_k, query_terms, validate_detail
 from rag.notes.results import AskResponse, Confidence, Reference, SearchItem, SearchResponse
 from rag.notes.scope import NotesScope, prepare_scope, resolve_vaults
 from rag.notes.settings import notes_settings
@@ -96,7 +96,8 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
                                   scope or Scope.unrestricted(), trace)
         root.set(abstained=response.abstained, answeredBy=response.answered_by,
                  folderMethod=trace.get("folders", {}).get("method"), topScore=trace.get("best_score"),
-                 chunkCount=len(response.references), insufficient=response.abstained)
+                 chunkCount=len(response.references), insufficient=response.abstained,
+                 decisionRule=response.decision.rule if response.decision else None)
         timings = {**trace.get("timings_ms", {}), "total_ms": (time.perf_counter() - started) * 1000}
         record_signals(root, decision_signals(decision, timings_ms=timings, abstained=response.abstained))
     return response.model_copy(update={"debug": trace}) if debug else response
@@ -108,8 +109,10 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
     with rt.connection(autocommit=True, scope=scope, read=True) as conn:
         sc = prepare_scope(conn, rt, ns, question, vault_list, folder_list, None, scope, rank_folders=True)
         found, ranked = retrieve_notes(conn, rt, question, sc)
-        stats = query_term_stats(conn, question, sc.vaults, scope.readable_levels(),
-                                 [r.candidate.chunk_id for r in ranked[:ns.abstain_top_passages]]) if ranked[:k] else []
+        # The evidence is judged within its own vault: its term statistics, its passages (rag.notes.decision).
+        vault = evidence_vault(ranked[:k])
+        own = [r.candidate.chunk_id for r in in_vault(ranked, vault)[:ns.abstain_top_passages]]
+        stats = query_term_stats(conn, question, [vault], scope.readable_levels(), own) if vault else []
     trace.update(sc.debug())
     retrieval = found.run.decision(insufficient=not ranked)
     trace["retrieval"] = retrieval.model_dump(mode="json")
@@ -118,21 +121,21 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
     kept = ranked[:k]
     trace["best_score"] = kept[0].scores.final if kept else None
     if not kept:
-        trace["abstention"] = {"abstain": True, "reason": "not answered: nothing in the notes matched"}
-        return answering.abstained("no_results"), retrieval
+        decision = decide_answer(question, kept, [], 0.0, ns)
+        trace["abstention"] = decision_trace(decision)
+        return answering.abstained("no_results", decision=decision), retrieval
     answering_started = time.perf_counter()
     sentences = answering.rank_answer_sentences(rt, ns, question, kept, sc.query_embedding)
-    signals = collect_signals(ranked, stats, max((x.similarity for x in sentences), default=0.0),
-                              top_passages=ns.abstain_top_passages, names=specific_names(question))
-    decision = decide(signals, ns.abstain_weights, ns.abstain_bias, ns.abstain_threshold)
-    trace["abstention"] = decision.debug()
+    best_sentence = max((x.similarity for x in sentences if kept[x.passage].candidate.vault == vault), default=0.0)
+    decision = decide_answer(question, ranked, stats, best_sentence, ns)
+    trace["abstention"] = decision_trace(decision)
     if decision.abstain:
-        log.info("ask abstained (p=%.3f) for %d candidates", decision.probability, len(ranked))
+        log.info("ask abstained (%s, p=%s) for %d candidates", decision.rule, decision.p_answerable, len(ranked))
         trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000  # the sentences it weighed
-        return answering.abstained("no_relevant_context"), retrieval
-    band: Confidence = "low" if decision.probability < ns.abstain_low_confidence else "normal"
+        return answering.abstained("no_relevant_context", decision=decision), retrieval
+    band: Confidence = "low" if (decision.p_answerable or 0.0) < ns.abstain_low_confidence else "normal"
     trace["confidence"] = band
-    answered = answering.answer(rt, ns, question, kept, sentences, band, detail, trace)
+    answered = answering.answer(rt, ns, question, kept, sentences, band, detail, trace, decision)
     trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000
     return answered, retrieval
 

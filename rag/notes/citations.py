@@ -72,3 +72,15 @@ def match_citations(answer: str, passages: Sequence[Candidate]) -> CitationMatch
             (result.by_file_only if hits else result.unmatched).append(cited)
         result.used += [i for i in hits if i not in result.used]
     return result
+
+
+def numbered(answer: str, labels: Sequence[str]) -> str:
+    """The answer with each `[File: ..., Section: ...]` replaced by `[n]`, the 1-based position of the
+    same label in `labels` (the Sources list); a citation of no listed label is left as written."""
+    folded = [_folded(label) for label in labels]
+
+    def number(m: re.Match[str]) -> str:
+        cited = _folded(m.group())
+        return f"[{folded.index(cited) + 1}]" if cited in folded else m.group()
+
+    return _CITED.sub(number, answer)

@@ -29,6 +29,7 @@ from rag.ingest.guard import assess_injection
 from rag.notes.citations import citation_for
 from rag.notes.format import heading_parts, plain
 from rag.notes.question import match_terms, stem
+from rag.notes.shapes import Shape
 from rag.secrets import mask_secrets
 from rag.text import split_sentences, tokenize
 from rag.types import Candidate
@@ -37,9 +38,11 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:\s.*)?$", re.MULTILINE)
 # A line in bold only, not ending like a sentence: a heading in all but name.
 _PSEUDO_HEADING = re.compile(r"^ {0,3}(\*\*|__)[^\n]*?[^.!\n]\1:?[ \t]*$", re.MULTILINE)
-# A line of links only ("See [[A]], [[B]]" style navigation), which answers nothing.
+# A line of links only ("See [[A]], [[B]]" style navigation), which answers nothing. A list item of links
+# stays: after a sentence ending in ':' it is what the sentence introduces ("refunds for: - [[Sync]]").
 _LINK = r"(?:!?\[\[[^\]]+\]\]|!?\[[^\]]*\]\([^)]*\))"
-_LINK_ONLY = re.compile(rf"^\s*(?:[-*+]\s+)?(?:[\w ]{{1,24}}:\s*)?{_LINK}(?:[\s,;|·–-]*{_LINK})*\s*[.]?\s*$", re.MULTILINE)
+_LINK_ONLY = re.compile(rf"^(?![ \t]*[-*+][ \t])\s*(?:[\w ]{{1,24}}:\s*)?{_LINK}(?:[\s,;|·–-]*{_LINK})*\s*[.]?\s*$",
+                        re.MULTILINE)
 # Quote markers of blockquotes and callouts; a callout's title line ("> [!tip] Title") is a heading.
 _QUOTE_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
 _CALLOUT_TITLE = re.compile(r"^[ \t]*(?:>[ \t]?)+\[![^\]]*\][-+]?[^\n]*$", re.MULTILINE)
@@ -203,6 +206,19 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
         scored.append(Sentence(ci, pos, text, share, float(sim), prompt=text in prompts[ci], kind=kind,
                                flagged=bool(assess_injection(text).flags)))
     return scored
+
+
+def favour_shape(sentences: Sequence[Sentence], shape: Shape | None, steps: bool, min_share_of_best: float) -> list[Sentence]:
+    """Sentences holding a fact of the answer's shape (a duration for "how long", a key combination for
+    "which key"; a procedure for a how-to question) outrank every other sentence, provided they score at
+    least `min_share_of_best` of the best sentence: on the topic, and holding what was asked."""
+    best = max((x.score for x in sentences), default=0.0)
+
+    def fits(x: Sentence) -> bool:
+        return not x.asks and ((shape is not None and shape.holds(x.text)) or (steps and x.kind == "procedure"))
+
+    return [replace(x, score=best + x.score) if best > 0 and x.score >= best * min_share_of_best and fits(x) else x
+            for x in sentences]
 
 
 def weigh_by_passage(sentences: Sequence[Sentence], passage_scores: Sequence[float]) -> list[Sentence]:

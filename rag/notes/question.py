@@ -53,6 +53,24 @@ def specific_names(question: str) -> list[str]:
     return unique(names)
 
 
+# A name after "on", "in", ... says where the reader is ("on my PC", "located in Europe", "on a German
+# keyboard"), not what they ask about: notes about the thing rarely repeat the reader's setting.
+_SETTING = re.compile(r"\b(?:on|in|at|under|within|inside)\s+(?:(?:a|an|the|my|our|your|their|this|that)\s+)?"
+                      r"(?:\w+\s+)?$", re.IGNORECASE)
+
+
+def asked_names(question: str) -> list[str]:
+    """`specific_names` without the ones that only set the scene (a name right after "on", "in", "at",
+    "under", "within", "inside", with at most a determiner and one word between): what the answer
+    has to mention."""
+    asked = []
+    for name in specific_names(question):
+        at = re.search(rf"(?<![\w-]){re.escape(name)}", question)
+        if at is None or not _SETTING.search(question[:at.start()]):
+            asked.append(name)
+    return asked
+
+
 def match_terms(question: str) -> list[str]:
     """The stems of `query_terms`: what answer sentences and snippets are matched against."""
     return unique(stem(t) for t in query_terms(question))
@@ -76,7 +94,8 @@ def validate_detail(detail: str) -> str:
 
 
 def choose_k(question: str, *, detail: str, k: int | None, user_folders: bool, s: NotesSettings) -> KChoice:
-    """How many passages to answer from: an explicit k clamped to [k_min, k_max], else automatic.
+    """How many passages to answer from: an explicit k in [k_min, k_max] (else an InputError naming the
+    range), or automatic.
 
     Automatic: the detail hint (brief 3, normal 5, detailed 8), +2 for a broad question (more than
     20 words, two or more question marks, or a word such as "overview", "everything", "all",
@@ -86,9 +105,8 @@ def choose_k(question: str, *, detail: str, k: int | None, user_folders: bool, s
     if k is not None:
         if isinstance(k, bool) or not isinstance(k, int):
             raise InputError(f"k must be a whole number, got {k!r}")
-        clamped = min(max(k, s.k_min), s.k_max)
-        if clamped != k:
-            return KChoice(clamped, (f"k={k} is outside {s.k_min}-{s.k_max}; clamped to {clamped}",))
+        if not s.k_min <= k <= s.k_max:
+            raise InputError(f"k must be between {s.k_min} and {s.k_max}, got {k}")
         return KChoice(k, ("explicit k",))
     value = {"brief": s.k_brief, "normal": s.k_normal, "detailed": s.k_detailed}[detail]
     reasons = [f"detail '{detail}': {value}"]

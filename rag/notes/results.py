@@ -51,6 +51,27 @@ class Reference(Passage):
         return self.model_dump(mode="json")
 
 
+RuleName = Literal["nothing_found", "names_missing", "model", "llm_declined", "only_flagged_text"]
+
+
+class AnswerDecision(Record):
+    """Why `ask` answered or abstained: the rule that decided, the named signals it read and plain-words
+    reasons that agree with the outcome (`rag.notes.decision`). `message` is what the reader is told
+    when the notes cover the topic but not the thing asked about."""
+
+    abstain: bool
+    rule: RuleName
+    evidence_vault: str | None
+    p_answerable: float | None = None
+    threshold: float | None = None
+    signals: dict[str, float] = Field(default_factory=dict)
+    names: list[str] = Field(default_factory=list, description="The names and numbers the question asks about.")
+    names_missing: list[str] = Field(default_factory=list)
+    mentioned: list[str] = Field(default_factory=list, description="Words of the question the passages do use.")
+    message: str | None = None
+    reasons: list[str] = Field(default_factory=list)
+
+
 class AskResponse(Record):
     answer: str
     references: list[Reference]
@@ -60,6 +81,7 @@ class AskResponse(Record):
     answered_by: AnsweredBy = "llm"  # "none" when abstained before answering
     notice: str | None = None  # a plain sentence for the reader, e.g. that the answer quotes the notes
     confidence: Confidence | None = None  # None when abstained
+    decision: AnswerDecision | None = None  # why it answered or abstained
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form; `debug` only when it was asked for."""

@@ -225,3 +225,23 @@ def test_search_failure_mid_run_is_exit_3_naming_the_case(cli: Run, vault: Path,
     code, out, err = cli("eval", golden)
     assert (code, out) == (3, "")  # the database lacks what ragpg needs: its code, not "degraded"
     one_error_line(err, f"{golden}:2: case 'tomato-planting' (#1): search failed:")
+
+
+PAPERS = {f"paper{i}.md": f"# Trial {i}\n\nTomato extract given to {i * 10} patients before baking bread; the world cup "
+          f"of {1990 + i} followed the frost.\n" for i in range(30)}
+
+
+def test_unrelated_vault_reports_the_same_decisions(cli: Run, vault: Path, golden: Path, tmp_path: Path) -> None:
+    assert cli("vault", "add", "papers", write_files(tmp_path / "papers", PAPERS))[0] == 0
+    assert cli("index", "--quiet", "papers")[0] == 0
+    code, out, err = cli("eval", golden, "--vault", "notes", "--unrelated-vault", "papers", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    second = data["unrelated_vault"]
+    assert second["vault"] == "papers" and second["changed_decisions"] == []
+    for metric in ("abstain_on_unanswerable", "answered_when_answerable"):
+        assert second["metrics"][metric] == data["summary"]["metrics"][metric]
+    code, out, err = cli("eval", golden, "--vault", "notes", "--unrelated-vault", "papers")
+    assert code == 0 and "With vault 'papers' also searched:" in out and "abstention changed on 0 case(s)" in out
+    code, out, err = cli("eval", golden, "--unrelated-vault", "papers")  # which vaults are the cases about?
+    assert code == 2 and out == "" and "--unrelated-vault needs --vault" in err

@@ -3,6 +3,8 @@ database, with API keys of several scopes: what every MCP test reads through the
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,8 @@ from rag.store.vaults import NewVault, add_vault
 from tests.support.files import write_files
 
 PUBLIC_MARK, INTERNAL_MARK, RESTRICTED_MARK, WORK_MARK = "SUNFLOWER", "BLUEHERON", "ZEBRAQUARTZ", "KINGFISHER"
+# The tail of "Your notes mention X but not Y." / "Your notes do not mention Y.": Y is the question's own words.
+NOT_MENTIONED = re.compile(r"(?:but not|do not mention) [^.]*\.")
 
 TOMATOES = (
     "# Tomatoes\n"  # line 1

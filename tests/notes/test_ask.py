@@ -314,12 +314,11 @@ def test_references_are_the_passages_the_llm_answer_cites(notes, llm_runtime, ll
     assert user["content"].rstrip().endswith(f"Question: {Q}")
 
 
-def test_cited_passages_come_first_then_the_others_up_to_the_detail(notes, llm_runtime, llm_stub, notes_config):
+def test_only_cited_passages_are_sources_up_to_the_detail(notes, llm_runtime, llm_stub, notes_config):
     two_notes(notes)
     script(llm_stub, answer="Beta follows alpha [File: beta.md, Section: Beta].")
-    resp = ask(Q, detail="normal", runtime=llm_runtime)  # 3 sources
-    assert [(r.source_path, r.ordinal) for r in resp.references] == [
-        ("projects/beta.md", 0), ("projects/alpha.md", 0), ("projects/alpha.md", 1)]  # beta, then by rank
+    resp = ask(Q, detail="normal", runtime=llm_runtime)  # up to 3 sources, but only beta was taken from
+    assert [(r.source_path, r.ordinal) for r in resp.references] == [("projects/beta.md", 0)]
     script(llm_stub, answer="Alpha ships in March.")  # cites nothing: the passages drawn on, in rank order
     # (alpha#1 at cosine 0.7 outranks beta at 0.6 under the notes profile's weights)
     assert [(r.source_path, r.ordinal) for r in ask(Q, detail="normal", runtime=llm_runtime).references] == [
@@ -391,23 +390,27 @@ def test_auto_k_is_the_number_of_passages_the_llm_sees(notes, llm_runtime, llm_s
     assert not resp.abstained and context_chunks(llm_stub) == 7
 
 
-def test_explicit_k_is_clamped_and_noted(notes, llm_runtime, llm_stub, notes_config):
+def test_explicit_k_out_of_range_is_an_error_naming_the_range(notes, llm_runtime, llm_stub, notes_config):
     ten_passages(notes)
     script(llm_stub, answer="Soon.")
-    resp = ask(Q, k=20, debug=True, runtime=llm_runtime)
-    assert resp.debug["k"] == {"value": 8, "requested": 20, "reasons": ["k=20 is outside 3-8; clamped to 8"]}
+    for bad in (20, 1, 0):
+        with pytest.raises(InputError, match=f"k must be between 3 and 8, got {bad}"):
+            ask(Q, k=bad, runtime=llm_runtime)
+    assert ask(Q, k=8, debug=True, runtime=llm_runtime).debug["k"] == {"value": 8, "requested": 8,
+                                                                     "reasons": ["explicit k"]}
     assert context_chunks(llm_stub) == 8
-    assert ask(Q, k=1, debug=True, runtime=llm_runtime).debug["k"]["value"] == 3 and context_chunks(llm_stub) == 3
     ask(Q, k=6, runtime=llm_runtime)
     assert context_chunks(llm_stub) == 6
 
 
-def test_k_and_detail_bound_the_sources_of_a_quoted_answer(notes, runtime, notes_config):
-    ten_passages(notes)
-    assert len(ask(Q, detail="brief", runtime=runtime).references) == 1
-    assert len(ask(Q, detail="normal", runtime=runtime).references) == 3
-    assert len(ask(Q, detail="detailed", runtime=runtime).references) == 8
-    assert len(ask(Q, detail="detailed", k=4, runtime=runtime).references) == 4  # only 4 drawn on
+def test_detail_bounds_the_sentences_and_the_sources_quoted_from(notes, runtime, notes_config):
+    ten_passages(notes)  # ten passages saying the same: each quoted sentence comes from its own passage
+    for detail, sentences in (("brief", 1), ("normal", 2), ("detailed", 3)):
+        resp = ask(Q, detail=detail, runtime=runtime)
+        assert len(resp.answer.splitlines()) == sentences
+        assert len(resp.references) == sentences  # only the sources something was taken from
+        assert {r.file for r in resp.references} == {line.split("[File: ")[1].split(",")[0]
+                                                     for line in resp.answer.splitlines()}
 
 
 # -- debug, clearance, bad input, search ---------------------------------------------------------------

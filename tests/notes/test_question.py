@@ -58,11 +58,11 @@ def test_auto_k_says_why():
     assert choice.reasons == ("detail 'normal': 5", "broad question (asks for 'overview'): +2", "folders named: -1")
 
 
-def test_explicit_k_is_clamped_and_noted():
-    high = choose_k("q", detail="normal", k=99, user_folders=False, s=S)
-    low = choose_k("q", detail="normal", k=0, user_folders=False, s=S)
-    assert (high.k, low.k) == (8, 3)
-    assert high.reasons == ("k=99 is outside 3-8; clamped to 8",) and "clamped to 3" in low.reasons[0]
+def test_explicit_k_out_of_range_is_an_error_naming_the_range():
+    for bad in (99, 0, 2, 9):
+        with pytest.raises(InputError, match=f"k must be between 3 and 8, got {bad}"):
+            choose_k("q", detail="normal", k=bad, user_folders=False, s=S)
+    assert choose_k("q", detail="normal", k=8, user_folders=False, s=S).k == 8
     assert choose_k("q", detail="brief", k=5, user_folders=True, s=S).reasons == ("explicit k",)
 
 

@@ -1,0 +1,153 @@
+"""The one answer/abstain decision of notes `ask`: named signals, the rule that decided, plain-words reasons.
+
+The evidence is judged within the vault it comes from (the vault of the best passage): the term
+statistics are that vault's own and the signals read only that vault's passages, so registering,
+indexing or removing an unrelated vault changes no decision about a question answered elsewhere.
+
+Rules, in order (the first that applies decides):
+
+1. `nothing_found` — no passage matched;
+2. `names_missing` — the question asks about a name or number (`rag.notes.question.asked_names`)
+   that none of the evidence vault's best passages mention: the notes say something about the topic,
+   not about that thing ("Your notes mention two-factor authentication but not YubiKey");
+3. `model` — the calibrated model over the signals (`rag.notes.abstain`).
+
+The record (`AnswerDecision`) is what `--explain`, `--json`, the web page's "Why this answer" and the
+trace all render; its reasons never contradict its outcome: a signal that points the other way is
+named only together with what outweighed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rag.config import NotesSettings
+from rag.notes.abstain import AbstainSignals, collect_signals, decide
+from rag.notes.question import asked_names, query_terms, stem
+from rag.notes.results import AnswerDecision
+from rag.retrieval.terms import TermStat
+from rag.text import tokenize
+from rag.types import RankedChunk
+
+# When a signal is named as a reason (wording only; the decision is the rule's).
+EXPLAIN_UNKNOWN_SHARE_MIN = 0.3
+EXPLAIN_COVERAGE_BELOW = 0.5
+EXPLAIN_SENTENCE_SIMILARITY_BELOW = 0.45
+MENTIONED_SHOWN = 3
+
+
+def evidence_vault(ranked: Sequence[RankedChunk]) -> str | None:
+    return ranked[0].candidate.vault if ranked else None
+
+
+def in_vault(ranked: Sequence[RankedChunk], vault: str | None) -> list[RankedChunk]:
+    return [r for r in ranked if r.candidate.vault == vault]
+
+
+def _passage_text(r: RankedChunk) -> str:
+    c = r.candidate
+    return f"{c.source_path} {c.heading_path} {c.content}"
+
+
+def missing_names(names: Sequence[str], passages: Sequence[str]) -> list[str]:
+    """The names no passage mentions, as written or by the stems of their words ("PDFs" ~ "PDF")."""
+    text = " ".join(passages)
+    folded = text.casefold()
+    stems = {stem(t) for t in tokenize(text)}
+    return [n for n in names if n.casefold() not in folded and not {stem(t) for t in tokenize(n)} <= stems]
+
+
+def mentioned_terms(question: str, passages: Sequence[str], leave_out: Sequence[str]) -> list[str]:
+    """The question's words the passages use (the first few, in the question's order)."""
+    stems = {stem(t) for t in tokenize(" ".join(passages))}
+    left = {stem(t) for n in leave_out for t in tokenize(n)}
+    found = [t for t in query_terms(question) if stem(t) in stems and stem(t) not in left]
+    return found[:MENTIONED_SHOWN]
+
+
+def no_coverage_message(mentioned: Sequence[str], missing: Sequence[str]) -> str:
+    """ "Your notes mention X but not Y." """
+    not_found = " or ".join(missing)
+    if not mentioned:
+        return f"Your notes do not mention {not_found}."
+    return f"Your notes mention {', '.join(mentioned)} but not {not_found}."
+
+
+def decide_answer(question: str, ranked: Sequence[RankedChunk], stats: Sequence[TermStat], sentence_similarity: float,
+                  ns: NotesSettings) -> AnswerDecision:
+    """The decision for `question` over its ranked passages; `stats` are the evidence vault's term statistics."""
+    vault = evidence_vault(ranked)
+    if vault is None:
+        return AnswerDecision(abstain=True, rule="nothing_found", evidence_vault=None,
+                              reasons=["nothing in the notes matched"])
+    own = in_vault(ranked, vault)
+    names = asked_names(question)
+    texts = [_passage_text(r) for r in own[:ns.names_top_passages]]
+    missing = missing_names(names, texts)
+    signals = collect_signals(own, stats, sentence_similarity, top_passages=ns.abstain_top_passages, names=names)
+    model = decide(signals, ns.abstain_weights, ns.abstain_bias, ns.abstain_threshold)
+    common = {"evidence_vault": vault, "p_answerable": round(model.probability, 6), "threshold": ns.abstain_threshold,
+              "signals": signals.as_dict(), "names": names, "names_missing": missing}
+    if missing:
+        mentioned = mentioned_terms(question, texts, names)
+        return AnswerDecision(abstain=True, rule="names_missing", mentioned=mentioned,
+                              message=no_coverage_message(mentioned, missing),
+                              reasons=[f"the best passages never mention {', '.join(missing)}, which the question "
+                                       "asks about"], **common)
+    against = _against(signals)
+    if model.abstain:
+        return AnswerDecision(abstain=True, rule="model", reasons=against or [
+            "the signals together fall short of the threshold"], **common)
+    support = _support(signals, names)
+    outweighed_by = "; ".join(support) if support else "the other signals together"
+    reasons = support + [f"{a} (outweighed by: {outweighed_by})" for a in against]
+    return AnswerDecision(abstain=False, rule="model", reasons=reasons, **common)
+
+
+def _against(s: AbstainSignals) -> list[str]:
+    out = []
+    if s.unknown_share >= EXPLAIN_UNKNOWN_SHARE_MIN:
+        out.append(f"{s.unknown_share:.0%} of the question's distinctive words never appear in the notes")
+    if s.term_coverage < EXPLAIN_COVERAGE_BELOW:
+        out.append(f"the best passages contain only {s.term_coverage:.0%} of the question's distinctive words")
+    if s.sentence_similarity < EXPLAIN_SENTENCE_SIMILARITY_BELOW:
+        out.append("no sentence in the best passages is close in meaning to the question")
+    return out
+
+
+def _support(s: AbstainSignals, names: Sequence[str]) -> list[str]:
+    out = []
+    if s.term_coverage >= EXPLAIN_COVERAGE_BELOW:
+        out.append(f"the best passages contain {s.term_coverage:.0%} of the question's distinctive words")
+    if s.sentence_similarity >= EXPLAIN_SENTENCE_SIMILARITY_BELOW:
+        out.append("a sentence of the best passages is close in meaning to the question")
+    if names:
+        out.append(f"the best passages mention {', '.join(names)}, as the question does")
+    return out
+
+
+def verdict(d: AnswerDecision) -> str:
+    """The decision in one line, with the rule that made it."""
+    if d.rule == "nothing_found":
+        return "not answered: nothing in the notes matched"
+    if d.rule == "names_missing":
+        return f"not answered: {d.message}"
+    if d.rule == "llm_declined":
+        return "not answered: the language model found no answer in the passages"
+    if d.rule == "only_flagged_text":
+        return "not answered: every sentence that matched looks like an instruction to a model, never quoted"
+    p, t = d.p_answerable or 0.0, d.threshold or 0.0
+    return (f"not answered: the evidence is too weak (confidence {p:.2f} < {t:.2f})" if d.abstain
+            else f"answered: the evidence is strong enough (confidence {p:.2f} ≥ {t:.2f})")
+
+
+def explanation(d: AnswerDecision) -> str:
+    """The verdict and its reasons, as `--explain` and the web page show them."""
+    shown = [r for r in d.reasons if r not in verdict(d)]
+    return verdict(d) + (" — " + "; ".join(shown) if shown else "")
+
+
+def decision_trace(d: AnswerDecision) -> dict[str, Any]:
+    """The record in the debug trace, with its one-line explanation as `reason`."""
+    return {**d.model_dump(mode="json"), "reason": explanation(d)}
