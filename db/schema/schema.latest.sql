@@ -683,6 +683,7 @@ begin
             primary key (vault_id, lexeme, chunk_id) include (tf, dl, text_search_config);
         v_missing := v_missing + 1;
     end if;
+    perform ragpg_create_vault_partitions(v.id) from vaults v;  -- names each partition's new indexes
     return v_missing;
 end
 $$;
@@ -783,6 +784,9 @@ begin
     execute format('create index if not exists %I on %I using hnsw (embedding vector_cosine_ops) '
                    'with (m = 16, ef_construction = %s)',
                    p_table || '_hnsw_idx', p_table, ragpg_hnsw_ef_construction());
+    -- each vault's graph is named after the model's (<table>_hnsw_idx_p<vault>: 12_vault_partitions.sql)
+    perform ragpg_name_partition_indexes(to_regclass(quote_ident(ragpg_vault_partition_name(p_table, v.id))), v.id)
+    from vaults v where to_regclass(quote_ident(ragpg_vault_partition_name(p_table, v.id))) is not null;
 end
 $$;
 
@@ -884,6 +888,33 @@ begin
 
     perform ragpg_create_hybrid_functions(m, v_set, v_chunk_cols);
     perform ragpg_create_folder_functions(m, v_set);
+end
+$$;
+
+--
+-- Name: ragpg_create_vault_partitions(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_create_vault_partitions(p_vault_id bigint) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_table regclass;
+    v_name text;
+    v_made integer := 0;
+begin
+    for v_table in select * from ragpg_vault_partitioned_tables() loop
+        v_name := ragpg_vault_partition_name((select relname from pg_class where oid = v_table), p_vault_id);
+        if to_regclass(quote_ident(v_name)) is null then
+            execute format('create table %I partition of %s for values in (%s)', v_name, v_table, p_vault_id);
+            v_made := v_made + 1;
+        end if;
+        execute format('revoke all on %I from public', v_name);
+        execute format('alter table %I enable row level security', v_name);
+        perform ragpg_name_partition_indexes(to_regclass(quote_ident(v_name)), p_vault_id);
+    end loop;
+    return v_made;
 end
 $$;
 
@@ -997,6 +1028,31 @@ begin
     from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
     execute format('drop index %s', index_name);
     return next;
+end
+$$;
+
+--
+-- Name: ragpg_drop_vault_partitions(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_drop_vault_partitions(p_vault_id bigint) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_name text;
+    v_dropped integer := 0;
+begin
+    for v_name in select ragpg_vault_partition_name(c.relname, p_vault_id)
+                  from ragpg_vault_partitioned_tables() with ordinality as t (oid, o)
+                  join pg_class c on c.oid = t.oid
+                  order by t.o desc loop
+        if to_regclass(quote_ident(v_name)) is not null then
+            execute format('drop table %I', v_name);
+            v_dropped := v_dropped + 1;
+        end if;
+    end loop;
+    return v_dropped;
 end
 $$;
 
@@ -1452,6 +1508,19 @@ end
 $_$;
 
 --
+-- Name: ragpg_filter_vault_scope(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_vault_scope(filter jsonb) RETURNS bigint[]
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when f.vaults is not null then array(select v.id from vaults v where v.name = any(f.vaults))
+                else array(select v.id from vaults v) end
+    from ragpg_compile_filter(coalesce(filter, '{}')) f
+$$;
+
+--
 -- Name: ragpg_grant_console_select(name, regclass); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1696,13 +1765,14 @@ begin
     return query execute
         'with scored as materialized (
              select r.id, r.score
-             from (select p.chunk_id as id,
+             from (select p.vault_id, p.chunk_id as id,
                           sum(tm.w * (p.tf * ($1 + 1)) / (p.tf + $1 * (1 - $2 + $2 * p.dl / tm.avgdl))) as score
                    from unnest($7, $8, $9, $10, $11) as tm (vault_id, cfg, lexeme, w, avgdl)
                    join bm25_postings p
                      on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.text_search_config = tm.cfg
-                   group by p.chunk_id) r
-             where exists (select from chunks c where c.id = r.id' || v_filter || ')
+                   where p.vault_id = any($7)
+                   group by p.vault_id, p.chunk_id) r
+             where exists (select from chunks c where c.vault_id = r.vault_id and c.id = r.id' || v_filter || ')
          )
          select sc.id, sc.score
          from scored sc
@@ -1778,11 +1848,12 @@ begin
             'select array_agg(s.chunk_id order by s.pos) filter (where s.kept), count(*),
                     max(s.chunk_id) filter (where s.pos = $3)
              from (select ix.chunk_id, ix.pos,
-                          (select 1 from chunks c where c.id = ix.chunk_id %s limit 1) is not null as kept
+                          (select 1 from chunks c where c.vault_id = %s and c.id = ix.chunk_id %s limit 1)
+                          is not null as kept
                    from (select t.chunk_id, row_number() over () as pos
                          from (select t.chunk_id from %I t
                                order by t.search_text <@> to_bm25query($1, %L) limit $2) t) ix) s',
-            v_filter, i.table_name, i.index_name)
+            i.vault_id, v_filter, i.table_name, i.index_name)
             into v_kept, v_seen, v_bound_id
             using query_text, depth, greatest(depth - ragpg_bm25_index_extra_candidates(), 1),
                   p_containment, p_predicate, p_vars;
@@ -1836,9 +1907,9 @@ begin
         'with centroids as (
              select c.vault_id, d.folder, count(*) as n, avg(e.embedding) as centroid
              from %I e
-             join chunks c on c.id = e.chunk_id
-             join documents d on d.id = c.document_id
-             where $2::bigint[] is null or c.vault_id = any($2)
+             join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id
+             join documents d on d.vault_id = c.vault_id and d.id = c.document_id
+             where $2::bigint[] is null or e.vault_id = any($2)
              group by c.vault_id, d.folder
          )
          select ce.vault_id, v.name, ce.folder, ce.n,
@@ -1926,8 +1997,8 @@ begin
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
            n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh
     from near n
-    join chunks c on c.id = n.id
-    join documents d on d.id = c.document_id
+    join chunks c on c.id = n.id and c.vault_id = any(ragpg_filter_vault_scope(filter))
+    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
     join vaults v on v.id = c.vault_id
     order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
              c.ordinal, n.id
@@ -1994,8 +2065,8 @@ begin
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
            n.vr, n.sim, n.lr, n.bm, n.score, (n.vr is not null)::integer, (n.lr is not null)::integer
     from near n
-    join chunks c on c.id = n.id
-    join documents d on d.id = c.document_id
+    join chunks c on c.id = n.id and c.vault_id = any(ragpg_filter_vault_scope(filter))
+    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
     join vaults v on v.id = c.vault_id
     order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
              c.ordinal, n.id
@@ -2052,8 +2123,8 @@ CREATE FUNCTION public.ragpg_match_lexical_impl(query_text text, match_count int
     AS $$
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
     from ragpg_lexical_scores(query_text, match_count, filter, k1, b) sc
-    join chunks c on c.id = sc.chunk_id
-    join documents d on d.id = c.document_id
+    join chunks c on c.id = sc.chunk_id and c.vault_id = any(ragpg_filter_vault_scope(filter))
+    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
     join vaults v on v.id = c.vault_id
     order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
     -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)
@@ -2071,8 +2142,8 @@ CREATE FUNCTION public.ragpg_match_native_impl(p_table text, p_dims integer, p_m
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.similarity
     from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold, match_count,
                              filter, exact_scan_max_rows, ef_search) sc
-    join chunks c on c.id = sc.chunk_id
-    join documents d on d.id = c.document_id
+    join chunks c on c.id = sc.chunk_id and c.vault_id = any(ragpg_filter_vault_scope(filter))
+    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
     join vaults v on v.id = c.vault_id
     order by sc.similarity desc, d.source_path, c.ordinal, c.id
     -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)
@@ -2087,6 +2158,33 @@ CREATE FUNCTION public.ragpg_model_function_name(m public.embedding_models, p_ki
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN CASE p_kind WHEN 'hybrid_multi'::text THEN ('match_hybrid_multi_chunks_'::text || (m).sql_name) WHEN 'folders'::text THEN ('match_folders_'::text || (m).sql_name) ELSE NULL::text END;
+
+--
+-- Name: ragpg_name_partition_indexes(regclass, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_name_partition_indexes(p_partition regclass, p_vault_id bigint) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    r record;
+    v_name text;
+begin
+    for r in select ci.relname as child, cp.relname as parent
+             from pg_index i
+             join pg_class ci on ci.oid = i.indexrelid
+             join pg_inherits h on h.inhrelid = i.indexrelid
+             join pg_class cp on cp.oid = h.inhparent
+             where i.indrelid = p_partition
+               and not exists (select 1 from pg_constraint k where k.conindid = i.indexrelid) loop
+        v_name := ragpg_vault_partition_name(r.parent, p_vault_id);
+        if r.child <> v_name and to_regclass(quote_ident(v_name)) is null then
+            execute format('alter index %I rename to %I', r.child, v_name);
+        end if;
+    end loop;
+end
+$$;
 
 --
 -- Name: ragpg_pgvector_version_num(); Type: FUNCTION; Schema: public; Owner: -
@@ -2194,13 +2292,13 @@ begin
     order by s.model_id, s.query_key, s.i desc  -- a question asked twice keeps its latest embedding
     on conflict (model_id, query_key, cached_by) do update
         set embedding = excluded.embedding, uses = q.uses + excluded.uses, last_used_at = now();
-    insert into document_retrievals as r (document_id, retrievals, last_retrieved_at)
-    select c.document_id, count(distinct h.question), now()
+    insert into document_retrievals as r (vault_id, document_id, retrievals, last_retrieved_at)
+    select c.vault_id, c.document_id, count(distinct h.question), now()
     from unnest(p_hit_queries, p_hit_chunks) as h(question, chunk_id)
     join chunks c on c.id = h.chunk_id
-    group by c.document_id
-    order by 1
-    on conflict (document_id) do update
+    group by c.vault_id, c.document_id
+    order by 1, 2
+    on conflict (vault_id, document_id) do update
         set retrievals = r.retrievals + excluded.retrievals, last_retrieved_at = now();
 end
 $$;
@@ -2221,10 +2319,10 @@ begin
             set embedding = excluded.embedding, uses = q.uses + 1, last_used_at = now();
     end if;
     if cardinality(p_chunk_ids) > 0 then
-        insert into document_retrievals as r (document_id, retrievals, last_retrieved_at)
-        select distinct c.document_id, 1, now() from chunks c where c.id = any(p_chunk_ids)
-        order by 1  -- one lock order for concurrent callers
-        on conflict (document_id) do update set retrievals = r.retrievals + 1, last_retrieved_at = now();
+        insert into document_retrievals as r (vault_id, document_id, retrievals, last_retrieved_at)
+        select distinct c.vault_id, c.document_id, 1, now() from chunks c where c.id = any(p_chunk_ids)
+        order by 1, 2  -- one lock order for concurrent callers
+        on conflict (vault_id, document_id) do update set retrievals = r.retrievals + 1, last_retrieved_at = now();
     end if;
 end
 $$;
@@ -2287,12 +2385,18 @@ begin
             'match_langchain_chunks_' || v_name)
     returning * into m;
 
+    -- partitioned by vault like the chunks (12_vault_partitions.sql), the vault in every key
     execute format(
         'create table if not exists %I (
-             chunk_id bigint primary key references chunks (id) on delete cascade,
-             embedding vector(%s) not null)',
+             vault_id bigint not null,
+             chunk_id bigint not null,
+             embedding vector(%s) not null,
+             primary key (vault_id, chunk_id),
+             foreign key (vault_id, chunk_id) references chunks (vault_id, id) on delete cascade
+         ) partition by list (vault_id)',
         m.embedding_table, p_dims);
     perform ragpg_create_hnsw_index(m.embedding_table);
+    perform ragpg_create_vault_partitions(v.id) from vaults v order by v.id;
     perform ragpg_secure_content_table(to_regclass(quote_ident(m.embedding_table)));  -- 80_security.sql
     perform ragpg_create_model_functions(m);
     return m;
@@ -2382,7 +2486,12 @@ declare
     v_rank constant text := '(select ragpg_scope_clearance_rank(current_user))';
     v_name text := (select relname from pg_class where oid = p_table);
     v_rule text;
-    v_by_chunk constant text := 'exists (select 1 from chunks c where c.id = chunk_id)';
+    -- (a table partitioned by vault names the chunk's vault too: one partition's key is read, not all)
+    v_by_chunk constant text := case when exists (select 1 from pg_attribute a where a.attrelid = p_table
+                                                  and a.attname = 'vault_id' and not a.attisdropped)
+                                     then format('exists (select 1 from chunks c where c.vault_id = %s.vault_id'
+                                                 ' and c.id = chunk_id)', p_table)
+                                     else 'exists (select 1 from chunks c where c.id = chunk_id)' end;
     v_has_reader boolean := exists (select 1 from pg_roles where rolname = 'ragpg_reader');
 begin
     if v_has_reader then
@@ -2402,7 +2511,8 @@ begin
         when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s) and level <= %s',
                                                                            v_vaults, v_rank)
         -- per-note counts: visible with the note itself (the document's own policy applies inside)
-        when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
+        when v_name = 'document_retrievals' then
+            'exists (select 1 from documents d where d.vault_id = document_retrievals.vault_id and d.id = document_id)'
         -- questions: each role its own (the owner, not bound, all of them)
         when v_name = 'query_embeddings' then 'cached_by = current_user'
         -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself
@@ -2447,10 +2557,64 @@ CREATE FUNCTION public.ragpg_tsvector_token_count(tsv tsvector) RETURNS integer
     RETURN (SELECT (COALESCE(sum(cardinality(u.positions)), (0)::bigint))::integer AS "coalesce" FROM unnest(ragpg_tsvector_token_count.tsv) u(lexeme, positions, weights));
 
 --
--- Name: ragpg_vector_exact_scores(text, public.vector, integer, double precision, bigint[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_vault_partition_name(text, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_vector_exact_scores(p_table text, query_embedding public.vector, match_count integer, similarity_threshold double precision, p_chunk_ids bigint[]) RETURNS TABLE(chunk_id bigint, similarity double precision)
+CREATE FUNCTION public.ragpg_vault_partition_name(p_table text, p_vault_id bigint) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    RETURN CASE WHEN (length(((p_table || '_p'::text) || p_vault_id)) <= 63) THEN ((p_table || '_p'::text) || p_vault_id) ELSE (((("left"(p_table, ((63 - 8) - length((p_vault_id)::text))) || '_'::text) || "left"(md5(p_table), 5)) || '_p'::text) || p_vault_id) END;
+
+--
+-- Name: ragpg_vault_partitioned_tables(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_vault_partitioned_tables() RETURNS SETOF regclass
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+    select c.oid::regclass
+    from (select t, o from unnest(array['chunks', 'bm25_postings', 'bm25_term_stats']) with ordinality as u (t, o)
+          union all
+          select m.embedding_table, 100 + m.id from embedding_models m) t
+    join pg_class c on c.oid = to_regclass(quote_ident(t.t))
+    where c.relkind = 'p'  -- a table a later revision partitions is absent, or plain, before it runs
+    order by t.o
+$$;
+
+--
+-- Name: ragpg_vault_partitions_add(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_vault_partitions_add() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    perform ragpg_create_vault_partitions(new.id);
+    return null;
+end
+$$;
+
+--
+-- Name: ragpg_vault_partitions_drop(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_vault_partitions_drop() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    perform ragpg_drop_vault_partitions(old.id);
+    return old;
+end
+$$;
+
+--
+-- Name: ragpg_vector_exact_scores(text, public.vector, integer, double precision, bigint[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_vector_exact_scores(p_table text, query_embedding public.vector, match_count integer, similarity_threshold double precision, p_chunk_ids bigint[], p_vault_ids bigint[]) RETURNS TABLE(chunk_id bigint, similarity double precision)
     LANGUAGE plpgsql STABLE ROWS 60
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
@@ -2458,14 +2622,15 @@ begin
     return query execute format(
         'with d as materialized (
              select e.chunk_id, cosine_distance(e.embedding, $1) as distance
-             from %I e where e.chunk_id = any($4))
+             from %I e where e.chunk_id = any($4) %s)
          select d.chunk_id, 1 - d.distance
          from d
          where 1 - d.distance >= $3
            and d.distance <= (select max(x.distance)
                               from (select d2.distance from d d2 where 1 - d2.distance >= $3
-                                    order by d2.distance limit $2) x)', p_table)
-        using query_embedding, match_count, similarity_threshold, coalesce(p_chunk_ids, '{}');
+                                    order by d2.distance limit $2) x)',
+        p_table, case when p_vault_ids is not null then 'and e.vault_id = any($5)' else '' end)
+        using query_embedding, match_count, similarity_threshold, coalesce(p_chunk_ids, '{}'), p_vault_ids;
 end
 $_$;
 
@@ -2524,7 +2689,24 @@ begin
             v_filtered := false;
             v_where := '';
         else
-            v_fraction := v_rows::float8 / greatest(v_total, 1);
+            -- Each vault has its own partition and HNSW graph (12_vault_partitions.sql): the search
+            -- reads the named vaults' graphs only, as an unfiltered search of a table of their size
+            -- (ef_search sized by the largest), and nothing else filters it but the caller's policy.
+            select coalesce(max(ragpg_hnsw_ef_search(ragpg_vault_partition_name(p_table, u.id), ef_search,
+                                                     match_count)), v_ef)
+            into v_ef from unnest(v_vault_ids) as u (id);
+            perform set_config('hnsw.ef_search', v_ef::text, true);
+            return query execute format(
+                'select nn.chunk_id, 1 - nn.distance
+                 from (select e.chunk_id, e.embedding <=> $1 as distance
+                       from %I e join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id
+                       where e.vault_id = any($9) and c.vault_id = any($9)
+                       order by e.embedding <=> $1
+                       limit $2) nn
+                 where 1 - nn.distance >= $3', p_table)
+                using query_embedding, match_count, similarity_threshold, null::bigint,
+                      f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
+            return;
         end if;
     elsif v_filtered then
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
@@ -2565,9 +2747,10 @@ begin
             execute format(
                 'select array_agg(nn.chunk_id), array_agg(nn.distance)
                  from (select e.chunk_id, e.embedding <=> $1 as distance
-                       from %I e join chunks c on c.id = e.chunk_id where true %s
+                       from %I e join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id where true %s
                        order by e.embedding <=> $1
-                       limit $2) nn', p_table, v_where)
+                       limit $2) nn', p_table,
+                v_where || case when f.vaults is not null then ' and e.vault_id = any($9)' else '' end)
                 into v_ids, v_distances
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
@@ -2588,7 +2771,7 @@ begin
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
         end if;
         return query select * from ragpg_vector_exact_scores(p_table, query_embedding, match_count,
-                                                             similarity_threshold, v_matched);
+                                                             similarity_threshold, v_matched, v_vault_ids);
         return;
     end if;
 
@@ -2734,7 +2917,8 @@ CREATE TABLE public.bm25_postings (
     tf integer NOT NULL,
     dl integer NOT NULL,
     text_search_config regconfig NOT NULL
-);
+)
+PARTITION BY LIST (vault_id);
 
 --
 -- Name: bm25_term_stats; Type: TABLE; Schema: public; Owner: -
@@ -2747,7 +2931,8 @@ CREATE TABLE public.bm25_term_stats (
     level smallint NOT NULL,
     CONSTRAINT bm25_term_stats_chunk_frequency_check CHECK ((chunk_frequency >= 0)),
     CONSTRAINT bm25_term_stats_level_check CHECK (((level >= 1) AND (level <= 4)))
-);
+)
+PARTITION BY LIST (vault_id);
 
 --
 -- Name: bm25_vault_stats; Type: TABLE; Schema: public; Owner: -
@@ -2785,7 +2970,8 @@ CREATE TABLE public.chunks (
     lexeme_count integer,
     CONSTRAINT chunks_ordinal_check CHECK ((ordinal >= 0)),
     CONSTRAINT chunks_risk_score_check CHECK (((risk_score >= (0)::double precision) AND (risk_score <= (1)::double precision)))
-);
+)
+PARTITION BY LIST (vault_id);
 
 --
 -- Name: chunks_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -2818,7 +3004,8 @@ CREATE TABLE public.deferred_indexes (
 CREATE TABLE public.document_retrievals (
     document_id bigint NOT NULL,
     retrievals bigint DEFAULT 0 NOT NULL,
-    last_retrieved_at timestamp with time zone DEFAULT now() NOT NULL
+    last_retrieved_at timestamp with time zone DEFAULT now() NOT NULL,
+    vault_id bigint NOT NULL
 );
 
 --
@@ -3099,18 +3286,18 @@ ALTER TABLE ONLY public.bm25_vault_stats
     ADD CONSTRAINT bm25_vault_stats_pkey PRIMARY KEY (vault_id, level);
 
 --
--- Name: chunks chunks_document_id_ordinal_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.chunks
-    ADD CONSTRAINT chunks_document_id_ordinal_key UNIQUE (document_id, ordinal);
-
---
 -- Name: chunks chunks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.chunks
-    ADD CONSTRAINT chunks_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT chunks_pkey PRIMARY KEY (vault_id, id);
+
+--
+-- Name: chunks chunks_vault_id_document_id_ordinal_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.chunks
+    ADD CONSTRAINT chunks_vault_id_document_id_ordinal_key UNIQUE (vault_id, document_id, ordinal);
 
 --
 -- Name: deferred_indexes deferred_indexes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3124,14 +3311,14 @@ ALTER TABLE ONLY public.deferred_indexes
 --
 
 ALTER TABLE ONLY public.document_retrievals
-    ADD CONSTRAINT document_retrievals_pkey PRIMARY KEY (document_id);
+    ADD CONSTRAINT document_retrievals_pkey PRIMARY KEY (vault_id, document_id);
 
 --
 -- Name: documents documents_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.documents
-    ADD CONSTRAINT documents_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT documents_pkey PRIMARY KEY (vault_id, id);
 
 --
 -- Name: documents documents_vault_id_source_path_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3207,49 +3394,49 @@ ALTER TABLE ONLY public.vaults
 -- Name: chunks_date_array_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX chunks_date_array_idx ON public.chunks USING btree (id) WHERE (jsonb_typeof((metadata -> 'date'::text)) = 'array'::text);
+CREATE INDEX chunks_date_array_idx ON ONLY public.chunks USING btree (id) WHERE (jsonb_typeof((metadata -> 'date'::text)) = 'array'::text);
 
 --
 -- Name: chunks_date_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX chunks_date_idx ON public.chunks USING btree (((metadata ->> 'date'::text)) COLLATE "C");
+CREATE INDEX chunks_date_idx ON ONLY public.chunks USING btree (((metadata ->> 'date'::text)) COLLATE "C");
 
 --
 -- Name: chunks_folder_array_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX chunks_folder_array_idx ON public.chunks USING btree (id) WHERE (jsonb_typeof((metadata -> 'folder'::text)) = 'array'::text);
+CREATE INDEX chunks_folder_array_idx ON ONLY public.chunks USING btree (id) WHERE (jsonb_typeof((metadata -> 'folder'::text)) = 'array'::text);
 
 --
 -- Name: chunks_folder_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX chunks_folder_idx ON public.chunks USING btree (((metadata ->> 'folder'::text)) text_pattern_ops);
+CREATE INDEX chunks_folder_idx ON ONLY public.chunks USING btree (((metadata ->> 'folder'::text)) text_pattern_ops);
 
 --
 -- Name: chunks_metadata_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX chunks_metadata_idx ON public.chunks USING gin (metadata jsonb_path_ops);
+CREATE INDEX chunks_metadata_idx ON ONLY public.chunks USING gin (metadata jsonb_path_ops);
 
 --
 -- Name: chunks_tsv_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX chunks_tsv_idx ON public.chunks USING gin (content_tsv);
-
---
--- Name: chunks_vault_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX chunks_vault_idx ON public.chunks USING btree (vault_id);
+CREATE INDEX chunks_tsv_idx ON ONLY public.chunks USING gin (content_tsv);
 
 --
 -- Name: document_retrievals_count_idx; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX document_retrievals_count_idx ON public.document_retrievals USING btree (retrievals DESC);
+
+--
+-- Name: documents_id_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX documents_id_idx ON public.documents USING btree (id);
 
 --
 -- Name: documents_vault_folder_idx; Type: INDEX; Schema: public; Owner: -
@@ -3306,6 +3493,18 @@ CREATE TRIGGER chunks_bm25_update AFTER UPDATE ON public.chunks REFERENCING OLD 
 CREATE TRIGGER chunks_tsvector BEFORE INSERT OR UPDATE ON public.chunks FOR EACH ROW EXECUTE FUNCTION public.ragpg_chunks_tsvector();
 
 --
+-- Name: vaults vaults_partitions_add; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER vaults_partitions_add AFTER INSERT ON public.vaults FOR EACH ROW EXECUTE FUNCTION public.ragpg_vault_partitions_add();
+
+--
+-- Name: vaults vaults_partitions_drop; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER vaults_partitions_drop BEFORE DELETE ON public.vaults FOR EACH ROW EXECUTE FUNCTION public.ragpg_vault_partitions_drop();
+
+--
 -- Name: bm25_deferred bm25_deferred_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3323,7 +3522,7 @@ ALTER TABLE ONLY public.bm25_indexes
 -- Name: bm25_term_stats bm25_term_stats_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.bm25_term_stats
+ALTER TABLE public.bm25_term_stats
     ADD CONSTRAINT bm25_term_stats_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
 
 --
@@ -3334,25 +3533,25 @@ ALTER TABLE ONLY public.bm25_vault_stats
     ADD CONSTRAINT bm25_vault_stats_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
 
 --
--- Name: chunks chunks_document_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+-- Name: chunks chunks_vault_id_document_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.chunks
-    ADD CONSTRAINT chunks_document_id_fkey FOREIGN KEY (document_id) REFERENCES public.documents(id) ON DELETE CASCADE;
+ALTER TABLE public.chunks
+    ADD CONSTRAINT chunks_vault_id_document_id_fkey FOREIGN KEY (vault_id, document_id) REFERENCES public.documents(vault_id, id) ON DELETE CASCADE;
 
 --
 -- Name: chunks chunks_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.chunks
+ALTER TABLE public.chunks
     ADD CONSTRAINT chunks_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
 
 --
--- Name: document_retrievals document_retrievals_document_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+-- Name: document_retrievals document_retrievals_vault_id_document_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.document_retrievals
-    ADD CONSTRAINT document_retrievals_document_id_fkey FOREIGN KEY (document_id) REFERENCES public.documents(id) ON DELETE CASCADE;
+    ADD CONSTRAINT document_retrievals_vault_id_document_id_fkey FOREIGN KEY (vault_id, document_id) REFERENCES public.documents(vault_id, id) ON DELETE CASCADE;
 
 --
 -- Name: documents documents_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -3428,7 +3627,7 @@ CREATE POLICY ragpg_reader_rows ON public.bm25_postings FOR SELECT TO ragpg_read
 
 CREATE POLICY ragpg_scope ON public.bm25_postings FOR SELECT USING ((EXISTS ( SELECT 1
    FROM public.chunks c
-  WHERE (c.id = bm25_postings.chunk_id))));
+  WHERE ((c.vault_id = bm25_postings.vault_id) AND (c.id = bm25_postings.chunk_id)))));
 
 --
 -- Name: bm25_term_stats ragpg_scope; Type: POLICY; Schema: public; Owner: -
@@ -3454,7 +3653,7 @@ CREATE POLICY ragpg_scope ON public.chunks FOR SELECT USING (((vault_id = ANY ((
 
 CREATE POLICY ragpg_scope ON public.document_retrievals FOR SELECT USING ((EXISTS ( SELECT 1
    FROM public.documents d
-  WHERE (d.id = document_retrievals.document_id))));
+  WHERE ((d.vault_id = document_retrievals.vault_id) AND (d.id = document_retrievals.document_id)))));
 
 --
 -- Name: documents ragpg_scope; Type: POLICY; Schema: public; Owner: -

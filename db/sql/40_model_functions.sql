@@ -91,13 +91,30 @@ return least(1000, greatest(p_ef_search, p_match_count,
                                                     where c.oid = to_regclass(quote_ident(p_table))), 0), 0)
                                  * ragpg_hnsw_ef_per_million_rows() / 1e6)::integer));
 
+-- The vaults a search with this filter reads: those it names, or every vault (the caller's policy on
+-- vaults applies). Joins to the chunks test `c.vault_id = any(...)` with it, so a search naming a
+-- vault reads that vault's partitions only (pruned when the executor starts, 12_vault_partitions.sql).
+-- (A string body, not a SQL-standard one: the migrations' downgrade drops functions one by one and
+-- must not find this one already gone with ragpg_compile_filter.)
+create or replace function ragpg_filter_vault_scope(filter jsonb) returns bigint[]
+language sql stable parallel safe
+set search_path = public, pg_catalog, pg_temp
+as $$
+    select case when f.vaults is not null then array(select v.id from vaults v where v.name = any(f.vaults))
+                else array(select v.id from vaults v) end
+    from ragpg_compile_filter(coalesce(filter, '{}')) f
+$$;
+
 -- The exact nearest of the given chunks (ragpg_vector_scores' exact scan): every one at least as
 -- similar as the match_count-th, at or above the threshold (ties at the cut are kept for the caller's
 -- tie-break). cosine_distance() rather than <=>, so the scan is never turned into an index scan;
 -- each distance is computed once, in the CTE. The vectors are read by id: joining the chunks and
 -- testing the filter again on them was a third of a 10k-row scan.
+-- p_vault_ids (null: every vault) are the vaults the chunks are in: their partitions are the ones read.
+drop function if exists ragpg_vector_exact_scores(text, vector, integer, float8, bigint[]);
 create or replace function ragpg_vector_exact_scores(p_table text, query_embedding vector, match_count integer,
-                                                     similarity_threshold float8, p_chunk_ids bigint[])
+                                                     similarity_threshold float8, p_chunk_ids bigint[],
+                                                     p_vault_ids bigint[])
 returns table (chunk_id bigint, similarity float8)
 language plpgsql stable rows 60
 set search_path = public, pg_catalog, pg_temp
@@ -106,14 +123,15 @@ begin
     return query execute format(
         'with d as materialized (
              select e.chunk_id, cosine_distance(e.embedding, $1) as distance
-             from %I e where e.chunk_id = any($4))
+             from %I e where e.chunk_id = any($4) %s)
          select d.chunk_id, 1 - d.distance
          from d
          where 1 - d.distance >= $3
            and d.distance <= (select max(x.distance)
                               from (select d2.distance from d d2 where 1 - d2.distance >= $3
-                                    order by d2.distance limit $2) x)', p_table)
-        using query_embedding, match_count, similarity_threshold, coalesce(p_chunk_ids, '{}');
+                                    order by d2.distance limit $2) x)',
+        p_table, case when p_vault_ids is not null then 'and e.vault_id = any($5)' else '' end)
+        using query_embedding, match_count, similarity_threshold, coalesce(p_chunk_ids, '{}'), p_vault_ids;
 end
 $$;
 
@@ -189,7 +207,24 @@ begin
             v_filtered := false;
             v_where := '';
         else
-            v_fraction := v_rows::float8 / greatest(v_total, 1);
+            -- Each vault has its own partition and HNSW graph (12_vault_partitions.sql): the search
+            -- reads the named vaults' graphs only, as an unfiltered search of a table of their size
+            -- (ef_search sized by the largest), and nothing else filters it but the caller's policy.
+            select coalesce(max(ragpg_hnsw_ef_search(ragpg_vault_partition_name(p_table, u.id), ef_search,
+                                                     match_count)), v_ef)
+            into v_ef from unnest(v_vault_ids) as u (id);
+            perform set_config('hnsw.ef_search', v_ef::text, true);
+            return query execute format(
+                'select nn.chunk_id, 1 - nn.distance
+                 from (select e.chunk_id, e.embedding <=> $1 as distance
+                       from %I e join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id
+                       where e.vault_id = any($9) and c.vault_id = any($9)
+                       order by e.embedding <=> $1
+                       limit $2) nn
+                 where 1 - nn.distance >= $3', p_table)
+                using query_embedding, match_count, similarity_threshold, null::bigint,
+                      f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
+            return;
         end if;
     elsif v_filtered then
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
@@ -230,9 +265,10 @@ begin
             execute format(
                 'select array_agg(nn.chunk_id), array_agg(nn.distance)
                  from (select e.chunk_id, e.embedding <=> $1 as distance
-                       from %I e join chunks c on c.id = e.chunk_id where true %s
+                       from %I e join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id where true %s
                        order by e.embedding <=> $1
-                       limit $2) nn', p_table, v_where)
+                       limit $2) nn', p_table,
+                v_where || case when f.vaults is not null then ' and e.vault_id = any($9)' else '' end)
                 into v_ids, v_distances
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
@@ -253,7 +289,7 @@ begin
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
         end if;
         return query select * from ragpg_vector_exact_scores(p_table, query_embedding, match_count,
-                                                             similarity_threshold, v_matched);
+                                                             similarity_threshold, v_matched, v_vault_ids);
         return;
     end if;
 
@@ -314,8 +350,8 @@ as $$
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.similarity
     from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold, match_count,
                              filter, exact_scan_max_rows, ef_search) sc
-    join chunks c on c.id = sc.chunk_id
-    join documents d on d.id = c.document_id
+    join chunks c on c.id = sc.chunk_id and c.vault_id = any(ragpg_filter_vault_scope(filter))
+    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
     join vaults v on v.id = c.vault_id
     order by sc.similarity desc, d.source_path, c.ordinal, c.id
     -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)

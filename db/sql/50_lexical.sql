@@ -157,13 +157,14 @@ begin
     return query execute
         'with scored as materialized (
              select r.id, r.score
-             from (select p.chunk_id as id,
+             from (select p.vault_id, p.chunk_id as id,
                           sum(tm.w * (p.tf * ($1 + 1)) / (p.tf + $1 * (1 - $2 + $2 * p.dl / tm.avgdl))) as score
                    from unnest($7, $8, $9, $10, $11) as tm (vault_id, cfg, lexeme, w, avgdl)
                    join bm25_postings p
                      on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.text_search_config = tm.cfg
-                   group by p.chunk_id) r
-             where exists (select from chunks c where c.id = r.id' || v_filter || ')
+                   where p.vault_id = any($7)
+                   group by p.vault_id, p.chunk_id) r
+             where exists (select from chunks c where c.vault_id = r.vault_id and c.id = r.id' || v_filter || ')
          )
          select sc.id, sc.score
          from scored sc
@@ -185,8 +186,8 @@ set search_path = public, pg_catalog, pg_temp
 as $$
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
     from ragpg_lexical_scores(query_text, match_count, filter, k1, b) sc
-    join chunks c on c.id = sc.chunk_id
-    join documents d on d.id = c.document_id
+    join chunks c on c.id = sc.chunk_id and c.vault_id = any(ragpg_filter_vault_scope(filter))
+    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
     join vaults v on v.id = c.vault_id
     order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
     -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)

@@ -95,11 +95,12 @@ begin
             'select array_agg(s.chunk_id order by s.pos) filter (where s.kept), count(*),
                     max(s.chunk_id) filter (where s.pos = $3)
              from (select ix.chunk_id, ix.pos,
-                          (select 1 from chunks c where c.id = ix.chunk_id %s limit 1) is not null as kept
+                          (select 1 from chunks c where c.vault_id = %s and c.id = ix.chunk_id %s limit 1)
+                          is not null as kept
                    from (select t.chunk_id, row_number() over () as pos
                          from (select t.chunk_id from %I t
                                order by t.search_text <@> to_bm25query($1, %L) limit $2) t) ix) s',
-            v_filter, i.table_name, i.index_name)
+            i.vault_id, v_filter, i.table_name, i.index_name)
             into v_kept, v_seen, v_bound_id
             using query_text, depth, greatest(depth - ragpg_bm25_index_extra_candidates(), 1),
                   p_containment, p_predicate, p_vars;

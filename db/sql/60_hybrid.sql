@@ -149,8 +149,8 @@ begin
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
            n.vr, n.sim, n.lr, n.bm, n.score, (n.vr is not null)::integer, (n.lr is not null)::integer
     from near n
-    join chunks c on c.id = n.id
-    join documents d on d.id = c.document_id
+    join chunks c on c.id = n.id and c.vault_id = any(ragpg_filter_vault_scope(filter))
+    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
     join vaults v on v.id = c.vault_id
     order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
              c.ordinal, n.id
@@ -239,8 +239,8 @@ begin
     select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
            n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh
     from near n
-    join chunks c on c.id = n.id
-    join documents d on d.id = c.document_id
+    join chunks c on c.id = n.id and c.vault_id = any(ragpg_filter_vault_scope(filter))
+    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
     join vaults v on v.id = c.vault_id
     order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
              c.ordinal, n.id

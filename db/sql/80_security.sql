@@ -168,7 +168,12 @@ declare
     v_rank constant text := '(select ragpg_scope_clearance_rank(current_user))';
     v_name text := (select relname from pg_class where oid = p_table);
     v_rule text;
-    v_by_chunk constant text := 'exists (select 1 from chunks c where c.id = chunk_id)';
+    -- (a table partitioned by vault names the chunk's vault too: one partition's key is read, not all)
+    v_by_chunk constant text := case when exists (select 1 from pg_attribute a where a.attrelid = p_table
+                                                  and a.attname = 'vault_id' and not a.attisdropped)
+                                     then format('exists (select 1 from chunks c where c.vault_id = %s.vault_id'
+                                                 ' and c.id = chunk_id)', p_table)
+                                     else 'exists (select 1 from chunks c where c.id = chunk_id)' end;
     v_has_reader boolean := exists (select 1 from pg_roles where rolname = 'ragpg_reader');
 begin
     if v_has_reader then
@@ -188,7 +193,8 @@ begin
         when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s) and level <= %s',
                                                                            v_vaults, v_rank)
         -- per-note counts: visible with the note itself (the document's own policy applies inside)
-        when v_name = 'document_retrievals' then 'exists (select 1 from documents d where d.id = document_id)'
+        when v_name = 'document_retrievals' then
+            'exists (select 1 from documents d where d.vault_id = document_retrievals.vault_id and d.id = document_id)'
         -- questions: each role its own (the owner, not bound, all of them)
         when v_name = 'query_embeddings' then 'cached_by = current_user'
         -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself
