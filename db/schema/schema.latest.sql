@@ -560,6 +560,25 @@ CREATE FUNCTION public.ragpg_chunk_level(p_metadata jsonb) RETURNS smallint
     RETURN (COALESCE(public.ragpg_level_rank((p_metadata ->> 'confidentiality'::text)), 4))::smallint;
 
 --
+-- Name: ragpg_chunk_rows(bigint[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_chunk_rows(p_chunk_ids bigint[], p_vault_ids bigint[]) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb)
+    LANGUAGE plpgsql STABLE ROWS 10
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+    return query execute
+        'select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata
+         from chunks c
+         join documents d on d.vault_id = c.vault_id and d.id = c.document_id
+         join vaults v on v.id = c.vault_id
+         where c.vault_id = any($2) and c.id = any($1)'
+        using coalesce(p_chunk_ids, '{}'), coalesce(p_vault_ids, '{}');
+end
+$_$;
+
+--
 -- Name: ragpg_chunk_sort_key(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1994,14 +2013,13 @@ begin
         where fu.rk <= match_count
     )
     -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+    select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata,
            n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh
     from near n
-    join chunks c on c.id = n.id and c.vault_id = any(ragpg_filter_vault_scope(filter))
-    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
-    join vaults v on v.id = c.vault_id
-    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
-             c.ordinal, n.id
+    join ragpg_chunk_rows((select array_agg(n2.id) from near n2), ragpg_filter_vault_scope(filter)) c
+      on c.chunk_id = n.id
+    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), c.source_path,
+             c.chunk_ordinal, n.id
     limit match_count;
 end
 $$;
@@ -2062,14 +2080,13 @@ begin
         where sc.rk <= match_count
     )
     -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+    select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata,
            n.vr, n.sim, n.lr, n.bm, n.score, (n.vr is not null)::integer, (n.lr is not null)::integer
     from near n
-    join chunks c on c.id = n.id and c.vault_id = any(ragpg_filter_vault_scope(filter))
-    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
-    join vaults v on v.id = c.vault_id
-    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
-             c.ordinal, n.id
+    join ragpg_chunk_rows((select array_agg(n2.id) from near n2), ragpg_filter_vault_scope(filter)) c
+      on c.chunk_id = n.id
+    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), c.source_path,
+             c.chunk_ordinal, n.id
     limit match_count;
 end
 $$;
@@ -2121,12 +2138,12 @@ CREATE FUNCTION public.ragpg_match_lexical_impl(query_text text, match_count int
     LANGUAGE sql STABLE ROWS 10
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
-    from ragpg_lexical_scores(query_text, match_count, filter, k1, b) sc
-    join chunks c on c.id = sc.chunk_id and c.vault_id = any(ragpg_filter_vault_scope(filter))
-    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
-    join vaults v on v.id = c.vault_id
-    order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
+    with sc as materialized (select * from ragpg_lexical_scores(query_text, match_count, filter, k1, b))
+    select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
+    from sc
+    join ragpg_chunk_rows((select array_agg(s2.chunk_id) from sc s2), ragpg_filter_vault_scope(filter)) c
+      on c.chunk_id = sc.chunk_id
+    order by sc.bm25_score desc, c.source_path, c.chunk_ordinal, c.chunk_id
     -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)
     limit greatest(match_count, 1)
 $$;
@@ -2139,13 +2156,15 @@ CREATE FUNCTION public.ragpg_match_native_impl(p_table text, p_dims integer, p_m
     LANGUAGE sql STABLE ROWS 10
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.similarity
-    from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold, match_count,
-                             filter, exact_scan_max_rows, ef_search) sc
-    join chunks c on c.id = sc.chunk_id and c.vault_id = any(ragpg_filter_vault_scope(filter))
-    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
-    join vaults v on v.id = c.vault_id
-    order by sc.similarity desc, d.source_path, c.ordinal, c.id
+    with sc as materialized (
+        select * from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold,
+                                          match_count, filter, exact_scan_max_rows, ef_search)
+    )
+    select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata, sc.similarity
+    from sc
+    join ragpg_chunk_rows((select array_agg(s2.chunk_id) from sc s2), ragpg_filter_vault_scope(filter)) c
+      on c.chunk_id = sc.chunk_id
+    order by sc.similarity desc, c.source_path, c.chunk_ordinal, c.chunk_id
     -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)
     limit greatest(match_count, 1)
 $$;

@@ -105,6 +105,26 @@ as $$
     from ragpg_compile_filter(coalesce(filter, '{}')) f
 $$;
 
+-- The fields of the given chunks in the given vaults, read with the vaults as values the planner sees:
+-- only their partitions are opened, each chunk found by its key (vault, id). (A join testing
+-- `c.vault_id = any(<function>)` prunes nothing, and a lookup by id alone probes every partition.)
+create or replace function ragpg_chunk_rows(p_chunk_ids bigint[], p_vault_ids bigint[])
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb)
+language plpgsql stable rows 10
+set search_path = public, pg_catalog, pg_temp
+as $$
+begin
+    return query execute
+        'select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata
+         from chunks c
+         join documents d on d.vault_id = c.vault_id and d.id = c.document_id
+         join vaults v on v.id = c.vault_id
+         where c.vault_id = any($2) and c.id = any($1)'
+        using coalesce(p_chunk_ids, '{}'), coalesce(p_vault_ids, '{}');
+end
+$$;
+
 -- The exact nearest of the given chunks (ragpg_vector_scores' exact scan): every one at least as
 -- similar as the match_count-th, at or above the threshold (ties at the cut are kept for the caller's
 -- tie-break). cosine_distance() rather than <=>, so the scan is never turned into an index scan;
@@ -347,13 +367,15 @@ set search_path = public, pg_catalog, pg_temp
 -- a string body, not begin atomic: the migrations' downgrade drops functions one by one and
 -- must not find this one already gone with its scorer
 as $$
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.similarity
-    from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold, match_count,
-                             filter, exact_scan_max_rows, ef_search) sc
-    join chunks c on c.id = sc.chunk_id and c.vault_id = any(ragpg_filter_vault_scope(filter))
-    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
-    join vaults v on v.id = c.vault_id
-    order by sc.similarity desc, d.source_path, c.ordinal, c.id
+    with sc as materialized (
+        select * from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold,
+                                          match_count, filter, exact_scan_max_rows, ef_search)
+    )
+    select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata, sc.similarity
+    from sc
+    join ragpg_chunk_rows((select array_agg(s2.chunk_id) from sc s2), ragpg_filter_vault_scope(filter)) c
+      on c.chunk_id = sc.chunk_id
+    order by sc.similarity desc, c.source_path, c.chunk_ordinal, c.chunk_id
     -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)
     limit greatest(match_count, 1)
 $$;

@@ -184,12 +184,12 @@ set search_path = public, pg_catalog, pg_temp
 -- a string body, not begin atomic: the migrations' downgrade drops functions one by one and
 -- must not find this one already gone with its scorer
 as $$
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
-    from ragpg_lexical_scores(query_text, match_count, filter, k1, b) sc
-    join chunks c on c.id = sc.chunk_id and c.vault_id = any(ragpg_filter_vault_scope(filter))
-    join documents d on d.vault_id = c.vault_id and d.id = c.document_id
-    join vaults v on v.id = c.vault_id
-    order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
+    with sc as materialized (select * from ragpg_lexical_scores(query_text, match_count, filter, k1, b))
+    select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
+    from sc
+    join ragpg_chunk_rows((select array_agg(s2.chunk_id) from sc s2), ragpg_filter_vault_scope(filter)) c
+      on c.chunk_id = sc.chunk_id
+    order by sc.bm25_score desc, c.source_path, c.chunk_ordinal, c.chunk_id
     -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)
     limit greatest(match_count, 1)
 $$;
