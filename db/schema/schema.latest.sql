@@ -102,7 +102,8 @@ begin
     end if;
     -- the metadata part only: each vault's index is read on its own
     v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5),
-                                     p_containment, p_predicate, p_vars, null, null, 0);
+                                     p_containment, p_predicate, p_vars, null, null, 0,
+                                     (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s));
     v_depth := ceil(candidate_count * ragpg_bm25_filtered_depth_factor() / v_share) + ragpg_bm25_index_extra_candidates();
     if v_depth > ragpg_bm25_filtered_max_depth() or v_depth >= p_postings then
         return null;
@@ -1059,15 +1060,16 @@ CREATE FUNCTION public.ragpg_drop_vault_partitions(p_vault_id bigint) RETURNS in
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
 declare
-    v_name text;
+    r record;
     v_dropped integer := 0;
 begin
-    for v_name in select ragpg_vault_partition_name(c.relname, p_vault_id)
-                  from ragpg_vault_partitioned_tables() with ordinality as t (oid, o)
-                  join pg_class c on c.oid = t.oid
-                  order by t.o desc loop
-        if to_regclass(quote_ident(v_name)) is not null then
-            execute format('drop table %I', v_name);
+    for r in select t.oid::regclass as parent, ragpg_vault_partition_name(c.relname, p_vault_id) as part
+             from ragpg_vault_partitioned_tables() with ordinality as t (oid, o)
+             join pg_class c on c.oid = t.oid
+             order by t.o desc loop
+        if to_regclass(quote_ident(r.part)) is not null then
+            execute format('alter table %s detach partition %I', r.parent, r.part);
+            execute format('drop table %I', r.part);
             v_dropped := v_dropped + 1;
         end if;
     end loop;
@@ -1421,21 +1423,18 @@ end
 $_$;
 
 --
--- Name: ragpg_filter_fraction(text, jsonb, jsonpath, jsonb, text[], bigint[], double precision); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_filter_fraction(text, jsonb, jsonpath, jsonb, text[], bigint[], double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_filter_fraction(p_where text, p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], p_vault_ids bigint[], p_at_least double precision) RETURNS double precision
+CREATE FUNCTION public.ragpg_filter_fraction(p_where text, p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], p_vault_ids bigint[], p_at_least double precision, p_total double precision) RETURNS double precision
     LANGUAGE plpgsql STABLE
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 declare
-    v_total float8 := (select greatest(reltuples, 0) from pg_class where oid = 'chunks'::regclass);
+    v_total float8 := greatest(p_total, 1);
     v_hits bigint;
     v_seen bigint;
 begin
-    if v_total is null or v_total < 1 then  -- never analyzed
-        v_total := (select count(*) from chunks);
-    end if;
     execute 'select count(*) filter (where true' || p_where || '), count(*)
              from chunks c tablesample system ($10) repeatable (0)'
         into v_hits, v_seen
@@ -1856,7 +1855,7 @@ begin
     complete := false;
     chunk_ids := '{}';
     scores := '{}';
-    for i in select x.table_name, x.index_name from bm25_indexes x
+    for i in select x.vault_id, x.table_name, x.index_name from bm25_indexes x
              where x.vault_id in (select distinct u from unnest(vault_ids) u) order by x.vault_id loop
         -- The index scan stays in the main plan (a subquery, not a CTE or array(select ...)), where
         -- pg_textsearch serves the order from the index; the filter reads each candidate's chunk
@@ -2744,12 +2743,13 @@ begin
         v_exact := v_rows <= exact_scan_max_rows
                    and (v_fraction is null or v_fraction < ragpg_exact_scan_max_fraction());
         if not v_exact and v_fraction is null then
-            v_total := (select reltuples from pg_class where oid = 'chunks'::regclass);
-            if v_total is null or v_total < 1 then  -- never analyzed
-                v_total := greatest((select count(*) from chunks), 1);
-            end if;
+            -- the chunks the search reads: the named vaults' (their partitions), or every vault's. From the
+            -- per-vault counts the BM25 triggers keep: a partitioned table's own reltuples is only set by
+            -- an ANALYZE of the parent, which autovacuum never runs.
+            v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
+                                 where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
             v_fraction := ragpg_filter_fraction(v_where, f.containment, f.predicate, f.vars, f.vaults, v_vault_ids,
-                                                (exact_scan_max_rows + 1) / v_total::float8);
+                                                (exact_scan_max_rows + 1) / v_total::float8, v_total);
         end if;
         -- A filter narrower than ef_search/1000 needs the index searched deeper than pgvector's cap
         -- of 1000, and the index path loses recall the narrower it gets (1M chunks, a 1% folder

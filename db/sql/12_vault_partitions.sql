@@ -89,21 +89,24 @@ end
 $$;
 
 -- Drops the vault's partitions, referencing tables first (their rows go with them, no trigger runs).
--- The vault's bm25_vault_stats rows and documents go with the vault row (foreign keys).
+-- Each is detached first: a partition that a foreign key references (the chunks') cannot be dropped
+-- while attached, and detaching it checks that no row still points into it. The vault's
+-- bm25_vault_stats rows and documents go with the vault row (foreign keys).
 create or replace function ragpg_drop_vault_partitions(p_vault_id bigint) returns integer
 language plpgsql volatile
 set search_path = public, pg_catalog, pg_temp
 as $$
 declare
-    v_name text;
+    r record;
     v_dropped integer := 0;
 begin
-    for v_name in select ragpg_vault_partition_name(c.relname, p_vault_id)
-                  from ragpg_vault_partitioned_tables() with ordinality as t (oid, o)
-                  join pg_class c on c.oid = t.oid
-                  order by t.o desc loop
-        if to_regclass(quote_ident(v_name)) is not null then
-            execute format('drop table %I', v_name);
+    for r in select t.oid::regclass as parent, ragpg_vault_partition_name(c.relname, p_vault_id) as part
+             from ragpg_vault_partitioned_tables() with ordinality as t (oid, o)
+             join pg_class c on c.oid = t.oid
+             order by t.o desc loop
+        if to_regclass(quote_ident(r.part)) is not null then
+            execute format('alter table %s detach partition %I', r.parent, r.part);
+            execute format('drop table %I', r.part);
             v_dropped := v_dropped + 1;
         end if;
     end loop;

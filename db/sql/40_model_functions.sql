@@ -263,12 +263,13 @@ begin
         v_exact := v_rows <= exact_scan_max_rows
                    and (v_fraction is null or v_fraction < ragpg_exact_scan_max_fraction());
         if not v_exact and v_fraction is null then
-            v_total := (select reltuples from pg_class where oid = 'chunks'::regclass);
-            if v_total is null or v_total < 1 then  -- never analyzed
-                v_total := greatest((select count(*) from chunks), 1);
-            end if;
+            -- the chunks the search reads: the named vaults' (their partitions), or every vault's. From the
+            -- per-vault counts the BM25 triggers keep: a partitioned table's own reltuples is only set by
+            -- an ANALYZE of the parent, which autovacuum never runs.
+            v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
+                                 where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
             v_fraction := ragpg_filter_fraction(v_where, f.containment, f.predicate, f.vars, f.vaults, v_vault_ids,
-                                                (exact_scan_max_rows + 1) / v_total::float8);
+                                                (exact_scan_max_rows + 1) / v_total::float8, v_total);
         end if;
         -- A filter narrower than ef_search/1000 needs the index searched deeper than pgvector's cap
         -- of 1000, and the index path loses recall the narrower it gets (1M chunks, a 1% folder
@@ -331,20 +332,20 @@ $$;
 -- 100) need telling apart, and 1000 rows hold ~100 matches of such a filter. REPEATABLE: the same
 -- filter on the same table gets the same estimate, hence the same plan and results. Never below
 -- p_at_least (what the caller's count already proved) nor one sampled row's worth.
+-- p_total: how many chunks the filter's vaults hold (the sample is drawn from their partitions only).
+drop function if exists ragpg_filter_fraction(text, jsonb, jsonpath, jsonb, text[], bigint[], float8);
 create or replace function ragpg_filter_fraction(p_where text, p_containment jsonb, p_predicate jsonpath,
-                                      p_vars jsonb, p_vaults text[], p_vault_ids bigint[], p_at_least float8)
+                                      p_vars jsonb, p_vaults text[], p_vault_ids bigint[], p_at_least float8,
+                                      p_total float8)
 returns float8
 language plpgsql stable
 set search_path = public, pg_catalog, pg_temp
 as $$
 declare
-    v_total float8 := (select greatest(reltuples, 0) from pg_class where oid = 'chunks'::regclass);
+    v_total float8 := greatest(p_total, 1);
     v_hits bigint;
     v_seen bigint;
 begin
-    if v_total is null or v_total < 1 then  -- never analyzed
-        v_total := (select count(*) from chunks);
-    end if;
     execute 'select count(*) filter (where true' || p_where || '), count(*)
              from chunks c tablesample system ($10) repeatable (0)'
         into v_hits, v_seen

@@ -49,7 +49,8 @@ begin
     end if;
     -- the metadata part only: each vault's index is read on its own
     v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5),
-                                     p_containment, p_predicate, p_vars, null, null, 0);
+                                     p_containment, p_predicate, p_vars, null, null, 0,
+                                     (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s));
     v_depth := ceil(candidate_count * ragpg_bm25_filtered_depth_factor() / v_share) + ragpg_bm25_index_extra_candidates();
     if v_depth > ragpg_bm25_filtered_max_depth() or v_depth >= p_postings then
         return null;
@@ -84,7 +85,7 @@ begin
     complete := false;
     chunk_ids := '{}';
     scores := '{}';
-    for i in select x.table_name, x.index_name from bm25_indexes x
+    for i in select x.vault_id, x.table_name, x.index_name from bm25_indexes x
              where x.vault_id in (select distinct u from unnest(vault_ids) u) order by x.vault_id loop
         -- The index scan stays in the main plan (a subquery, not a CTE or array(select ...)), where
         -- pg_textsearch serves the order from the index; the filter reads each candidate's chunk

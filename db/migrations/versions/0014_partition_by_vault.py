@@ -51,7 +51,8 @@ begin
     end loop;
     execute format('alter table %I rename to %I', p_table, v_old);
     for r in select conname from pg_constraint where conrelid = v_old::regclass loop
-        execute format('alter table %I rename constraint %I to %I', v_old, r.conname, left(r.conname, 50) || '_0014x');
+        execute format('alter table %I rename constraint %I to %I', v_old, r.conname,
+                       left(r.conname, 45) || '_' || left(md5(r.conname), 8) || '_x');
     end loop;
     for r in select i.indexrelid::regclass::text as idx from pg_index i
              where i.indrelid = v_old::regclass
