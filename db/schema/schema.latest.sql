@@ -78,8 +78,11 @@ begin
     return query
     select p.chunk_id, sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
     from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
-    join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.chunk_id = any(p_chunk_ids)
-                        and p.text_search_config = tm.cfg
+    -- lateral: each term probes its own vault's partition by (vault, lexeme, chunk); a join let the
+    -- planner merge every vault's postings (1 s at 100 vaults)
+    cross join lateral (select pp.chunk_id, pp.tf, pp.dl from bm25_postings pp
+                        where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme
+                          and pp.chunk_id = any(p_chunk_ids) and pp.text_search_config = tm.cfg) p
     group by p.chunk_id;
 end
 $$;
@@ -1750,7 +1753,10 @@ begin
                    sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
                        filter (where p.text_search_config = tm.cfg) as score
             from unnest(t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
-            join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme
+            -- lateral: each term probes its own vault's partition (pruned per term when it runs),
+            -- never a merge over every vault's postings
+            cross join lateral (select pp.chunk_id, pp.tf, pp.dl, pp.text_search_config from bm25_postings pp
+                                where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme) p
             group by p.chunk_id
         )
         select sc.id, sc.score
@@ -1786,9 +1792,10 @@ begin
              from (select p.vault_id, p.chunk_id as id,
                           sum(tm.w * (p.tf * ($1 + 1)) / (p.tf + $1 * (1 - $2 + $2 * p.dl / tm.avgdl))) as score
                    from unnest($7, $8, $9, $10, $11) as tm (vault_id, cfg, lexeme, w, avgdl)
-                   join bm25_postings p
-                     on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.text_search_config = tm.cfg
-                   where p.vault_id = any($7)
+                   cross join lateral (select pp.vault_id, pp.chunk_id, pp.tf, pp.dl from bm25_postings pp
+                                       where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme
+                                         and pp.text_search_config = tm.cfg
+                                         and pp.vault_id = any($7)) p  -- (a constant here: planned pruned)
                    group by p.vault_id, p.chunk_id) r
              where exists (select from chunks c where c.vault_id = r.vault_id and c.id = r.id' || v_filter || ')
          )
@@ -2672,6 +2679,7 @@ declare
     v_ids bigint[];
     v_distances float8[];
     v_matched bigint[];
+    v_matched_vaults bigint[];  -- the vaults the matched chunks are in: the exact scan reads their partitions
     v_exact boolean;
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
@@ -2729,8 +2737,9 @@ begin
     elsif v_filtered then
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
         -- the exact scan reads without visiting the chunks again.
-        execute 'select array_agg(c.id) from (select c.id from chunks c where true' || v_where || ' limit $4) c'
-            into v_matched
+        execute 'select array_agg(c.id), array_agg(distinct c.vault_id)
+                 from (select c.id, c.vault_id from chunks c where true' || v_where || ' limit $4) c'
+            into v_matched, v_matched_vaults
             using query_embedding, match_count, similarity_threshold, exact_scan_max_rows::bigint + 1,
                   f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
         v_matched := coalesce(v_matched, '{}');  -- none match: collected all the same (null = not collected)
@@ -2784,13 +2793,14 @@ begin
         -- The exact scan reads the vectors of the matching chunks' ids (all of them, when the first
         -- statement stopped at the bound); a vault restriction lists its chunks by vault.
         if v_matched is null or cardinality(v_matched) > exact_scan_max_rows then
-            execute 'select array_agg(c.id) from chunks c where true' || v_where
-                into v_matched
+            execute 'select array_agg(c.id), array_agg(distinct c.vault_id) from chunks c where true' || v_where
+                into v_matched, v_matched_vaults
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
         end if;
         return query select * from ragpg_vector_exact_scores(p_table, query_embedding, match_count,
-                                                             similarity_threshold, v_matched, v_vault_ids);
+                                                             similarity_threshold, v_matched,
+                                                             coalesce(v_matched_vaults, '{}'));
         return;
     end if;
 

@@ -192,6 +192,7 @@ declare
     v_ids bigint[];
     v_distances float8[];
     v_matched bigint[];
+    v_matched_vaults bigint[];  -- the vaults the matched chunks are in: the exact scan reads their partitions
     v_exact boolean;
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
@@ -249,8 +250,9 @@ begin
     elsif v_filtered then
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
         -- the exact scan reads without visiting the chunks again.
-        execute 'select array_agg(c.id) from (select c.id from chunks c where true' || v_where || ' limit $4) c'
-            into v_matched
+        execute 'select array_agg(c.id), array_agg(distinct c.vault_id)
+                 from (select c.id, c.vault_id from chunks c where true' || v_where || ' limit $4) c'
+            into v_matched, v_matched_vaults
             using query_embedding, match_count, similarity_threshold, exact_scan_max_rows::bigint + 1,
                   f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
         v_matched := coalesce(v_matched, '{}');  -- none match: collected all the same (null = not collected)
@@ -304,13 +306,14 @@ begin
         -- The exact scan reads the vectors of the matching chunks' ids (all of them, when the first
         -- statement stopped at the bound); a vault restriction lists its chunks by vault.
         if v_matched is null or cardinality(v_matched) > exact_scan_max_rows then
-            execute 'select array_agg(c.id) from chunks c where true' || v_where
-                into v_matched
+            execute 'select array_agg(c.id), array_agg(distinct c.vault_id) from chunks c where true' || v_where
+                into v_matched, v_matched_vaults
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
         end if;
         return query select * from ragpg_vector_exact_scores(p_table, query_embedding, match_count,
-                                                             similarity_threshold, v_matched, v_vault_ids);
+                                                             similarity_threshold, v_matched,
+                                                             coalesce(v_matched_vaults, '{}'));
         return;
     end if;
 

@@ -124,7 +124,10 @@ begin
                    sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
                        filter (where p.text_search_config = tm.cfg) as score
             from unnest(t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
-            join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme
+            -- lateral: each term probes its own vault's partition (pruned per term when it runs),
+            -- never a merge over every vault's postings
+            cross join lateral (select pp.chunk_id, pp.tf, pp.dl, pp.text_search_config from bm25_postings pp
+                                where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme) p
             group by p.chunk_id
         )
         select sc.id, sc.score
@@ -160,9 +163,10 @@ begin
              from (select p.vault_id, p.chunk_id as id,
                           sum(tm.w * (p.tf * ($1 + 1)) / (p.tf + $1 * (1 - $2 + $2 * p.dl / tm.avgdl))) as score
                    from unnest($7, $8, $9, $10, $11) as tm (vault_id, cfg, lexeme, w, avgdl)
-                   join bm25_postings p
-                     on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.text_search_config = tm.cfg
-                   where p.vault_id = any($7)
+                   cross join lateral (select pp.vault_id, pp.chunk_id, pp.tf, pp.dl from bm25_postings pp
+                                       where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme
+                                         and pp.text_search_config = tm.cfg
+                                         and pp.vault_id = any($7)) p  -- (a constant here: planned pruned)
                    group by p.vault_id, p.chunk_id) r
              where exists (select from chunks c where c.vault_id = r.vault_id and c.id = r.id' || v_filter || ')
          )
