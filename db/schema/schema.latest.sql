@@ -2737,8 +2737,8 @@ begin
     elsif v_filtered then
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
         -- the exact scan reads without visiting the chunks again.
-        execute 'select array_agg(c.id), array_agg(distinct c.vault_id)
-                 from (select c.id, c.vault_id from chunks c where true' || v_where || ' limit $4) c'
+        execute 'select array_agg(c.id), array_agg(distinct c.vault_id) from (select c.id, c.vault_id from chunks c'
+                || ' where true' || v_where || ' limit $4) c'
             into v_matched, v_matched_vaults
             using query_embedding, match_count, similarity_threshold, exact_scan_max_rows::bigint + 1,
                   f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
