@@ -98,6 +98,7 @@ CREATE FUNCTION public.ragpg_bm25_filtered_depth(p_containment jsonb, p_predicat
 declare
     v_share float8;
     v_depth float8;
+    v_vaults bigint;
 begin
     if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch'
        or candidate_count * ragpg_bm25_filtered_depth_factor() + ragpg_bm25_index_extra_candidates() >= p_postings then
@@ -108,7 +109,12 @@ begin
                                      p_containment, p_predicate, p_vars, null, null, 0,
                                      (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s));
     v_depth := ceil(candidate_count * ragpg_bm25_filtered_depth_factor() / v_share) + ragpg_bm25_index_extra_candidates();
-    if v_depth > ragpg_bm25_filtered_max_depth() or v_depth >= p_postings then
+    -- every vault searched has its own index, read to that depth: the bound and the comparison with
+    -- the postings hold for all of them together (100 vaults under a 1 % filter read 150,000
+    -- candidates, 5 s, where the SQL BM25 reads the terms' postings once)
+    v_vaults := coalesce(cardinality(p_vaults), (select count(*) from bm25_indexes));
+    if v_depth * greatest(v_vaults, 1) > ragpg_bm25_filtered_max_depth()
+       or v_depth * greatest(v_vaults, 1) >= p_postings then
         return null;
     end if;
     return v_depth::integer;
