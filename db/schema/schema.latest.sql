@@ -577,7 +577,20 @@ CREATE FUNCTION public.ragpg_chunk_rows(p_chunk_ids bigint[], p_vault_ids bigint
     LANGUAGE plpgsql STABLE ROWS 10
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
+#variable_conflict use_column
 begin
+    if cardinality(p_vault_ids) = 1 then
+        -- one vault (a scoped search, or a database of one vault): static SQL, its plan cached, the
+        -- vault's partition chosen when the plan starts (pruning on a scalar value needs no replan)
+        return query
+        select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata
+        from chunks c
+        join documents d on d.vault_id = c.vault_id and d.id = c.document_id
+        join vaults v on v.id = c.vault_id
+        where c.vault_id = p_vault_ids[1] and c.id = any(p_chunk_ids);
+        return;
+    end if;
+    -- several: planned with the vaults as constants, so only theirs are opened
     return query execute
         'select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata
          from chunks c
@@ -1542,9 +1555,13 @@ CREATE FUNCTION public.ragpg_filter_vault_scope(filter jsonb) RETURNS bigint[]
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
-    select case when f.vaults is not null then array(select v.id from vaults v where v.name = any(f.vaults))
-                else array(select v.id from vaults v) end
-    from ragpg_compile_filter(coalesce(filter, '{}')) f
+    -- (without a top-level "vault" key the filter names none: not compiled again, its scorer did)
+    select case when filter is null or jsonb_typeof(filter) <> 'object' or not filter ? 'vault'
+                then array(select v.id from vaults v)
+                else (select case when f.vaults is not null
+                                  then array(select v.id from vaults v where v.name = any(f.vaults))
+                                  else array(select v.id from vaults v) end
+                      from ragpg_compile_filter(filter) f) end
 $$;
 
 --
