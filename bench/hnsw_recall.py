@@ -143,10 +143,10 @@ def load(conn: psycopg.Connection, data: np.ndarray, model_name: str,
 
     started = time.perf_counter()
     with conn.cursor() as cur, cur.copy(
-            sql.SQL("copy {} (chunk_id, embedding) from stdin with (format binary)").format(table)) as copy:
-        copy.set_types(["int8", "vector"])
+            sql.SQL("copy {} (vault_id, chunk_id, embedding) from stdin with (format binary)").format(table)) as copy:
+        copy.set_types(["int8", "int8", "vector"])
         for chunk_id, vector in zip(chunk_ids.tolist(), data, strict=True):
-            copy.write_row((chunk_id, vector))
+            copy.write_row((vault_id, chunk_id, vector))
     timings["copy_binary_s"] = time.perf_counter() - started
     timings["copy_rows_per_s"] = n / timings["copy_binary_s"]
 

@@ -57,6 +57,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LANGFUSE_TRACING_ENABLED", "false")
 
 import scale_corpus as corpus_mod  # noqa: E402
+import scale_tenants as tenants_mod  # noqa: E402
 from scale_measure import (  # noqa: E402
     MemorySampler,
     client_peak_rss_mb,
@@ -128,12 +129,12 @@ def fresh_database(admin_url: str) -> str:
     return url
 
 
-def prepared(corpus: corpus_mod.Corpus) -> Iterator[store.PreparedDocument]:
+def prepared(corpus: corpus_mod.Corpus, doc_vault: np.ndarray | None = None) -> Iterator[store.PreparedDocument]:
     """The corpus as the indexer's documents (metadata denormalised onto chunks the same way), one
-    at a time, with their vectors read alongside."""
+    at a time, with their vectors read alongside (`doc_vault`: each document's tenant rank)."""
     blocks = corpus.vector_blocks(4096)
     pending = np.zeros((0, corpus_mod.DIMS), dtype=np.float32)
-    for d in corpus.documents():
+    for doc_no, d in enumerate(corpus.documents()):
         n = len(d["chunks"])
         while len(pending) < n:
             pending = np.concatenate([pending, next(blocks)[1]])
@@ -143,7 +144,8 @@ def prepared(corpus: corpus_mod.Corpus) -> Iterator[store.PreparedDocument]:
             source_path=d["source_path"], folder=d["folder"], title=d["title"], url=None, doc_type="note",
             persona=None, tags=d["tags"], project=None, confidentiality="public", doc_date=d["date"],
             document_version=hashlib.sha256(text.encode()).hexdigest(), size_bytes=len(text.encode()), metadata={})
-        base = store.document_metadata(VAULT, doc)
+        vault = VAULT if doc_vault is None else tenants_mod.vault_name(int(doc_vault[doc_no]))
+        base = store.document_metadata(vault, doc)
         doc.chunks = [store.PreparedChunk(i, h, t, tokens, None, None, None, None, [], 0.0,
                                           {**base, "ordinal": i, "heading_path": h})
                       for i, (h, t, tokens) in enumerate(d["chunks"])]
@@ -164,8 +166,10 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
                  if args.vectors == "hash" else
                  register_model(conn, "local", corpus_mod.scale_vectors.MODEL, corpus_mod.DIMS))
         out["vectors"] = {"source": args.vectors, **json.loads((corpus.root / "meta.json").read_text())}
-        vault = add_vault(conn, NewVault(VAULT, corpus.root))
         settings = load_settings(Path("/nonexistent/ragpg-scale.toml"), database_url=url)
+        if args.tenants:
+            return run_tenants(n, args, corpus, masks, conn, model, url, server_pid, out, settings)
+        vault = add_vault(conn, NewVault(VAULT, corpus.root))
         started = time.perf_counter()
 
         def progress(done: int) -> None:
@@ -229,6 +233,61 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def run_tenants(n: int, args: argparse.Namespace, corpus: corpus_mod.Corpus, masks: dict[str, np.ndarray],
+                conn: psycopg.Connection, model: Any, url: str, server_pid: int | None, out: dict[str, Any],
+                settings: Any) -> dict[str, Any]:
+    """`--tenants N`: the corpus over N vaults (bench/scale_tenants.py), searched unscoped, with the
+    corpus-wide filters, and scoped to one vault per size class."""
+    doc_vault = tenants_mod.assignment(corpus.n_docs, args.tenants, args.seed)
+    vault_rank = tenants_mod.chunk_vaults(corpus, doc_vault)
+    out["tenants"] = tenants_mod.size_summary(vault_rank, args.tenants)
+    print(f"[{label(n)}] loading {corpus.n_chunks} chunks into {args.tenants} vaults ...", flush=True)
+    with MemorySampler(server_pid) as mem:
+        out["load"] = tenants_mod.load(conn, corpus, model, prepared(corpus, doc_vault), doc_vault, args.tenants,
+                                       settings.ingest.bulk_batch_rows)
+    out["load"].update(chunks_per_s=round(corpus.n_chunks / out["load"]["seconds"]["total"], 1),
+                       client_peak_rss_mb=round(client_peak_rss_mb(), 1), memory_peaks=mem.peaks())
+    vault_ids = {v["name"]: v["id"] for v in out["load"].pop("vaults")}
+    print(f"  seconds {out['load']['seconds']}", flush=True)
+    # each vault's lexical index (pg_textsearch: one table and bm25 index per vault), as `ragpg index` builds it
+    r = settings.retrieval
+    started_bm25 = time.perf_counter()
+    backends = [lexical_backend.choose_for_vault(conn, name, args.lexical_backend, r.bm25_k1, r.bm25_b)
+                for name in vault_ids]
+    out["load"]["bm25_index_build_s"] = round(time.perf_counter() - started_bm25, 2)
+    out["lexical_backend"] = {b: backends.count(b) for b in sorted(set(backends))}
+    print(f"  lexical backends {out['lexical_backend']}; bm25 index builds {out['load']['bm25_index_build_s']} s",
+          flush=True)
+    conn.execute("vacuum analyze")
+    out["sizes_bytes"] = relation_sizes(conn, model.embedding_table)
+    texts, qvecs = corpus_mod.queries(args.queries + args.warmup, args.seed, vectors=args.vectors)
+    ids = np.array([r["id"] for r in conn.execute(
+        "select c.id from chunks c join documents d on d.vault_id = c.vault_id and d.id = c.document_id "
+        "order by substring(d.source_path from 'doc([0-9]+)[.]md$')::integer, c.ordinal")], dtype=np.int64)
+    assert len(ids) == corpus.n_chunks
+    fq = args.filtered_queries
+    measured = list(tenants_mod.scopes(vault_rank, args.tenants, masks, vault_ids))
+    print(f"[{label(n)}] exact top-{K} in numpy ...", flush=True)
+    truth = corpus_mod.exact_top_k(corpus, qvecs, K, {"none": None, **{k: masks[k] for k in corpus_mod.FILTERS},
+                                                      **{name: mask for name, _, _, mask in measured}})
+    searcher = Searcher(conn, model)
+    with MemorySampler(server_pid) as mem:
+        print(f"[{label(n)}] unfiltered queries ...", flush=True)
+        out["unfiltered"] = unfiltered(searcher, texts, qvecs, ids, truth["none"], args.warmup)
+        out["filtered"] = {}
+        for name, spec, bare, mask in measured:
+            print(f"[{label(n)}] scoped: {name} ...", flush=True)
+            out["filtered"][name] = filtered(searcher, name, texts[:fq], qvecs[:fq], ids, truth[name][:fq],
+                                             int(mask.sum()), spec, bare)
+        for name in corpus_mod.FILTERS:
+            print(f"[{label(n)}] filtered: {name} ...", flush=True)
+            out["filtered"][name] = filtered(searcher, name, texts[:fq], qvecs[:fq], ids, truth[name][:fq],
+                                             int(masks[name].sum()))
+    out["query_memory_peaks"] = mem.peaks()
+    conn.close()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="100000", help="comma-separated chunk counts")
@@ -247,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="hash: rag.embed.hash of each chunk; model: the local model's geometry (pooled sentence "
                         "vectors, bench/scale_vectors.py), queries embedded with the local model; results go to "
                         "scale-<size>-model.json")
+    p.add_argument("--tenants", type=int, default=0, metavar="N",
+                   help="spread the corpus over N vaults of Zipf-distributed sizes and add one-vault searches "
+                        "(filtered.vault_*); results go to scale-<size>-tenants<N>.json")
     p.add_argument("--ef-sweep", default="", metavar="EF,EF,...",
                    help="also measure unfiltered match_native recall and latency at these ef_search values")
     args = p.parse_args(argv)
@@ -259,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
                           "load_average_start": load_before, "load_average_end": os.getloadavg(),
                           "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
         args.out_dir.mkdir(parents=True, exist_ok=True)
-        path = args.out_dir / f"scale-{label(n)}{'' if args.vectors == 'hash' else '-' + args.vectors}.json"
+        path = args.out_dir / (f"scale-{label(n)}{'' if args.vectors == 'hash' else '-' + args.vectors}"
+                               f"{f'-tenants{args.tenants}' if args.tenants else ''}.json")
         path.write_text(json.dumps(result, indent=1, default=str) + "\n")
         results.append(result)
         print(table([result]), flush=True)

@@ -97,8 +97,9 @@ def relation_sizes(conn: psycopg.Connection, embedding_table: str) -> dict[str, 
     def size(expr: str, *names: str) -> int:
         total = 0
         for name in names:
-            row = conn.execute(sql.SQL("select coalesce({}(to_regclass(%s)), 0) as n").format(sql.SQL(expr)),
-                               (name,)).fetchone()
+            # summed over its partitions (per vault since revision 0014); a plain relation is its own tree
+            row = conn.execute(sql.SQL("select coalesce(sum({}(t.relid)), 0) as n from pg_partition_tree(to_regclass(%s)) t")
+                               .format(sql.SQL(expr)), (name,)).fetchone()
             total += int(row["n"])
         return total
 

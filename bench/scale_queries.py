@@ -49,7 +49,8 @@ class Searcher:
         try:
             if where is None:
                 return self.ids(self.bare, (qvec,))
-            query = sql.SQL("select e.chunk_id from {} e join chunks c on c.id = e.chunk_id where {} "
+            query = sql.SQL("select e.chunk_id from {} e join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id"
+                            " where {} "
                             "order by e.embedding <=> %s limit 10").format(self.table, sql.SQL(where.replace("%", "%%")))
             return self.ids(query, (qvec,))
         finally:
@@ -94,14 +95,18 @@ def ef_sweep(s: Searcher, qvecs: np.ndarray, ids: np.ndarray, truth: list[np.nda
 
 
 def filtered(s: Searcher, name: str, texts: list[str], qvecs: np.ndarray, ids: np.ndarray,
-             truth: list[np.ndarray], matching: int) -> dict[str, Any]:
-    f = Jsonb(corpus_mod.FILTERS[name])
+             truth: list[np.ndarray], matching: int, spec: dict[str, Any] | None = None,
+             bare: str | None = None) -> dict[str, Any]:
+    """One filter (corpus_mod.FILTERS[name], or `spec` with its plain-SQL form `bare`)."""
+    spec = corpus_mod.FILTERS[name] if spec is None else spec
+    bare = corpus_mod.BARE_FILTERS[name] if bare is None else bare
+    f = Jsonb(spec)
     lat: dict[str, list[float]] = {k: [] for k in ("bare", "vector", "lexical", "hybrid")}
     full = {k: 0 for k in lat}
     rec: dict[str, list[float]] = {"bare": [], "vector": [], "hybrid_vs_exact_vector_leg": []}
     for i, (text, qv) in enumerate(zip(texts, qvecs, strict=True)):
         exact = [int(ids[r]) for r in truth[i]]
-        got_bare, t_bare = s.bare_ids(qv, corpus_mod.BARE_FILTERS[name])
+        got_bare, t_bare = s.bare_ids(qv, bare)
         got_vec, t_vec = s.ids(s.vector, (qv, f))
         got_lex, t_lex = s.ids(s.lexical, (text, f))
         got_hyb, t_hyb = s.ids(s.hybrid, (text, qv, f, RetrievalSettings().exact_scan_max_rows))
@@ -113,7 +118,7 @@ def filtered(s: Searcher, name: str, texts: list[str], qvecs: np.ndarray, ids: n
         rec["bare"].append(recall(got_bare, exact))
         rec["vector"].append(recall(got_vec, exact))
         rec["hybrid_vs_exact_vector_leg"].append(recall(got_hyb, ref_hyb))
-    return {"filter": corpus_mod.FILTERS[name], "bare_sql": corpus_mod.BARE_FILTERS[name], "matching_chunks": matching,
+    return {"filter": spec, "bare_sql": bare, "matching_chunks": matching,
             "latency_ms": {k: percentiles(v) for k, v in lat.items()},
             "full_k_fraction": {k: round(v / len(texts), 4) for k, v in full.items()},
             "recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()}}

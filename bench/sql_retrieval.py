@@ -183,9 +183,12 @@ def store_embeddings(conn: psycopg.Connection, model: models.EmbeddingModelRef, 
     table = sql.Identifier(model.embedding_table)
     index = sql.Identifier(f"{model.embedding_table}_hnsw_idx")
     conn.execute(sql.SQL("drop index if exists {}").format(index))
-    with conn.cursor() as cur, cur.copy(sql.SQL("copy {} (chunk_id, embedding) from stdin").format(table)) as copy:
+    vault_of = {r["id"]: r["vault_id"] for r in conn.execute(  # the table is partitioned by vault
+        "select id, vault_id from chunks where id = any(%s)", (list(chunk_ids),))}
+    with conn.cursor() as cur, cur.copy(sql.SQL("copy {} (vault_id, chunk_id, embedding) from stdin").format(
+            table)) as copy:
         for chunk_id, vector in zip(chunk_ids, vectors, strict=True):
-            copy.write_row((chunk_id, "[" + ",".join(repr(float(x)) for x in vector.tolist()) + "]"))
+            copy.write_row((vault_of[chunk_id], chunk_id, "[" + ",".join(repr(float(x)) for x in vector.tolist()) + "]"))
     conn.execute("set maintenance_work_mem = '512MB'")
     conn.execute(sql.SQL("create index {} on {} using hnsw (embedding vector_cosine_ops)").format(index, table))
     conn.execute(sql.SQL("analyze {}").format(table))

@@ -45,6 +45,9 @@ begin
     execute format('create index if not exists %I on %I using hnsw (embedding vector_cosine_ops) '
                    'with (m = 16, ef_construction = %s)',
                    p_table || '_hnsw_idx', p_table, ragpg_hnsw_ef_construction());
+    -- each vault's graph is named after the model's (<table>_hnsw_idx_p<vault>: 12_vault_partitions.sql)
+    perform ragpg_name_partition_indexes(to_regclass(quote_ident(ragpg_vault_partition_name(p_table, v.id))), v.id)
+    from vaults v where to_regclass(quote_ident(ragpg_vault_partition_name(p_table, v.id))) is not null;
 end
 $$;
 
@@ -108,12 +111,18 @@ begin
             'match_langchain_chunks_' || v_name)
     returning * into m;
 
+    -- partitioned by vault like the chunks (12_vault_partitions.sql), the vault in every key
     execute format(
         'create table if not exists %I (
-             chunk_id bigint primary key references chunks (id) on delete cascade,
-             embedding vector(%s) not null)',
+             vault_id bigint not null,
+             chunk_id bigint not null,
+             embedding vector(%s) not null,
+             primary key (vault_id, chunk_id),
+             foreign key (vault_id, chunk_id) references chunks (vault_id, id) on delete cascade
+         ) partition by list (vault_id)',
         m.embedding_table, p_dims);
     perform ragpg_create_hnsw_index(m.embedding_table);
+    perform ragpg_create_vault_partitions(v.id) from vaults v order by v.id;
     perform ragpg_secure_content_table(to_regclass(quote_ident(m.embedding_table)));  -- 80_security.sql
     perform ragpg_create_model_functions(m);
     return m;

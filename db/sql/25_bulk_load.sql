@@ -37,6 +37,7 @@ begin
             primary key (vault_id, lexeme, chunk_id) include (tf, dl, text_search_config);
         v_missing := v_missing + 1;
     end if;
+    perform ragpg_create_vault_partitions(v.id) from vaults v;  -- names each partition's new indexes
     return v_missing;
 end
 $$;

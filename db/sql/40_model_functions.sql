@@ -91,13 +91,67 @@ return least(1000, greatest(p_ef_search, p_match_count,
                                                     where c.oid = to_regclass(quote_ident(p_table))), 0), 0)
                                  * ragpg_hnsw_ef_per_million_rows() / 1e6)::integer));
 
+-- The vaults a search with this filter reads: those it names, or every vault (the caller's policy on
+-- vaults applies). Joins to the chunks test `c.vault_id = any(...)` with it, so a search naming a
+-- vault reads that vault's partitions only (pruned when the executor starts, 12_vault_partitions.sql).
+-- (A string body, not a SQL-standard one: the migrations' downgrade drops functions one by one and
+-- must not find this one already gone with ragpg_compile_filter.)
+create or replace function ragpg_filter_vault_scope(filter jsonb) returns bigint[]
+language sql stable parallel safe
+set search_path = public, pg_catalog, pg_temp
+as $$
+    -- (without a top-level "vault" key the filter names none: not compiled again, its scorer did)
+    select case when filter is null or jsonb_typeof(filter) <> 'object' or not filter ? 'vault'
+                then array(select v.id from vaults v)
+                else (select case when f.vaults is not null
+                                  then array(select v.id from vaults v where v.name = any(f.vaults))
+                                  else array(select v.id from vaults v) end
+                      from ragpg_compile_filter(filter) f) end
+$$;
+
+-- The fields of the given chunks in the given vaults, read with the vaults as values the planner sees:
+-- only their partitions are opened, each chunk found by its key (vault, id). (A join testing
+-- `c.vault_id = any(<function>)` prunes nothing, and a lookup by id alone probes every partition.)
+create or replace function ragpg_chunk_rows(p_chunk_ids bigint[], p_vault_ids bigint[])
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb)
+language plpgsql stable rows 10
+set search_path = public, pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+begin
+    if cardinality(p_vault_ids) = 1 then
+        -- one vault (a scoped search, or a database of one vault): static SQL, its plan cached, the
+        -- vault's partition chosen when the plan starts (pruning on a scalar value needs no replan)
+        return query
+        select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata
+        from chunks c
+        join documents d on d.vault_id = c.vault_id and d.id = c.document_id
+        join vaults v on v.id = c.vault_id
+        where c.vault_id = p_vault_ids[1] and c.id = any(p_chunk_ids);
+        return;
+    end if;
+    -- several: planned with the vaults as constants, so only theirs are opened
+    return query execute
+        'select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata
+         from chunks c
+         join documents d on d.vault_id = c.vault_id and d.id = c.document_id
+         join vaults v on v.id = c.vault_id
+         where c.vault_id = any($2) and c.id = any($1)'
+        using coalesce(p_chunk_ids, '{}'), coalesce(p_vault_ids, '{}');
+end
+$$;
+
 -- The exact nearest of the given chunks (ragpg_vector_scores' exact scan): every one at least as
 -- similar as the match_count-th, at or above the threshold (ties at the cut are kept for the caller's
 -- tie-break). cosine_distance() rather than <=>, so the scan is never turned into an index scan;
 -- each distance is computed once, in the CTE. The vectors are read by id: joining the chunks and
 -- testing the filter again on them was a third of a 10k-row scan.
+-- p_vault_ids (null: every vault) are the vaults the chunks are in: their partitions are the ones read.
+drop function if exists ragpg_vector_exact_scores(text, vector, integer, float8, bigint[]);
 create or replace function ragpg_vector_exact_scores(p_table text, query_embedding vector, match_count integer,
-                                                     similarity_threshold float8, p_chunk_ids bigint[])
+                                                     similarity_threshold float8, p_chunk_ids bigint[],
+                                                     p_vault_ids bigint[])
 returns table (chunk_id bigint, similarity float8)
 language plpgsql stable rows 60
 set search_path = public, pg_catalog, pg_temp
@@ -106,14 +160,15 @@ begin
     return query execute format(
         'with d as materialized (
              select e.chunk_id, cosine_distance(e.embedding, $1) as distance
-             from %I e where e.chunk_id = any($4))
+             from %I e where e.chunk_id = any($4) %s)
          select d.chunk_id, 1 - d.distance
          from d
          where 1 - d.distance >= $3
            and d.distance <= (select max(x.distance)
                               from (select d2.distance from d d2 where 1 - d2.distance >= $3
-                                    order by d2.distance limit $2) x)', p_table)
-        using query_embedding, match_count, similarity_threshold, coalesce(p_chunk_ids, '{}');
+                                    order by d2.distance limit $2) x)',
+        p_table, case when p_vault_ids is not null then 'and e.vault_id = any($5)' else '' end)
+        using query_embedding, match_count, similarity_threshold, coalesce(p_chunk_ids, '{}'), p_vault_ids;
 end
 $$;
 
@@ -154,6 +209,7 @@ declare
     v_ids bigint[];
     v_distances float8[];
     v_matched bigint[];
+    v_matched_vaults bigint[];  -- the vaults the matched chunks are in: the exact scan reads their partitions
     v_exact boolean;
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
@@ -189,13 +245,31 @@ begin
             v_filtered := false;
             v_where := '';
         else
-            v_fraction := v_rows::float8 / greatest(v_total, 1);
+            -- Each vault has its own partition and HNSW graph (12_vault_partitions.sql): the search
+            -- reads the named vaults' graphs only, as an unfiltered search of a table of their size
+            -- (ef_search sized by the largest), and nothing else filters it but the caller's policy.
+            select coalesce(max(ragpg_hnsw_ef_search(ragpg_vault_partition_name(p_table, u.id), ef_search,
+                                                     match_count)), v_ef)
+            into v_ef from unnest(v_vault_ids) as u (id);
+            perform set_config('hnsw.ef_search', v_ef::text, true);
+            return query execute format(
+                'select nn.chunk_id, 1 - nn.distance
+                 from (select e.chunk_id, e.embedding <=> $1 as distance
+                       from %I e join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id
+                       where e.vault_id = any($9) and c.vault_id = any($9)
+                       order by e.embedding <=> $1
+                       limit $2) nn
+                 where 1 - nn.distance >= $3', p_table)
+                using query_embedding, match_count, similarity_threshold, null::bigint,
+                      f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
+            return;
         end if;
     elsif v_filtered then
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
         -- the exact scan reads without visiting the chunks again.
-        execute 'select array_agg(c.id) from (select c.id from chunks c where true' || v_where || ' limit $4) c'
-            into v_matched
+        execute 'select array_agg(c.id), array_agg(distinct c.vault_id) from (select c.id, c.vault_id from chunks c'
+                || ' where true' || v_where || ' limit $4) c'
+            into v_matched, v_matched_vaults
             using query_embedding, match_count, similarity_threshold, exact_scan_max_rows::bigint + 1,
                   f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
         v_matched := coalesce(v_matched, '{}');  -- none match: collected all the same (null = not collected)
@@ -208,12 +282,13 @@ begin
         v_exact := v_rows <= exact_scan_max_rows
                    and (v_fraction is null or v_fraction < ragpg_exact_scan_max_fraction());
         if not v_exact and v_fraction is null then
-            v_total := (select reltuples from pg_class where oid = 'chunks'::regclass);
-            if v_total is null or v_total < 1 then  -- never analyzed
-                v_total := greatest((select count(*) from chunks), 1);
-            end if;
+            -- the chunks the search reads: the named vaults' (their partitions), or every vault's. From the
+            -- per-vault counts the BM25 triggers keep: a partitioned table's own reltuples is only set by
+            -- an ANALYZE of the parent, which autovacuum never runs.
+            v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
+                                 where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
             v_fraction := ragpg_filter_fraction(v_where, f.containment, f.predicate, f.vars, f.vaults, v_vault_ids,
-                                                (exact_scan_max_rows + 1) / v_total::float8);
+                                                (exact_scan_max_rows + 1) / v_total::float8, v_total);
         end if;
         -- A filter narrower than ef_search/1000 needs the index searched deeper than pgvector's cap
         -- of 1000, and the index path loses recall the narrower it gets (1M chunks, a 1% folder
@@ -230,9 +305,10 @@ begin
             execute format(
                 'select array_agg(nn.chunk_id), array_agg(nn.distance)
                  from (select e.chunk_id, e.embedding <=> $1 as distance
-                       from %I e join chunks c on c.id = e.chunk_id where true %s
+                       from %I e join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id where true %s
                        order by e.embedding <=> $1
-                       limit $2) nn', p_table, v_where)
+                       limit $2) nn', p_table,
+                v_where || case when f.vaults is not null then ' and e.vault_id = any($9)' else '' end)
                 into v_ids, v_distances
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
@@ -247,13 +323,14 @@ begin
         -- The exact scan reads the vectors of the matching chunks' ids (all of them, when the first
         -- statement stopped at the bound); a vault restriction lists its chunks by vault.
         if v_matched is null or cardinality(v_matched) > exact_scan_max_rows then
-            execute 'select array_agg(c.id) from chunks c where true' || v_where
-                into v_matched
+            execute 'select array_agg(c.id), array_agg(distinct c.vault_id) from chunks c where true' || v_where
+                into v_matched, v_matched_vaults
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
         end if;
         return query select * from ragpg_vector_exact_scores(p_table, query_embedding, match_count,
-                                                             similarity_threshold, v_matched);
+                                                             similarity_threshold, v_matched,
+                                                             coalesce(v_matched_vaults, '{}'));
         return;
     end if;
 
@@ -275,20 +352,20 @@ $$;
 -- 100) need telling apart, and 1000 rows hold ~100 matches of such a filter. REPEATABLE: the same
 -- filter on the same table gets the same estimate, hence the same plan and results. Never below
 -- p_at_least (what the caller's count already proved) nor one sampled row's worth.
+-- p_total: how many chunks the filter's vaults hold (the sample is drawn from their partitions only).
+drop function if exists ragpg_filter_fraction(text, jsonb, jsonpath, jsonb, text[], bigint[], float8);
 create or replace function ragpg_filter_fraction(p_where text, p_containment jsonb, p_predicate jsonpath,
-                                      p_vars jsonb, p_vaults text[], p_vault_ids bigint[], p_at_least float8)
+                                      p_vars jsonb, p_vaults text[], p_vault_ids bigint[], p_at_least float8,
+                                      p_total float8)
 returns float8
 language plpgsql stable
 set search_path = public, pg_catalog, pg_temp
 as $$
 declare
-    v_total float8 := (select greatest(reltuples, 0) from pg_class where oid = 'chunks'::regclass);
+    v_total float8 := greatest(p_total, 1);
     v_hits bigint;
     v_seen bigint;
 begin
-    if v_total is null or v_total < 1 then  -- never analyzed
-        v_total := (select count(*) from chunks);
-    end if;
     execute 'select count(*) filter (where true' || p_where || '), count(*)
              from chunks c tablesample system ($10) repeatable (0)'
         into v_hits, v_seen
@@ -311,13 +388,15 @@ set search_path = public, pg_catalog, pg_temp
 -- a string body, not begin atomic: the migrations' downgrade drops functions one by one and
 -- must not find this one already gone with its scorer
 as $$
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.similarity
-    from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold, match_count,
-                             filter, exact_scan_max_rows, ef_search) sc
-    join chunks c on c.id = sc.chunk_id
-    join documents d on d.id = c.document_id
-    join vaults v on v.id = c.vault_id
-    order by sc.similarity desc, d.source_path, c.ordinal, c.id
+    with sc as materialized (
+        select * from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold,
+                                          match_count, filter, exact_scan_max_rows, ef_search)
+    )
+    select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata, sc.similarity
+    from sc
+    join ragpg_chunk_rows((select array_agg(s2.chunk_id) from sc s2), ragpg_filter_vault_scope(filter)) c
+      on c.chunk_id = sc.chunk_id
+    order by sc.similarity desc, c.source_path, c.chunk_ordinal, c.chunk_id
     -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)
     limit greatest(match_count, 1)
 $$;

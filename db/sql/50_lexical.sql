@@ -124,7 +124,10 @@ begin
                    sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
                        filter (where p.text_search_config = tm.cfg) as score
             from unnest(t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
-            join bm25_postings p on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme
+            -- lateral: each term probes its own vault's partition (pruned per term when it runs),
+            -- never a merge over every vault's postings
+            cross join lateral (select pp.chunk_id, pp.tf, pp.dl, pp.text_search_config from bm25_postings pp
+                                where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme) p
             group by p.chunk_id
         )
         select sc.id, sc.score
@@ -157,13 +160,15 @@ begin
     return query execute
         'with scored as materialized (
              select r.id, r.score
-             from (select p.chunk_id as id,
+             from (select p.vault_id, p.chunk_id as id,
                           sum(tm.w * (p.tf * ($1 + 1)) / (p.tf + $1 * (1 - $2 + $2 * p.dl / tm.avgdl))) as score
                    from unnest($7, $8, $9, $10, $11) as tm (vault_id, cfg, lexeme, w, avgdl)
-                   join bm25_postings p
-                     on p.vault_id = tm.vault_id and p.lexeme = tm.lexeme and p.text_search_config = tm.cfg
-                   group by p.chunk_id) r
-             where exists (select from chunks c where c.id = r.id' || v_filter || ')
+                   cross join lateral (select pp.vault_id, pp.chunk_id, pp.tf, pp.dl from bm25_postings pp
+                                       where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme
+                                         and pp.text_search_config = tm.cfg
+                                         and pp.vault_id = any($7)) p  -- (a constant here: planned pruned)
+                   group by p.vault_id, p.chunk_id) r
+             where exists (select from chunks c where c.vault_id = r.vault_id and c.id = r.id' || v_filter || ')
          )
          select sc.id, sc.score
          from scored sc
@@ -183,12 +188,12 @@ set search_path = public, pg_catalog, pg_temp
 -- a string body, not begin atomic: the migrations' downgrade drops functions one by one and
 -- must not find this one already gone with its scorer
 as $$
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
-    from ragpg_lexical_scores(query_text, match_count, filter, k1, b) sc
-    join chunks c on c.id = sc.chunk_id
-    join documents d on d.id = c.document_id
-    join vaults v on v.id = c.vault_id
-    order by sc.bm25_score desc, d.source_path, c.ordinal, c.id
+    with sc as materialized (select * from ragpg_lexical_scores(query_text, match_count, filter, k1, b))
+    select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata, sc.bm25_score
+    from sc
+    join ragpg_chunk_rows((select array_agg(s2.chunk_id) from sc s2), ragpg_filter_vault_scope(filter)) c
+      on c.chunk_id = sc.chunk_id
+    order by sc.bm25_score desc, c.source_path, c.chunk_ordinal, c.chunk_id
     -- (never limit 0: the scorer, which rejects a bad match_count, would not even be called)
     limit greatest(match_count, 1)
 $$;

@@ -146,14 +146,13 @@ begin
         where sc.rk <= match_count
     )
     -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+    select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata,
            n.vr, n.sim, n.lr, n.bm, n.score, (n.vr is not null)::integer, (n.lr is not null)::integer
     from near n
-    join chunks c on c.id = n.id
-    join documents d on d.id = c.document_id
-    join vaults v on v.id = c.vault_id
-    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
-             c.ordinal, n.id
+    join ragpg_chunk_rows((select array_agg(n2.id) from near n2), ragpg_filter_vault_scope(filter)) c
+      on c.chunk_id = n.id
+    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), c.source_path,
+             c.chunk_ordinal, n.id
     limit match_count;
 end
 $$;
@@ -236,14 +235,13 @@ begin
         where fu.rk <= match_count
     )
     -- the chunk fields, read once, for the candidates near the cut; the path settles its ties
-    select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata,
+    select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata,
            n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh
     from near n
-    join chunks c on c.id = n.id
-    join documents d on d.id = c.document_id
-    join vaults v on v.id = c.vault_id
-    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), d.source_path,
-             c.ordinal, n.id
+    join ragpg_chunk_rows((select array_agg(n2.id) from near n2), ragpg_filter_vault_scope(filter)) c
+      on c.chunk_id = n.id
+    order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), c.source_path,
+             c.chunk_ordinal, n.id
     limit match_count;
 end
 $$;

@@ -15,9 +15,9 @@ begin
         'with centroids as (
              select c.vault_id, d.folder, count(*) as n, avg(e.embedding) as centroid
              from %I e
-             join chunks c on c.id = e.chunk_id
-             join documents d on d.id = c.document_id
-             where $2::bigint[] is null or c.vault_id = any($2)
+             join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id
+             join documents d on d.vault_id = c.vault_id and d.id = c.document_id
+             where $2::bigint[] is null or e.vault_id = any($2)
              group by c.vault_id, d.folder
          )
          select ce.vault_id, v.name, ce.folder, ce.n,

@@ -169,7 +169,12 @@ declare
     v_rank constant text := '(select ragpg_scope_clearance_rank(current_user))';
     v_name text := (select relname from pg_class where oid = p_table);
     v_rule text;
-    v_by_chunk constant text := 'exists (select 1 from chunks c where c.id = chunk_id)';
+    -- (a table partitioned by vault names the chunk's vault too: one partition's key is read, not all)
+    v_by_chunk constant text := case when exists (select 1 from pg_attribute a where a.attrelid = p_table
+                                                  and a.attname = 'vault_id' and not a.attisdropped)
+                                     then format('exists (select 1 from chunks c where c.vault_id = %s.vault_id'
+                                                 ' and c.id = chunk_id)', p_table)
+                                     else 'exists (select 1 from chunks c where c.id = chunk_id)' end;
     v_has_reader boolean := exists (select 1 from pg_roles where rolname = 'ragpg_reader');
 begin
     if v_has_reader then
@@ -191,9 +196,11 @@ begin
         -- a link is part of the note that makes it: visible with its source note only (the target is
         -- shown by the link functions only when the reader may see it too: db/sql/65_links.sql)
         when v_name = 'links' then format(
-            'vault_id = any(%s) and exists (select 1 from documents d where d.id = source_document_id)', v_vaults)
+            'vault_id = any(%s) and exists (select 1 from documents d where d.vault_id = links.vault_id '
+            'and d.id = source_document_id)', v_vaults)
         -- per-note counts and vectors: visible with the note itself (the document's own policy applies inside)
-        when v_name in ('document_retrievals', 'note_vectors') then 'exists (select 1 from documents d where d.id = document_id)'
+        when v_name in ('document_retrievals', 'note_vectors') then format(
+            'exists (select 1 from documents d where d.vault_id = %I.vault_id and d.id = document_id)', v_name)
         -- questions: each role its own (the owner, not bound, all of them)
         when v_name = 'query_embeddings' then 'cached_by = current_user'
         -- postings and embeddings carry a chunk's words and meaning: visible only with the chunk itself

@@ -54,10 +54,10 @@ begin
             set embedding = excluded.embedding, uses = q.uses + 1, last_used_at = now();
     end if;
     if cardinality(p_chunk_ids) > 0 then
-        insert into document_retrievals as r (document_id, retrievals, last_retrieved_at)
-        select distinct c.document_id, 1, now() from chunks c where c.id = any(p_chunk_ids)
-        order by 1  -- one lock order for concurrent callers
-        on conflict (document_id) do update set retrievals = r.retrievals + 1, last_retrieved_at = now();
+        insert into document_retrievals as r (vault_id, document_id, retrievals, last_retrieved_at)
+        select distinct c.vault_id, c.document_id, 1, now() from chunks c where c.id = any(p_chunk_ids)
+        order by 1, 2  -- one lock order for concurrent callers
+        on conflict (vault_id, document_id) do update set retrievals = r.retrievals + 1, last_retrieved_at = now();
     end if;
 end
 $$;
@@ -86,13 +86,13 @@ begin
     order by s.model_id, s.query_key, s.i desc  -- a question asked twice keeps its latest embedding
     on conflict (model_id, query_key, cached_by) do update
         set embedding = excluded.embedding, uses = q.uses + excluded.uses, last_used_at = now();
-    insert into document_retrievals as r (document_id, retrievals, last_retrieved_at)
-    select c.document_id, count(distinct h.question), now()
+    insert into document_retrievals as r (vault_id, document_id, retrievals, last_retrieved_at)
+    select c.vault_id, c.document_id, count(distinct h.question), now()
     from unnest(p_hit_queries, p_hit_chunks) as h(question, chunk_id)
     join chunks c on c.id = h.chunk_id
-    group by c.document_id
-    order by 1
-    on conflict (document_id) do update
+    group by c.vault_id, c.document_id
+    order by 1, 2
+    on conflict (vault_id, document_id) do update
         set retrievals = r.retrievals + excluded.retrievals, last_retrieved_at = now();
 end
 $$;

@@ -216,7 +216,7 @@ def copy_batch(conn: Connection, vault: Vault, model: EmbeddingModelRef,
                         copy.write_row((next(ids), doc_id, vault.id, c.ordinal, c.heading_path, c.content,
                                         c.token_count, c.start_line, c.end_line, c.start_byte, c.end_byte,
                                         c.risk_flags, c.risk_score, Jsonb(c.metadata), vault.text_search_config))
-        store.copy_embeddings(conn, model, chunk_ids, vectors)
+        store.copy_embeddings(conn, model, chunk_ids, vectors, [vault.id] * len(chunk_ids))
     return n_chunks
 
 

@@ -97,17 +97,17 @@ def refresh_note_vectors(conn: Connection, vault_id: int, model_id: int, embed: 
                          "where v.document_id = g.id and v.field = g.field and v.model_id = %s",
                          ([g[0] for g in gone], [g[1] for g in gone], model_id))
         if wanted and vectors is not None:
-            _write(conn, model_id, wanted, vectors)
+            _write(conn, vault_id, model_id, wanted, vectors)
     return len(wanted)
 
 
-def _write(conn: Connection, model_id: int, items: Sequence[NoteText], vectors: np.ndarray) -> None:
+def _write(conn: Connection, vault_id: int, model_id: int, items: Sequence[NoteText], vectors: np.ndarray) -> None:
     conn.execute("delete from note_vectors v using unnest(%s::bigint[], %s::text[]) as g(id, field) "
                  "where v.document_id = g.id and v.field = g.field and v.model_id = %s",
                  ([i.document_id for i in items], [i.field for i in items], model_id))
-    with conn.cursor() as cur, cur.copy("copy note_vectors (document_id, model_id, field, source_hash, embedding) "
-                                        "from stdin with (format binary)") as copy:
-        copy.set_types(["int8", "int4", "text", "text", "vector"])
+    with conn.cursor() as cur, cur.copy("copy note_vectors (vault_id, document_id, model_id, field, source_hash, "
+                                        "embedding) from stdin with (format binary)") as copy:
+        copy.set_types(["int8", "int8", "int4", "text", "text", "vector"])
         for item, vector in zip(items, vectors, strict=True):
-            copy.write_row((item.document_id, model_id, item.field, item.source_hash,
+            copy.write_row((vault_id, item.document_id, model_id, item.field, item.source_hash,
                             np.asarray(vector, dtype=np.float32)))

@@ -216,11 +216,12 @@ def write_documents(conn: Connection, vault_id: int, text_search_config: str,
             for chunk, vector in zip(doc.chunks, doc.vectors, strict=True):
                 ids.append(chunk_ids[(doc_id, chunk.ordinal)])
                 vectors.append(vector)
+        vaults = [vault_id] * len(ids)
         if bulk is not None and bulk.applies(conn, model.embedding_table, len(ids)):
             with indexes_rebuilt(conn, model.embedding_table):
-                copy_embeddings(conn, model, ids, vectors)
+                copy_embeddings(conn, model, ids, vectors, vaults)
         else:
-            copy_embeddings(conn, model, ids, vectors)
+            copy_embeddings(conn, model, ids, vectors, vaults)
     return len(ids)
 
 
@@ -244,16 +245,17 @@ def _insert_chunks(conn: Connection, vault_id: int, text_search_config: str,
 
 
 def copy_embeddings(conn: Connection, model: EmbeddingModelRef, chunk_ids: Sequence[int],
-                    vectors: Sequence[np.ndarray]) -> None:
-    """Binary COPY into the model's table (the caller holds the transaction)."""
+                    vectors: Sequence[np.ndarray], vault_ids: Sequence[int]) -> None:
+    """Binary COPY into the model's table (the caller holds the transaction). Each row names its
+    chunk's vault: the table is partitioned by vault (db/sql/12_vault_partitions.sql)."""
     if not chunk_ids:
         return
-    statement = sql.SQL("copy {} (chunk_id, embedding) from stdin with (format binary)").format(
+    statement = sql.SQL("copy {} (vault_id, chunk_id, embedding) from stdin with (format binary)").format(
         sql.Identifier(model.embedding_table))
     with conn.cursor() as cur, cur.copy(statement) as copy:
-        copy.set_types(["int8", "vector"])
-        for chunk_id, vector in zip(chunk_ids, vectors, strict=True):
-            copy.write_row((chunk_id, np.asarray(vector, dtype=np.float32)))
+        copy.set_types(["int8", "int8", "vector"])
+        for vault_id, chunk_id, vector in zip(vault_ids, chunk_ids, vectors, strict=True):
+            copy.write_row((vault_id, chunk_id, np.asarray(vector, dtype=np.float32)))
 
 
 def chunks_missing_embeddings(conn: Connection, vault_id: int, model: EmbeddingModelRef, *,
@@ -274,11 +276,21 @@ def add_embeddings(conn: Connection, model: EmbeddingModelRef, chunk_ids: Sequen
     with conn.transaction():
         alive = _existing_chunk_ids(conn, chunk_ids)
         pairs = [(i, v) for i, v in zip(chunk_ids, vectors, strict=True) if i in alive]
-        copy_embeddings(conn, model, [i for i, _ in pairs], [v for _, v in pairs])
+        copy_embeddings(conn, model, [i for i, _ in pairs], [v for _, v in pairs], [alive[i] for i, _ in pairs])
 
 
-def _existing_chunk_ids(conn: Connection, chunk_ids: Sequence[int]) -> set[int]:
-    return set(fetch_column(conn, int, "select id from chunks where id = any(%s) for share", (list(chunk_ids),)))
+def _existing_chunk_ids(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, int]:
+    """Each existing chunk's vault, by chunk id."""
+    with conn.cursor(row_factory=class_row(_ChunkIdOnly)) as cur:
+        rows = cur.execute("select id, vault_id from chunks where id = any(%s) for share",
+                           (list(chunk_ids),)).fetchall()
+    return {r.id: r.vault_id for r in rows}
+
+
+@dataclass(frozen=True)
+class _ChunkIdOnly:
+    id: int
+    vault_id: int
 
 
 # --- building rows ----------------------------------------------------------------------------

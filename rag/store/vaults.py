@@ -225,9 +225,8 @@ def remove_vault(conn: Connection, name: str) -> VaultSummary:
     if summary is None:
         raise unknown_vault(name, vault_names(conn))
     with conn.transaction():
-        # Chunks first in one statement: the BM25 triggers are statement-level, while a cascade from
-        # vaults would fire them once per document.
-        conn.execute("delete from chunks where vault_id = %s", (summary.id,))
+        # The vault's partitions are dropped with it (db/sql/12_vault_partitions.sql): no row of its
+        # chunks, vectors or postings is deleted one by one, and no BM25 trigger runs.
         conn.execute("delete from vaults where id = %s", (summary.id,))
     return summary
 

@@ -79,8 +79,8 @@ def test_model_registration_creates_a_working_hnsw_index(conn):
         "insert into chunks (document_id, vault_id, ordinal, content)"
         " select %s, %s, g, 'chunk ' || g from generate_series(0, 4999) g", (doc, vault))
     conn.execute(
-        "insert into embeddings_hash_explain_test (chunk_id, embedding)"
-        " select id, array[random(), random(), random(), random(), random(), random(), random(), random()]::vector"
+        "insert into embeddings_hash_explain_test (vault_id, chunk_id, embedding)"
+        " select vault_id, id, array[random(), random(), random(), random(), random(), random(), random(), random()]::vector"
         " from chunks")
     conn.execute("analyze embeddings_hash_explain_test")
     plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(
@@ -130,13 +130,17 @@ def test_bm25_postings_follow_inserts_updates_and_deletes(conn):
                  " (%s, %s, 2, 'dogs bark')", (doc, a, doc, a, doc, a))
     assert conn.execute(actual).fetchall() == conn.execute(expected).fetchall()
     conn.execute("update chunks set content = content || ' and mice sleep' where ordinal >= 1")
-    conn.execute("update chunks set vault_id = %s, text_search_config = 'simple' where ordinal = 0", (b,))
+    doc_b = conn.execute("insert into documents (vault_id, source_path, document_version, size_bytes)"
+                         " values (%s, 'b.md', 'x', 1) returning id", (b,)).fetchone()["id"]
+    # a chunk moves with its document (the key (vault, document) must match): a row moved between partitions
+    conn.execute("update chunks set vault_id = %s, document_id = %s, text_search_config = 'simple'"
+                 " where ordinal = 0", (b, doc_b))
     conn.execute("update chunks set metadata = '{\"k\": 1}'")
     assert conn.execute(actual).fetchall() == conn.execute(expected).fetchall()
     conn.execute("delete from chunks where ordinal = 1")
     assert conn.execute(actual).fetchall() == conn.execute(expected).fetchall()
     assert {r["vault_id"] for r in conn.execute(actual).fetchall()} == {a, b}
-    conn.execute("delete from vaults where id = %s", (a,))  # cascades to every chunk (the document is in a)
+    conn.execute("delete from vaults where id in (%s, %s)", (a, b))  # drops their partitions
     assert conn.execute(actual).fetchall() == conn.execute(expected).fetchall() == []
 
 

@@ -162,8 +162,9 @@ def indexed_filtered_terms(conn: psycopg.Connection, query: str, vaults: list[st
 
 
 def hnsw_definition(table: str) -> str:
-    """pg_get_indexdef of a model's HNSW index as ragpg_create_hnsw_index builds it."""
-    return (f"CREATE INDEX {table}_hnsw_idx ON public.{table} USING hnsw (embedding vector_cosine_ops)"
+    """pg_get_indexdef of a model's HNSW index as ragpg_create_hnsw_index builds it (on the table
+    partitioned by vault: ON ONLY the parent, one graph per vault beneath it)."""
+    return (f"CREATE INDEX {table}_hnsw_idx ON ONLY public.{table} USING hnsw (embedding vector_cosine_ops)"
             " WITH (m='16', ef_construction='128')")
 
 

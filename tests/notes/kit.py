@@ -115,8 +115,8 @@ class NotesDB:
                 continue
             given = embeddings[i] if embeddings is not None and i < len(embeddings) else None
             vector = computed[i] if given is None else np.asarray(given, dtype=np.float32)
-            self.conn.execute(f'insert into "{self.model.embedding_table}" (chunk_id, embedding) values (%s, %s)',
-                              (cid, vector))
+            self.conn.execute(f'insert into "{self.model.embedding_table}" (vault_id, chunk_id, embedding)'
+                              ' values (%s, %s, %s)', (vault_id, cid, vector))
         self.conn.commit()
         return ids
 

@@ -73,8 +73,9 @@ def add_embeddings(conn: psycopg.Connection, model: models.EmbeddingModelRef,
                    items: Iterable[tuple[int, Sequence[float] | np.ndarray]]) -> None:
     """Insert (chunk id, vector) pairs into the model's embedding table in one statement."""
     pairs = list(items)
-    query = sql.SQL("insert into {} (chunk_id, embedding)"
-                    " select * from unnest(%s::bigint[], %s::text[]::vector[])").format(
+    query = sql.SQL("insert into {} (vault_id, chunk_id, embedding)"
+                    " select c.vault_id, u.id, u.v from unnest(%s::bigint[], %s::text[]::vector[]) u (id, v)"
+                    " join chunks c on c.id = u.id").format(
         sql.Identifier(model.embedding_table))
     conn.execute(query, ([chunk_id for chunk_id, _ in pairs], [vector_text(v) for _, v in pairs]))
 

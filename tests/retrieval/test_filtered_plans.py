@@ -109,7 +109,7 @@ def test_filtered_top_k_equals_the_exact_filtered_top_k(planned: Planned, keep: 
 
 
 # The statement that finds the filter's matching chunks (ragpg_vector_scores, 40_model_functions.sql).
-MATCHING_IDS = "select array_agg(c.id) from (select c.id from chunks c"
+MATCHING_IDS = "select array_agg(c.id), array_agg(distinct c.vault_id) from (select c.id, c.vault_id from chunks c"
 
 
 def _plans(conn: psycopg.Connection) -> list[str]:
@@ -200,7 +200,7 @@ def test_a_filter_matching_nothing_is_looked_up_once(planned: Planned) -> None:
                                       filter={"folder": {"$prefix": "no-such-area/"}})
         assert found == []
         assert len([p for p in plans if MATCHING_IDS in p]) == 1
-        assert not [p for p in plans if "select array_agg(c.id) from chunks c where true" in p], plans
+        assert not [p for p in plans if "select array_agg(c.id), array_agg(distinct c.vault_id) from chunks c where true" in p], plans
     finally:
         conn.close()
 

@@ -211,14 +211,15 @@ def test_candidates_come_from_the_indexes(conn):
                  " select %s, %s, g, 'common words number ' || g || case when g %% 500 = 0 then ' zyzzyva' else '' end,"
                  "        jsonb_build_object('kind', case when g %% 500 = 0 then 'rare' else 'usual' end)"
                  " from generate_series(0, 2999) g", (doc, vault_id))
-    conn.execute("select gin_clean_pending_list('chunks_tsv_idx'), gin_clean_pending_list('chunks_metadata_idx')")
+    conn.execute("select gin_clean_pending_list(i.inhrelid::regclass) from pg_inherits i"  # each vault's
+                 " where i.inhparent in ('chunks_tsv_idx'::regclass, 'chunks_metadata_idx'::regclass)")
     conn.execute("analyze chunks; analyze bm25_postings; analyze bm25_term_stats")
     plans = _auto_explain(conn)
     if plans is None:
         pytest.skip("auto_explain cannot be loaded on this server")
     rows = retrieve.match_lexical(conn, "zyzzyva", match_count=10)
     assert len(rows) == 6
-    assert any("Index Only Scan using bm25_postings_pkey" in p and "scored as materialized" in p for p in plans)
+    assert any(re.search(r"Index Only Scan using bm25_postings_p\d+_pkey", p) and "scored as materialized" in p for p in plans)
     plans.clear()
     rows = retrieve.match_lexical(conn, "common", match_count=10, filter={"kind": "rare"})
     assert len(rows) == 6

@@ -1,7 +1,7 @@
 """The link graph: one row per wikilink, embed or markdown link to a note, resolved to its document.
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-12-03
 
 `links` holds, for each link a note makes, where it is (`source_document_id`, `line`), what it names
@@ -21,38 +21,46 @@ note's passages (rag.retrieval.note_signal). Visible with the note only.
 
 from alembic import op
 
-revision = "0014"
-down_revision = "0013"
+revision = "0015"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
 UPGRADE = r"""
 create table links (
-    id bigint generated always as identity primary key,
+    id bigint generated always as identity,
     vault_id bigint not null references vaults (id) on delete cascade,
-    source_document_id bigint not null references documents (id) on delete cascade,
+    source_document_id bigint not null,
     line integer not null check (line >= 1),
     kind text not null check (kind in ('link', 'embed')),
     target_text text not null,
     target_heading text,
     target_is_file boolean not null default false,
-    target_document_id bigint references documents (id) on delete set null,
+    target_document_id bigint,
     anchor_text text not null,
-    sentence text not null
+    sentence text not null,
+    -- the vault in every key (docs/scaling.md, the Citus layout); links stay within their vault
+    primary key (vault_id, id),
+    foreign key (vault_id, source_document_id) references documents (vault_id, id) on delete cascade,
+    foreign key (vault_id, target_document_id) references documents (vault_id, id)
+        on delete set null (target_document_id)
 );
 create index links_source_idx on links (source_document_id);
+create index links_id_idx on links (id);
 create index links_target_idx on links (target_document_id) where target_document_id is not null;
 create index links_unresolved_idx on links (vault_id) where target_document_id is null;
 
 alter table documents add column links_indexed boolean not null default false;
 
 create table note_vectors (
-    document_id bigint not null references documents (id) on delete cascade,
+    vault_id bigint not null,
+    document_id bigint not null,
     model_id integer not null references embedding_models (id) on delete cascade,
     field text not null check (field in ('outline', 'inbound')),
     source_hash text not null,
     embedding vector not null,
-    primary key (document_id, model_id, field)
+    primary key (vault_id, document_id, model_id, field),
+    foreign key (vault_id, document_id) references documents (vault_id, id) on delete cascade
 );
 """
 

@@ -1,0 +1,122 @@
+"""Partitions by vault (issue 34): a search naming a vault reads that vault's partition only, through its
+own HNSW graph and postings; and the keys follow the rules a distributed Postgres (Citus, distributing by
+vault) imposes, so the schema can move there as it is."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import psycopg
+
+from rag.retrieval import retrieve
+from rag.store import models
+from tests.retrieval.corpus import add_document, add_embeddings, add_vault, random_unit_vectors
+from tests.retrieval.test_vector import _auto_explain
+
+# Tables that Citus would copy to every node: registries and bookkeeping, small and written rarely (the
+# two bm25_ ones hold a row per vault at most). Every other table with a vault_id is distributed by it.
+REFERENCE_TABLES = {"vaults", "embedding_models", "api_keys", "index_runs", "ragpg_console_roles",
+                    "query_embeddings", "deferred_indexes", "alembic_version", "bm25_indexes", "bm25_deferred"}
+DISTRIBUTION_COLUMN = "vault_id"
+
+
+def _two_vaults(conn: psycopg.Connection, n: int, dims: int) -> tuple[models.EmbeddingModelRef, dict[str, int]]:
+    model = models.register_model(conn, "hash", "partition-plan", dims)
+    rng = np.random.default_rng(5)
+    ids: dict[str, int] = {}
+    for name in ("left", "right"):
+        vault_id = ids[name] = add_vault(conn, name)
+        doc = add_document(conn, vault_id, f"{name}.md")
+        conn.execute("insert into chunks (document_id, vault_id, ordinal, content, content_tsv, lexeme_count)"
+                     " select %s, %s, g, 'chunk ' || g || ' about zebras',"
+                     "        to_tsvector('english', 'chunk ' || g || ' about zebras'), 4"
+                     " from generate_series(0, %s - 1) g", (doc, vault_id, n))
+        chunk_ids = [r["id"] for r in conn.execute("select id from chunks where vault_id = %s order by id",
+                                                   (vault_id,))]
+        add_embeddings(conn, model, zip(chunk_ids, random_unit_vectors(rng, n, dims), strict=True))
+    conn.execute("select ragpg_create_hnsw_index(%s)", (model.embedding_table,))
+    conn.execute(psycopg.sql.SQL("analyze chunks, bm25_postings, {}").format(
+        psycopg.sql.Identifier(model.embedding_table)))
+    return model, ids
+
+
+def test_a_vault_scoped_search_reads_one_partition(conn: psycopg.Connection) -> None:
+    dims = 16
+    model, ids = _two_vaults(conn, 3000, dims)
+    query = np.random.default_rng(6).standard_normal(dims).astype(np.float32)
+    plans = _auto_explain(conn)
+    assert plans is not None, "auto_explain is part of every supported server"
+    conn.execute("set auto_explain.log_analyze = on")  # a partition pruned at run time shows "never executed"
+    vector = retrieve.match_vector(conn, model, query, match_count=10, similarity_threshold=-1,
+                                   filter={"vault": "left"})
+    lexical = retrieve.match_lexical(conn, "zebras", match_count=10, filter={"vault": "left"})
+    assert len(vector) == 10 and len(lexical) == 10
+    left, right = ids["left"], ids["right"]
+    table = model.embedding_table
+    graph = [p for p in plans if "embedding <=>" in p and "Limit" in p]
+    # one partition's graph, the other vault's embeddings never opened
+    assert any(f"Index Scan using {table}_hnsw_idx_p{left} on {table}_p{left}" in p for p in graph), graph
+    assert not any(re.search(rf"{table}(_hnsw_idx)?_p{right}\b", p) for p in plans)
+    postings = [p for p in plans if "bm25_postings" in p]
+    assert any(re.search(rf"on bm25_postings_p{left} .*\(actual .*rows=[1-9]", p) for p in postings), postings
+    # the other vault's postings, statistics and chunks: absent from the plan, or pruned when it ran
+    read = [line for p in plans for line in p.splitlines()
+            if re.search(rf"(bm25_postings|chunks|bm25_term_stats)_p{right}\b", line) and "never executed" not in line]
+    assert not read, read
+
+
+def test_without_a_vault_every_partition_is_searched(conn: psycopg.Connection) -> None:
+    dims = 16
+    model, ids = _two_vaults(conn, 300, dims)
+    query = np.random.default_rng(6).standard_normal(dims).astype(np.float32)
+    rows = retrieve.match_vector(conn, model, query, match_count=600, similarity_threshold=-1)
+    assert len(rows) == 600  # both vaults' rows, nothing lost to the partitioning
+    scoped = retrieve.match_vector(conn, model, query, match_count=600, similarity_threshold=-1,
+                                   filter={"vault": "right"})
+    in_right = {r["id"] for r in conn.execute("select id from chunks where vault_id = %s", (ids["right"],))}
+    assert {r.chunk_id for r in scoped} == in_right
+
+
+def test_keys_follow_the_distribution_rules(conn: psycopg.Connection) -> None:
+    """Citus: every primary key and unique constraint of a distributed table includes the distribution
+    column, and a foreign key between distributed tables includes it on both sides; a distributed table
+    may reference a reference table, never the other way round."""
+    models.register_model(conn, "hash", "key-rules", 4)
+    add_vault(conn, "k")
+    tables = {r["relname"]: r["has_vault"] for r in conn.execute(
+        "select c.relname, exists (select 1 from pg_attribute a where a.attrelid = c.oid"
+        "                          and a.attname = %s and not a.attisdropped) as has_vault"
+        " from pg_class c where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p')"
+        " and not c.relispartition", (DISTRIBUTION_COLUMN,))}
+    distributed = {t for t, has_vault in tables.items() if has_vault} - REFERENCE_TABLES
+    assert {"chunks", "documents", "bm25_postings", "bm25_term_stats", "bm25_vault_stats",
+            "document_retrievals", "embeddings_hash_key_rules"} <= distributed
+    unclassified = set(tables) - distributed - REFERENCE_TABLES
+    assert not {t for t in unclassified if not t.startswith("ragpg_bm25_")}, unclassified
+    assert REFERENCE_TABLES <= set(tables) | {"alembic_version"}
+
+    constraints = conn.execute(
+        "select k.conrelid::regclass::text as tbl, k.conname, k.contype, k.confrelid::regclass::text as ref,"
+        "       array(select a.attname::text from unnest(k.conkey) with ordinality u (n, i) join pg_attribute a"
+        "             on a.attrelid = k.conrelid and a.attnum = u.n order by u.i) as cols,"
+        "       array(select a.attname::text from unnest(k.confkey) with ordinality u (n, i) join pg_attribute a"
+        "             on a.attrelid = k.confrelid and a.attnum = u.n order by u.i) as ref_cols"
+        " from pg_constraint k join pg_class c on c.oid = k.conrelid"
+        " where k.contype in ('p', 'u', 'f') and c.relnamespace = 'public'::regnamespace"
+        " and not c.relispartition and k.conparentid = 0").fetchall()
+    checked = 0
+    for k in constraints:
+        if k["tbl"] not in distributed:
+            if k["contype"] == "f":  # a reference table never points into a distributed one
+                assert k["ref"] not in distributed, k
+            continue
+        checked += 1
+        if k["contype"] in ("p", "u"):
+            assert DISTRIBUTION_COLUMN in k["cols"], k
+        elif k["ref"] in distributed:
+            pairs = dict(zip(k["cols"], k["ref_cols"], strict=True))
+            assert pairs.get(DISTRIBUTION_COLUMN) == DISTRIBUTION_COLUMN, k
+        else:
+            assert k["ref"] in REFERENCE_TABLES, k
+    assert checked >= 15
