@@ -1,4 +1,4 @@
--- The link graph at the console (the `links` table: db/migrations/versions/0014_links.py).
+-- The link graph at the console (the `links` table: db/migrations/versions/0015_links.py).
 --   select * from ragpg_backlinks('notes', 'User interface/Ribbon.md');     -- notes that link here
 --   select * from ragpg_outlinks('notes', 'Plugins/Random note.md');        -- what this note links to
 --   select * from ragpg_unresolved_links('notes');                          -- links to notes that do not exist
