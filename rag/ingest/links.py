@@ -49,10 +49,10 @@ def links_of(text: str, sentence_max_chars: int) -> list[PreparedLink]:
 def _prepared(link: LinkRef, rendered_line: str, max_chars: int) -> PreparedLink:
     heading = f"^{link.block}" if link.block else link.heading
     return PreparedLink(link.line, link.kind, link.target, heading, link.is_file, link.text,
-                        sentence_around(rendered_line, link.text, max_chars))
+                        line_around(rendered_line, link.text, max_chars))
 
 
-def sentence_around(line: str, words: str, max_chars: int) -> str:
+def line_around(line: str, words: str, max_chars: int) -> str:
     """The rendered line (in a note, a paragraph, list item or table row) that shows `words`, without
     list or heading markers, cut to `max_chars` around the words when longer. The whole line rather
     than one sentence: how a note speaks of another often takes the sentence before or after (the
@@ -97,7 +97,7 @@ def resolve_links(conn: Connection, vault_id: int) -> int:
     with conn.cursor(row_factory=class_row(_Note)) as cur:
         notes = cur.execute(
             "select d.id, d.source_path, coalesce(("
-            "  select c.metadata -> 'aliases' from chunks c where c.document_id = d.id order by c.ordinal limit 1"
+            "  select c.metadata -> 'aliases' from chunks c where c.vault_id = d.vault_id and c.document_id = d.id order by c.ordinal limit 1"
             "), '[]'::jsonb) as aliases from documents d where d.vault_id = %s", (vault_id,)).fetchall()
     with conn.cursor(row_factory=class_row(_StoredLink)) as cur:
         links = cur.execute(
@@ -169,8 +169,8 @@ class VaultLinks:
             return  # indexed before from the same bytes, so not expected; its links wait for an edit
         self.read[path] = links_of(mask_text(text), self.sentence_max_chars)
 
-    def finish(self, conn: Connection, vault_changed: bool) -> int:
-        """Write what was read, resolve the vault's links when anything changed; returns links changed."""
+    def finish(self, conn: Connection, vault_changed: bool) -> bool:
+        """Write what was read, resolve the vault's links when anything changed; returns whether it did."""
         if self.read:
             with conn.transaction():
                 with conn.cursor(row_factory=class_row(_PathId)) as cur:
@@ -178,9 +178,10 @@ class VaultLinks:
                                       "and source_path = any(%s)", (self.vault_id, list(self.read))).fetchall()
                 write_links(conn, self.vault_id, {r.id: self.read[r.source_path] for r in ids})
         if not (vault_changed or self.read):
-            return 0
+            return False
         with conn.transaction():
-            return resolve_links(conn, self.vault_id)
+            resolve_links(conn, self.vault_id)
+        return True
 
 
 @dataclass(frozen=True)

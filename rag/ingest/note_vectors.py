@@ -7,8 +7,9 @@ notes describe it (the anchor text of web search). Only links from notes at the 
 confidentiality or below count, so whoever may read the note may read every sentence in its vector, and
 no reader's ranking moves on a note it may not read.
 
-Refreshed after the vault's links are resolved (an edit elsewhere can change a note's inbound
-sentences): each vector's source text is hashed, and only changed ones are embedded again. BEIR
+Refreshed after a run that changed the vault, once its links are resolved (an edit elsewhere can
+change a note's inbound lines), or when the model has none yet: each vector's source text is hashed,
+and only changed ones are embedded again. BEIR
 corpora have neither headings nor links and get none. `ask` and `search` read them through
 rag.retrieval.note_signal.
 """
@@ -23,13 +24,14 @@ from pathlib import PurePosixPath
 import numpy as np
 from psycopg.rows import class_row
 
-from rag.store.database import Connection
+from rag.store.database import Connection, fetch_column
 
 Embed = Callable[[Sequence[str], Sequence[str]], np.ndarray]  # (texts, owner paths) -> one row per text
 
 _SOURCES = """
 select d.id, d.source_path,
-       coalesce((select array_agg(c.heading_path order by c.ordinal) from chunks c where c.document_id = d.id),
+       coalesce((select array_agg(c.heading_path order by c.ordinal) from chunks c
+                 where c.vault_id = d.vault_id and c.document_id = d.id),
                 '{}') as heading_paths,
        coalesce((select array_agg(l.sentence order by s.source_path, l.line, l.id)
                  from links l join documents s on s.id = l.source_document_id
@@ -72,6 +74,15 @@ def outline_text(source_path: str, heading_paths: Sequence[str], max_headings: i
             if heading and heading not in headings:
                 headings.append(heading)
     return f"{PurePosixPath(source_path).stem}: " + "; ".join(headings[:max_headings])
+
+
+def missing(conn: Connection, vault_id: int, model_id: int) -> bool:
+    """Whether the vault holds notes but no note vector of this model (a new model, or an index built
+    before note vectors): then an unchanged vault is refreshed too."""
+    found = fetch_column(conn, bool, "select exists (select from documents where vault_id = %s) and not exists "
+                         "(select from note_vectors where vault_id = %s and model_id = %s)",
+                         (vault_id, vault_id, model_id))
+    return found[0]
 
 
 def refresh_note_vectors(conn: Connection, vault_id: int, model_id: int, embed: Embed, *,

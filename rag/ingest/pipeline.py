@@ -162,8 +162,9 @@ class _VaultRun:
                 self.deferral.finish(vectors, {})
         store.restrict_documents(self.conn, self.vault.id, self.unparsed_edits, UNKNOWN_CONFIDENTIALITY)
         self.report.files_removed = store.delete_documents(self.conn, self.vault.id, self.deletable(stored, keep))
-        self.links.finish(self.conn, vault_changed=self.report.files_indexed + self.report.files_removed > 0)
-        if self.vault.kind != "beir":  # unchanged notes cost a hash comparison, not an embedding
+        changed = self.report.files_indexed + self.report.files_removed + len(self.unparsed_edits) > 0
+        changed = self.links.finish(self.conn, vault_changed=changed)
+        if self.vault.kind != "beir" and (changed or note_vectors.missing(self.conn, self.vault.id, self.model.id)):
             ing = self.settings.ingest
             note_vectors.refresh_note_vectors(self.conn, self.vault.id, self.model.id, self.embed_texts,
                                               max_headings=ing.note_outline_max_headings,

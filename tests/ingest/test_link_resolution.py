@@ -35,10 +35,10 @@ def test_aliases_and_what_stays_unresolved() -> None:
 
 
 def test_the_line_around_a_link_loses_its_markers_and_is_cut_around_the_link() -> None:
-    from rag.ingest.links import sentence_around
+    from rag.ingest.links import line_around
 
-    assert sentence_around("- [ ] Open the Ribbon. Then click.", "Ribbon", 100) == "Open the Ribbon. Then click."
-    assert sentence_around("## The Ribbon", "Ribbon", 100) == "The Ribbon"
+    assert line_around("- [ ] Open the Ribbon. Then click.", "Ribbon", 100) == "Open the Ribbon. Then click."
+    assert line_around("## The Ribbon", "Ribbon", 100) == "The Ribbon"
     long_line = "a " * 100 + "the Ribbon here " + "b " * 100
-    cut = sentence_around(long_line, "Ribbon", 40)
+    cut = line_around(long_line, "Ribbon", 40)
     assert len(cut) <= 40 and "Ribbon" in cut

@@ -72,3 +72,11 @@ def test_a_restricted_note_moves_no_public_reader_s_ranking(vault: Path, cli) ->
     assert cli("index", "--quiet")[0] == 0
     assert ranking() == before
 
+
+
+def test_an_unchanged_vault_without_note_vectors_gets_them(vault: Path, cli, aconn: psycopg.Connection) -> None:
+    before = vectors(aconn)
+    aconn.execute("delete from note_vectors")
+    code, out, _ = cli("index")
+    assert code == 0 and "0 indexed" in out
+    assert vectors(aconn) == before
