@@ -2634,7 +2634,7 @@ begin
              where c.vault_id = (select vault_id from documents where id = $1) and c.document_id <> $1
                and centre.v is not null and vector_norm(centre.v) > 0
              order by e.embedding <=> centre.v
-             limit $2 * 8
+             limit $2 * 8  -- a note has several passages near the centre: enough for $2 distinct notes
          )
          select d.source_path, d.title, max(n.similarity)::float8
          from near n join documents d on d.id = n.document_id
@@ -2853,7 +2853,8 @@ begin
     from links l
     join vaults v on v.id = l.vault_id
     join documents s on s.id = l.source_document_id
-    where v.name = p_vault and l.target_document_id is null and not l.target_is_file
+    where v.name = p_vault and not l.target_is_file
+      and not exists (select 1 from documents t where t.id = l.target_document_id)
     order by l.target_text, s.source_path, l.line;
 end
 $$;

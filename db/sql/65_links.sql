@@ -60,7 +60,8 @@ begin atomic
     order by l.line, l.id;
 end;
 
--- Links to notes that do not exist (or that several notes' names match); attachments are left out.
+-- Links to notes that do not exist (or that several notes' names match); attachments are left out. A
+-- link to a note the caller may not read is listed too: to the caller, that note does not exist.
 create or replace function ragpg_unresolved_links(p_vault text)
 returns table (source_path text, line integer, kind text, target_text text, anchor_text text)
 language plpgsql stable
@@ -73,7 +74,8 @@ begin
     from links l
     join vaults v on v.id = l.vault_id
     join documents s on s.id = l.source_document_id
-    where v.name = p_vault and l.target_document_id is null and not l.target_is_file
+    where v.name = p_vault and not l.target_is_file
+      and not exists (select 1 from documents t where t.id = l.target_document_id)
     order by l.target_text, s.source_path, l.line;
 end
 $$;
@@ -134,7 +136,7 @@ begin
              where c.vault_id = (select vault_id from documents where id = $1) and c.document_id <> $1
                and centre.v is not null and vector_norm(centre.v) > 0
              order by e.embedding <=> centre.v
-             limit $2 * 8
+             limit $2 * 8  -- a note has several passages near the centre: enough for $2 distinct notes
          )
          select d.source_path, d.title, max(n.similarity)::float8
          from near n join documents d on d.id = n.document_id

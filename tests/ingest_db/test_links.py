@@ -93,9 +93,12 @@ def test_a_reader_sees_a_link_only_with_its_source_and_a_target_only_when_cleare
                           "where d.source_path = 'Secret.md'") == [(0,)]
         assert rows(conn, "select count(*) from links") == rows(
             conn, "select count(*) from links l where exists (select 1 from documents d where d.id = l.source_document_id)")
-        # the restricted target is named as written in a public note, never resolved to its path
+        # the restricted target is named as written in a public note, never resolved to its path, and
+        # to this reader it is as missing as a note that does not exist
         assert rows(conn, "select target_text, target_path from ragpg_outlinks('notes', 'Shared.md')") == [
             ("Secret", None)]
+        assert ("Shared.md", "Secret") in rows(conn, "select source_path, target_text "
+                                                     "from ragpg_unresolved_links('notes')")
         with pytest.raises(psycopg.errors.NoDataFound, match="no note 'Secret.md' in vault 'notes'"):
             conn.execute("select * from ragpg_backlinks('notes', 'Secret.md')")
 
