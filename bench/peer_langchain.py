@@ -18,7 +18,11 @@ the HybridSearchConfig: langchain-postgres 0.0.19 writes the first query into th
 
 The reported latency is per call through each library's Python API on one connection (ragpg: a
 psycopg connection; LangChain: its async SQLAlchemy engine driven from a background event loop,
-as the sync PGVectorStore API does), interleaved query by query so that machine noise hits both.
+as the sync PGVectorStore API does). Two harnesses, both reported: interleaved query by query so
+that machine noise hits both, and blocks (each system answers every query in a row, three rounds
+with the first system rotated). Each runs once per lexical backend of ragpg's hybrid (the SQL
+BM25, then pg_textsearch's bm25 index when the server has it); `hybrid_p50` holds ragpg's hybrid
+p50 beside LangChain's RRF hybrid p50 of the same pass, and their ratio.
 
     python bench/peer_langchain.py [--embedder hash] [--queries 100]
 """
@@ -32,7 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
@@ -51,6 +55,8 @@ from rag.store import models
 from rag.store.database import open_connection  # noqa: E402
 
 K = 10
+OURS_HYBRID = "ragpg hybrid (match_hybrid: RRF of HNSW + BM25)"
+PEER_HYBRID = "langchain hybrid (RRF k=60 of HNSW + ts_rank_cd, 60+60)"
 TABLE = "langchain_bench_docs"
 NAMESPACE = uuid.UUID("6f1d6f38-9a55-4a8e-9a0e-0b7f3c1d2e4a")
 
@@ -96,7 +102,8 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 def run_peer(url: str, *, corpus: list[dict[str, Any]], vectors: np.ndarray, queries: dict[str, str],
              test_ids: list[str], query_vectors: np.ndarray, qrels: dict[str, dict[str, int]],
-             model: models.EmbeddingModelRef, settings: RetrievalSettings, warmup: int = 20) -> dict[str, Any]:
+             model: models.EmbeddingModelRef, settings: RetrievalSettings, vault: str, warmup: int = 20
+             ) -> dict[str, Any]:
     """Load LangChain's table next to ragpg's (already loaded) data in ``url`` and compare."""
     from langchain_postgres import PGEngine, PGVectorStore
     from langchain_postgres.v2.hybrid_search_config import (
@@ -169,20 +176,21 @@ def run_peer(url: str, *, corpus: list[dict[str, Any]], vectors: np.ndarray, que
                 "ragpg vector (match_native, ef_search 100)": ours_vector,
                 "langchain vector (HNSW, ef_search 100)": lc(vec100),
                 "langchain vector (HNSW, default ef_search 40)": lc(vec40),
-                "ragpg hybrid (match_hybrid: RRF of HNSW + BM25)": ours_hybrid,
-                "langchain hybrid (RRF k=60 of HNSW + ts_rank_cd, 60+60)": lc(hyb, rrf),
+                OURS_HYBRID: ours_hybrid,
+                PEER_HYBRID: lc(hyb, rrf),
                 "langchain hybrid (weighted_sum default fusion, 60+60)": lc(hyb, wsum),
             }
-            runs: dict[str, dict[str, list[str]]] = {name: {} for name in systems}
-            times: dict[str, list[float]] = {name: [] for name in systems}
             for i in range(min(warmup, len(test_ids))):
                 for fn in systems.values():
                     fn(i)
-            for i, qid in enumerate(test_ids):
-                for name, fn in systems.items():
-                    started = time.perf_counter()
-                    runs[name][qid] = fn(i)
-                    times[name].append((time.perf_counter() - started) * 1000)
+            out["passes"] = {}
+            for backend in lexical_backends(conn, vault, settings):
+                passes = {harness: timed(systems, test_ids) for harness, timed in HARNESSES.items()}
+                out["passes"][backend] = {
+                    harness: {name: {"ndcg_at_10": round(sr.ndcg_at_10(qrels, runs[name]), 4), **_stats(times[name])}
+                              for name in systems}
+                    for harness, (runs, times) in passes.items()}
+            select_backend(conn, vault, "sql", settings)
             # LangChain's keyword half is `content_tsv @@ plainto_tsquery(query)`: every term must match
             fts = sql.SQL("select count(*) as n from {} where content_tsv @@ plainto_tsquery('pg_catalog.english', %s)"
                           ).format(sql.Identifier(TABLE))
@@ -192,10 +200,67 @@ def run_peer(url: str, *, corpus: list[dict[str, Any]], vectors: np.ndarray, que
     finally:
         engine._run_as_sync(engine.close())
 
-    out["systems"] = {name: {"ndcg_at_10": round(sr.ndcg_at_10(qrels, runs[name]), 4), **_stats(times[name])}
-                      for name in systems}
+    first = next(iter(out["passes"].values()))
+    out["systems"] = first["interleaved"]
+    out["hybrid_p50"] = {backend: {harness: {"ragpg_ms": rows[OURS_HYBRID]["p50_ms"],
+                                             "langchain_ms": rows[PEER_HYBRID]["p50_ms"],
+                                             "ratio": round(rows[OURS_HYBRID]["p50_ms"] / rows[PEER_HYBRID]["p50_ms"], 3)}
+                                   for harness, rows in by_harness.items()}
+                         for backend, by_harness in out["passes"].items()}
     out["queries"] = len(test_ids)
     return out
+
+
+Runs = dict[str, dict[str, list[str]]]
+Times = dict[str, list[float]]
+
+
+def interleaved(systems: dict[str, Callable[[int], list[str]]], test_ids: list[str]) -> tuple[Runs, Times]:
+    """Query by query, every system in turn: machine noise hits all of them alike."""
+    runs: Runs = {name: {} for name in systems}
+    times: Times = {name: [] for name in systems}
+    for i, qid in enumerate(test_ids):
+        for name, fn in systems.items():
+            started = time.perf_counter()
+            runs[name][qid] = fn(i)
+            times[name].append((time.perf_counter() - started) * 1000)
+    return runs, times
+
+
+def blocks(systems: dict[str, Callable[[int], list[str]]], test_ids: list[str], rounds: int = 3
+           ) -> tuple[Runs, Times]:
+    """Each system answers every query in a row (a service under its own load), in `rounds` rounds
+    whose first system rotates: every call follows one of its own kind, where interleaved each
+    follows the other library's."""
+    runs: Runs = {name: {} for name in systems}
+    times: Times = {name: [] for name in systems}
+    names = list(systems)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            for i, qid in enumerate(test_ids):
+                started = time.perf_counter()
+                runs[name][qid] = systems[name](i)
+                times[name].append((time.perf_counter() - started) * 1000)
+    return runs, times
+
+
+HARNESSES = {"interleaved": interleaved, "blocks": blocks}
+
+
+def select_backend(conn: Any, vault: str, backend: str, settings: RetrievalSettings) -> str:
+    """Make `vault` use this lexical backend; returns the one it uses (the SQL BM25 without the library)."""
+    if backend == "sql":
+        conn.execute("select ragpg_disable_bm25_index(%s)", (vault,))
+        return "sql"
+    row = conn.execute("select ragpg_enable_bm25_index(%s, %s, %s) as b", (vault, settings.bm25_k1, settings.bm25_b))
+    return str(row.fetchone()["b"])
+
+
+def lexical_backends(conn: Any, vault: str, settings: RetrievalSettings) -> Iterator[str]:
+    """The SQL BM25, then pg_textsearch's bm25 index when the server has it; each selected while yielded."""
+    yield select_backend(conn, vault, "sql", settings)
+    if select_backend(conn, vault, "pg_textsearch", settings) == "pg_textsearch":
+        yield "pg_textsearch"
 
 
 def _version(dist: str) -> str | None:
@@ -237,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
                 sr.store_embeddings(conn, model, [chunk_of[d["_id"]] for d in corpus], vectors)
             query_vectors = np.asarray(embedder.embed_documents([queries[q] for q in test_ids]), dtype=np.float32)
             result = run_peer(url, corpus=corpus, vectors=vectors, queries=queries, test_ids=test_ids,
-                              query_vectors=query_vectors, qrels=qrels, model=model, settings=settings)
+                              query_vectors=query_vectors, qrels=qrels, model=model, settings=settings,
+                              vault=args.dataset)
         finally:
             stop()
     text = json.dumps(result, indent=2)

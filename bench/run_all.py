@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                     results["peer"] = section("peer", lambda: peer_langchain.run_peer(
                         shared["url"], corpus=ds.corpus, vectors=shared["vectors"], queries=ds.queries,
                         test_ids=ds.test_ids, query_vectors=shared["query_vectors"], qrels=ds.qrels,
-                        model=shared["model"], settings=shared["settings"]))
+                        model=shared["model"], settings=shared["settings"], vault=ds.name))
             finally:
                 it.drop_database(admin_url, shared["url"])
     results["meta"]["load_avg_end"] = _load()

@@ -75,6 +75,10 @@ def print_table(results: dict[str, Any]) -> None:
               f"{'':<8}nDCG@10     p50 ms    p95 ms")
         for name, row in p["systems"].items():
             print(f"  {name:<62} {row['ndcg_at_10']:>7}  {row['p50_ms']:8.2f}  {row['p95_ms']:8.2f}")
+        for backend, by_harness in p.get("hybrid_p50", {}).items():
+            for harness, h in by_harness.items():
+                print(f"  hybrid p50, lexical {backend}, {harness}: ragpg {h['ragpg_ms']:.2f} / langchain "
+                      f"{h['langchain_ms']:.2f} ms = {h['ratio']:.2f}x")
         print(f"  langchain add_texts {p['langchain_add_texts_s']} s (row by row), HNSW build "
               f"{p['langchain_hnsw_build_s']} s; ragpg COPY + HNSW build "
               f"{results['retrieval']['store_embeddings_and_hnsw_s']} s")

@@ -268,7 +268,8 @@ def run_tenants(n: int, args: argparse.Namespace, corpus: corpus_mod.Corpus, mas
     fq = args.filtered_queries
     measured = list(tenants_mod.scopes(vault_rank, args.tenants, masks, vault_ids))
     print(f"[{label(n)}] exact top-{K} in numpy ...", flush=True)
-    truth = corpus_mod.exact_top_k(corpus, qvecs, K, {"none": None, **{k: masks[k] for k in corpus_mod.FILTERS},
+    corpus_wide = corpus_mod.FILTERS if args.corpus_filters else {}
+    truth = corpus_mod.exact_top_k(corpus, qvecs, K, {"none": None, **{k: masks[k] for k in corpus_wide},
                                                       **{name: mask for name, _, _, mask in measured}})
     searcher = Searcher(conn, model)
     with MemorySampler(server_pid) as mem:
@@ -279,7 +280,7 @@ def run_tenants(n: int, args: argparse.Namespace, corpus: corpus_mod.Corpus, mas
             print(f"[{label(n)}] scoped: {name} ...", flush=True)
             out["filtered"][name] = filtered(searcher, name, texts[:fq], qvecs[:fq], ids, truth[name][:fq],
                                              int(mask.sum()), spec, bare)
-        for name in corpus_mod.FILTERS:
+        for name in corpus_wide:
             print(f"[{label(n)}] filtered: {name} ...", flush=True)
             out["filtered"][name] = filtered(searcher, name, texts[:fq], qvecs[:fq], ids, truth[name][:fq],
                                              int(masks[name].sum()))
@@ -309,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tenants", type=int, default=0, metavar="N",
                    help="spread the corpus over N vaults of Zipf-distributed sizes and add one-vault searches "
                         "(filtered.vault_*); results go to scale-<size>-tenants<N>.json")
+    p.add_argument("--corpus-filters", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --tenants: also measure the metadata filters over every vault (each visits every "
+                        "vault's partition; --no-corpus-filters skips them at 1,000 vaults)")
     p.add_argument("--ef-sweep", default="", metavar="EF,EF,...",
                    help="also measure unfiltered match_native recall and latency at these ef_search values")
     args = p.parse_args(argv)

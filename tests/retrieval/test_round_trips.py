@@ -80,3 +80,27 @@ def test_failed_call_on_autocommit_connection_leaves_it_usable(filter_db):
             retrieve.match_lexical(conn, "common", match_count=5, filter={"year": {"$bogus": 1}})
         assert conn.info.transaction_status == pq.TransactionStatus.IDLE
         search_all(conn, filter_db.model)
+
+
+def vector_text_sent(path: Path) -> bool:
+    """Whether a query embedding went as pgvector text ('[0.1,...]') in a Bind message."""
+    return any(line.startswith("F\t") and "\tBind\t" in line and "'[" in line for line in path.read_text().splitlines())
+
+
+def test_query_embedding_travels_binary_when_pgvector_is_registered(filter_db, traced):
+    # formatting 384 floats as text costs more than a third of an HNSW probe; a connection without
+    # pgvector's types (a replica's) still sends text, with the same results
+    embedding = hash_embedding("common notes", filter_db.model.dims)
+    results = {}
+    for registered in (True, False):
+        with open_connection(filter_db.url, autocommit=True, register_vector=registered) as conn:
+            path = traced(conn)
+            results[registered] = (
+                retrieve.match_vector(conn, filter_db.model, embedding, match_count=5, similarity_threshold=-1),
+                retrieve.match_hybrid(conn, filter_db.model, "common", embedding, match_count=5,
+                                      similarity_threshold=-1),
+                retrieve.match_folders(conn, filter_db.model, embedding))
+            conn.pgconn.untrace()
+        assert vector_text_sent(path) is not registered
+    assert results[True] == results[False]
+    assert results[True][0] and results[True][1]
