@@ -164,8 +164,8 @@ begin
     -- (plpgsql for its cached plan: as a SQL function with a SET clause it was planned on every call,
     -- twice the cost of scoring ten chunks)
     return query
-    select p.chunk_id, sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
-    from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
+    select p.chunk_id, sum(tm.wk * p.tf / (p.tf + tm.c1 + tm.c2 * p.dl))
+    from ragpg_bm25_term_constants(vault_ids, cfgs, lexemes, weights, avgdls, k1, b) tm
     -- lateral: each term probes its own vault's partition by (vault, lexeme, chunk); a join let the
     -- planner merge every vault's postings (1 s at 100 vaults)
     cross join lateral (select pp.chunk_id, pp.tf, pp.dl from bm25_postings pp
@@ -485,6 +485,21 @@ begin
         order by n.vault_id, u.lexeme collate "C", n.id;
     end if;
     return null;
+end
+$$;
+
+--
+-- Name: ragpg_bm25_term_constants(bigint[], regconfig[], text[], double precision[], double precision[], double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_term_constants(vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision) RETURNS TABLE(vault_id bigint, cfg regconfig, lexeme text, wk double precision, c1 double precision, c2 double precision)
+    LANGUAGE plpgsql IMMUTABLE ROWS 8 PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return query
+    select u.vault_id, u.cfg, u.lexeme, u.w * (k1 + 1), k1 * (1 - b), k1 * b / u.avgdl
+    from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as u (vault_id, cfg, lexeme, w, avgdl);
 end
 $$;
 
@@ -1862,9 +1877,8 @@ begin
         return query
         with scored as materialized (
             select p.chunk_id as id,
-                   sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
-                       filter (where p.text_search_config = tm.cfg) as score
-            from unnest(t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
+                   sum(tm.wk * p.tf / (p.tf + tm.c1 + tm.c2 * p.dl)) filter (where p.text_search_config = tm.cfg) as score
+            from ragpg_bm25_term_constants(t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, k1, b) tm
             -- lateral: each term probes its own vault's partition (pruned per term when it runs),
             -- never a merge over every vault's postings
             cross join lateral (select pp.chunk_id, pp.tf, pp.dl, pp.text_search_config from bm25_postings pp
@@ -1902,8 +1916,12 @@ begin
         'with scored as materialized (
              select r.id, r.score
              from (select p.vault_id, p.chunk_id as id,
-                          sum(tm.w * (p.tf * ($1 + 1)) / (p.tf + $1 * (1 - $2 + $2 * p.dl / tm.avgdl))) as score
-                   from unnest($7, $8, $9, $10, $11) as tm (vault_id, cfg, lexeme, w, avgdl)
+                          sum(tm.wk * p.tf / (p.tf + tm.c1 + tm.c2 * p.dl)) as score
+                   -- (ragpg_bm25_term_constants inline: its function scan turned the filter
+                   -- metadata index into a probe per scored chunk)
+                   from (select u.vault_id, u.cfg, u.lexeme, u.w * ($1 + 1) as wk, $1 * (1 - $2) as c1,
+                                $1 * $2 / u.avgdl as c2
+                         from unnest($7, $8, $9, $10, $11) as u (vault_id, cfg, lexeme, w, avgdl)) tm
                    cross join lateral (select pp.vault_id, pp.chunk_id, pp.tf, pp.dl from bm25_postings pp
                                        where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme
                                          and pp.text_search_config = tm.cfg

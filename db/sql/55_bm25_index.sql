@@ -303,8 +303,8 @@ begin
     -- (plpgsql for its cached plan: as a SQL function with a SET clause it was planned on every call,
     -- twice the cost of scoring ten chunks)
     return query
-    select p.chunk_id, sum(tm.w * (p.tf * (k1 + 1)) / (p.tf + k1 * (1 - b + b * p.dl / tm.avgdl)))
-    from unnest(vault_ids, cfgs, lexemes, weights, avgdls) as tm (vault_id, cfg, lexeme, w, avgdl)
+    select p.chunk_id, sum(tm.wk * p.tf / (p.tf + tm.c1 + tm.c2 * p.dl))
+    from ragpg_bm25_term_constants(vault_ids, cfgs, lexemes, weights, avgdls, k1, b) tm
     -- lateral: each term probes its own vault's partition by (vault, lexeme, chunk); a join let the
     -- planner merge every vault's postings (1 s at 100 vaults)
     cross join lateral (select pp.chunk_id, pp.tf, pp.dl from bm25_postings pp
