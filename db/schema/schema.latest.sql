@@ -158,9 +158,11 @@ $_$;
 CREATE FUNCTION public.ragpg_bm25_exact_scores(p_chunk_ids bigint[], vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
     LANGUAGE plpgsql STABLE ROWS 60
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
     AS $$
 #variable_conflict use_column
 begin
+    perform set_config('plan_cache_mode', ragpg_plan_cache_mode_for(vault_ids), true);
     -- (plpgsql for its cached plan: as a SQL function with a SET clause it was planned on every call,
     -- twice the cost of scoring ten chunks)
     return query
@@ -170,7 +172,12 @@ begin
     -- planner merge every vault's postings (1 s at 100 vaults)
     cross join lateral (select pp.chunk_id, pp.tf, pp.dl from bm25_postings pp
                         where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme
-                          and pp.chunk_id = any(p_chunk_ids) and pp.text_search_config = tm.cfg) p
+                          and pp.chunk_id = any(p_chunk_ids) and pp.text_search_config = tm.cfg
+                          -- the vaults as a value known when the plan starts: only their partitions
+                          -- are opened (pruning on tm.vault_id alone opened all 1,000 of a
+                          -- 1,000-vault database on every call: 154 ms of a one-vault search)
+                          and pp.vault_id = any(vault_ids)
+                        offset 0) p  -- (kept a probe per term: flattened, it became a scan of the vault)
     group by p.chunk_id;
 end
 $$;
@@ -182,20 +189,25 @@ $$;
 CREATE FUNCTION public.ragpg_bm25_filtered_depth(p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], candidate_count integer, k1 double precision, b double precision, p_postings bigint) RETURNS integer
     LANGUAGE plpgsql STABLE
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
-    AS $$
+    AS $_$
 declare
     v_share float8;
     v_depth float8;
     v_vaults bigint;
+    v_vault_ids bigint[];
 begin
     if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch'
        or candidate_count * ragpg_bm25_filtered_depth_factor() + ragpg_bm25_index_extra_candidates() >= p_postings then
         return null;  -- (the depth is at least that, whatever the filter keeps)
     end if;
-    -- the metadata part only: each vault's index is read on its own
-    v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5),
-                                     p_containment, p_predicate, p_vars, null, null, 0,
-                                     (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s));
+    -- the metadata part's share among the chunks of the vaults searched, sampled from their partitions
+    -- only (a sample of every vault's took 125 ms with 1,000 vaults; each vault's index is read on its own)
+    v_vault_ids := case when p_vaults is not null then array(select v.id from vaults v where v.name = any(p_vaults)) end;
+    v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5)
+                                     || case when v_vault_ids is not null then ' and c.vault_id = any($9)' else '' end,
+                                     p_containment, p_predicate, p_vars, p_vaults, v_vault_ids, 0,
+                                     (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
+                                      where v_vault_ids is null or s.vault_id = any(v_vault_ids)));
     v_depth := ceil(candidate_count * ragpg_bm25_filtered_depth_factor() / v_share) + ragpg_bm25_index_extra_candidates();
     -- every vault searched has its own index, read to that depth: the bound and the comparison with
     -- the postings hold for all of them together (100 vaults under a 1 % filter read 150,000
@@ -207,7 +219,7 @@ begin
     end if;
     return v_depth::integer;
 end
-$$;
+$_$;
 
 --
 -- Name: ragpg_bm25_filtered_depth_factor(); Type: FUNCTION; Schema: public; Owner: -
@@ -705,14 +717,18 @@ end
 $_$;
 
 --
--- Name: ragpg_chunk_sort_key(bigint); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_chunk_sort_key(bigint, bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_chunk_sort_key(p_chunk_id bigint, OUT source_path text, OUT ordinal integer) RETURNS record
-    LANGUAGE sql STABLE PARALLEL SAFE
+CREATE FUNCTION public.ragpg_chunk_sort_key(p_chunk_id bigint, p_vault_ids bigint[], OUT source_path text, OUT ordinal integer) RETURNS record
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
-    select d.source_path, c.ordinal from chunks c join documents d on d.id = c.document_id where c.id = p_chunk_id
+begin
+    select d.source_path, c.ordinal into source_path, ordinal
+    from chunks c join documents d on d.vault_id = c.vault_id and d.id = c.document_id
+    where c.vault_id = any(p_vault_ids) and c.id = p_chunk_id;
+end
 $$;
 
 --
@@ -1561,8 +1577,12 @@ declare
     v_hits bigint;
     v_seen bigint;
 begin
+    -- (the vaults in the sample's own condition: planned with them as values, only their partitions
+    -- are sampled; in the filter alone, every vault's were, 125 ms with 1,000 vaults, and the share
+    -- came out relative to every vault's chunks)
     execute 'select count(*) filter (where true' || p_where || '), count(*)
              from chunks c tablesample system ($10) repeatable (0)'
+             || case when p_vault_ids is not null then ' where c.vault_id = any($9)' else '' end
         into v_hits, v_seen
         using null::vector, null::integer, null::float8, null::bigint,
               p_containment, p_predicate, p_vars, p_vaults, p_vault_ids,
@@ -1814,6 +1834,7 @@ $$;
 CREATE FUNCTION public.ragpg_lexical_scores(query_text text, candidate_count integer, filter jsonb, k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
     LANGUAGE plpgsql STABLE ROWS 60
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
     AS $_$
 #variable_conflict use_column
 declare
@@ -1822,6 +1843,7 @@ declare
     r record;
     v_filter text;
     v_depth integer;
+    v_vault_ids bigint[];  -- the vaults searched (every vault when the filter names none)
     -- Only a caller row-level security does not bind (the owner) sees every chunk of a vault: the
     -- bm25 index (which ranks with every chunk's statistics) and the unchecked cut below are its
     -- alone; any other caller's candidates are cut only after its policy on chunks has kept them.
@@ -1834,6 +1856,8 @@ begin
     if query_text is null or query_text !~ '[^[:space:]]' then
         return;
     end if;
+    v_vault_ids := array(select vv.id from vaults vv where f.vaults is null or vv.name = any(f.vaults));
+    perform set_config('plan_cache_mode', ragpg_plan_cache_mode_for(v_vault_ids), true);
     -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
     -- the vault's average chunk length, from the statistics of the levels the caller reads. Each pair
     -- is one primary-key range probe of bm25_term_stats (an aggregate, so the lateral subquery is
@@ -1848,11 +1872,13 @@ begin
     into t
     from (select sv.vault_id, sum(sv.chunk_count)::bigint as chunk_count, sum(sv.total_length)::bigint as total_length
           from bm25_vault_stats sv
-          where f.vaults is null or sv.vault_id in (select vv.id from vaults vv where vv.name = any(f.vaults))
+          where sv.vault_id = any(v_vault_ids)
           group by sv.vault_id) s
     cross join ragpg_query_lexemes(query_text, f.vaults) q
+    -- (the vaults again as a value: only their partitions of bm25_term_stats are opened)
     cross join lateral (select sum(tt.chunk_frequency)::bigint as chunk_frequency from bm25_term_stats tt
-                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme having count(*) > 0) ts
+                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme and tt.vault_id = any(v_vault_ids)
+                        having count(*) > 0) ts
     where s.chunk_count > 0;
     if t.vault_ids is null then
         return;
@@ -1882,7 +1908,9 @@ begin
             -- lateral: each term probes its own vault's partition (pruned per term when it runs),
             -- never a merge over every vault's postings
             cross join lateral (select pp.chunk_id, pp.tf, pp.dl, pp.text_search_config from bm25_postings pp
-                                where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme) p
+                                where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme
+                                  and pp.vault_id = any(t.vault_ids)  -- (opens those vaults' partitions only)
+                                offset 0) p  -- (a probe per term, never flattened into a scan)
             group by p.chunk_id
         )
         select sc.id, sc.score
@@ -1927,7 +1955,8 @@ begin
                                          and pp.text_search_config = tm.cfg
                                          and pp.vault_id = any($7)) p  -- (a constant here: planned pruned)
                    group by p.vault_id, p.chunk_id) r
-             where exists (select from chunks c where c.vault_id = r.vault_id and c.id = r.id' || v_filter || ')
+             where exists (select from chunks c
+                           where c.vault_id = r.vault_id and c.id = r.id and c.vault_id = any($7)' || v_filter || ')
          )
          select sc.id, sc.score
          from scored sc
@@ -1944,6 +1973,7 @@ $_$;
 CREATE FUNCTION public.ragpg_lexical_scores_indexed(query_text text, candidate_count integer, vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
     LANGUAGE plpgsql STABLE ROWS 60
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
     AS $_$
 #variable_conflict use_column
 declare
@@ -2129,6 +2159,7 @@ CREATE FUNCTION public.ragpg_match_hybrid_impl(p_table text, p_dims integer, p_m
 declare
     w record;
     n integer := coalesce(cardinality(query_embeddings), 0);
+    v_scope bigint[];  -- the vaults searched, where the tie-break and the chunk fields are read
 begin
     if n < 1 or n > 32 then
         raise exception using errcode = '22023',
@@ -2146,6 +2177,7 @@ begin
         return;
     end if;
     select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
+    v_scope := ragpg_filter_vault_scope(filter);
     return query
     with q as (
         select u.t, u.e, u.ord
@@ -2166,7 +2198,7 @@ begin
         -- equal scores in one list take the path tie-break; only they read it (see above)
         select h.id, h.kind, h.s,
                (row_number() over (partition by h.ord, h.kind
-                                   order by h.s desc, case when h.tied then ragpg_chunk_sort_key(h.id) end, h.id)
+                                   order by h.s desc, case when h.tied then ragpg_chunk_sort_key(h.id, v_scope) end, h.id)
                )::integer as r
         from (select h.*, count(*) over (partition by h.ord, h.kind, h.s) > 1 as tied from hits h) h
     ),
@@ -2192,7 +2224,7 @@ begin
     select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata,
            n.vr, n.sim, n.lr, n.bm, n.score, n.vh, n.lh
     from near n
-    join ragpg_chunk_rows((select array_agg(n2.id) from near n2), ragpg_filter_vault_scope(filter)) c
+    join ragpg_chunk_rows((select array_agg(n2.id) from near n2), v_scope) c
       on c.chunk_id = n.id
     order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), c.source_path,
              c.chunk_ordinal, n.id
@@ -2211,8 +2243,10 @@ CREATE FUNCTION public.ragpg_match_hybrid_one(p_table text, p_dims integer, p_mo
 #variable_conflict use_column
 declare
     w record;
+    v_scope bigint[];  -- the vaults searched, where the tie-break and the chunk fields are read
 begin
     select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
+    v_scope := ragpg_filter_vault_scope(filter);
     return query
     with cand as materialized (
         select coalesce(vec.chunk_id, lex.chunk_id) as id, vec.similarity as sim, lex.bm25_score as bm,
@@ -2226,7 +2260,7 @@ begin
     keyed as (
         -- (a scalar subquery under a case runs only for the tied rows; a join would run for all)
         select cand.id, cand.sim, cand.bm,
-               case when cand.sim_tied or cand.bm_tied then ragpg_chunk_sort_key(cand.id) end as k
+               case when cand.sim_tied or cand.bm_tied then ragpg_chunk_sort_key(cand.id, v_scope) end as k
         from cand
     ),
     vr as (
@@ -2259,7 +2293,7 @@ begin
     select c.chunk_id, c.vault, c.source_path, c.chunk_ordinal, c.heading_path, c.content, c.metadata,
            n.vr, n.sim, n.lr, n.bm, n.score, (n.vr is not null)::integer, (n.lr is not null)::integer
     from near n
-    join ragpg_chunk_rows((select array_agg(n2.id) from near n2), ragpg_filter_vault_scope(filter)) c
+    join ragpg_chunk_rows((select array_agg(n2.id) from near n2), v_scope) c
       on c.chunk_id = n.id
     order by n.score desc, least(coalesce(n.vr, 2147483647), coalesce(n.lr, 2147483647)), c.source_path,
              c.chunk_ordinal, n.id
@@ -2410,6 +2444,27 @@ CREATE FUNCTION public.ragpg_pgvector_version_num() RETURNS integer
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN (SELECT ((((split_part(pg_extension.extversion, '.'::text, 1))::integer * 10000) + ((COALESCE(NULLIF("substring"(split_part(pg_extension.extversion, '.'::text, 2), '^\d+'::text), ''::text), '0'::text))::integer * 100)) + (COALESCE(NULLIF("substring"(split_part(pg_extension.extversion, '.'::text, 3), '^\d+'::text), ''::text), '0'::text))::integer) FROM pg_extension WHERE (pg_extension.extname = 'vector'::name));
+
+--
+-- Name: ragpg_plan_cache_mode_for(bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_plan_cache_mode_for(p_vault_ids bigint[]) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when (select count(*) from vaults) - coalesce(cardinality(p_vault_ids), 0)
+                     >= ragpg_plan_per_call_min_vaults_left_out()
+                then 'force_custom_plan' else 'force_generic_plan' end
+$$;
+
+--
+-- Name: ragpg_plan_per_call_min_vaults_left_out(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_plan_per_call_min_vaults_left_out() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 16;
 
 --
 -- Name: ragpg_query_key(text); Type: FUNCTION; Schema: public; Owner: -

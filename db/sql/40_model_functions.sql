@@ -366,8 +366,12 @@ declare
     v_hits bigint;
     v_seen bigint;
 begin
+    -- (the vaults in the sample's own condition: planned with them as values, only their partitions
+    -- are sampled; in the filter alone, every vault's were, 125 ms with 1,000 vaults, and the share
+    -- came out relative to every vault's chunks)
     execute 'select count(*) filter (where true' || p_where || '), count(*)
              from chunks c tablesample system ($10) repeatable (0)'
+             || case when p_vault_ids is not null then ' where c.vault_id = any($9)' else '' end
         into v_hits, v_seen
         using null::vector, null::integer, null::float8, null::bigint,
               p_containment, p_predicate, p_vars, p_vaults, p_vault_ids,

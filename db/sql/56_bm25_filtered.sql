@@ -43,15 +43,20 @@ declare
     v_share float8;
     v_depth float8;
     v_vaults bigint;
+    v_vault_ids bigint[];
 begin
     if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch'
        or candidate_count * ragpg_bm25_filtered_depth_factor() + ragpg_bm25_index_extra_candidates() >= p_postings then
         return null;  -- (the depth is at least that, whatever the filter keeps)
     end if;
-    -- the metadata part only: each vault's index is read on its own
-    v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5),
-                                     p_containment, p_predicate, p_vars, null, null, 0,
-                                     (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s));
+    -- the metadata part's share among the chunks of the vaults searched, sampled from their partitions
+    -- only (a sample of every vault's took 125 ms with 1,000 vaults; each vault's index is read on its own)
+    v_vault_ids := case when p_vaults is not null then array(select v.id from vaults v where v.name = any(p_vaults)) end;
+    v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5)
+                                     || case when v_vault_ids is not null then ' and c.vault_id = any($9)' else '' end,
+                                     p_containment, p_predicate, p_vars, p_vaults, v_vault_ids, 0,
+                                     (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
+                                      where v_vault_ids is null or s.vault_id = any(v_vault_ids)));
     v_depth := ceil(candidate_count * ragpg_bm25_filtered_depth_factor() / v_share) + ragpg_bm25_index_extra_candidates();
     -- every vault searched has its own index, read to that depth: the bound and the comparison with
     -- the postings hold for all of them together (100 vaults under a 1 % filter read 150,000
