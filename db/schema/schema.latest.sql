@@ -717,21 +717,6 @@ end
 $_$;
 
 --
--- Name: ragpg_chunk_sort_key(bigint, bigint[]); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.ragpg_chunk_sort_key(p_chunk_id bigint, p_vault_ids bigint[], OUT source_path text, OUT ordinal integer) RETURNS record
-    LANGUAGE plpgsql STABLE PARALLEL SAFE
-    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
-    AS $$
-begin
-    select d.source_path, c.ordinal into source_path, ordinal
-    from chunks c join documents d on d.vault_id = c.vault_id and d.id = c.document_id
-    where c.vault_id = any(p_vault_ids) and c.id = p_chunk_id;
-end
-$$;
-
---
 -- Name: ragpg_chunks_tsvector(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2194,13 +2179,19 @@ begin
         from q
         cross join lateral ragpg_lexical_scores(q.t, candidate_count, filter, k1, b) m
     ),
+    tagged as materialized (
+        select h.*, count(*) over (partition by h.ord, h.kind, h.s) > 1 as tied from hits h
+    ),
     ranked as (
-        -- equal scores in one list take the path tie-break; only they read it (see above)
+        -- equal scores in one list take the path tie-break; only they read it, in one lookup (see above)
         select h.id, h.kind, h.s,
                (row_number() over (partition by h.ord, h.kind
-                                   order by h.s desc, case when h.tied then ragpg_chunk_sort_key(h.id, v_scope) end, h.id)
+                                   order by h.s desc, case when h.tied then t.source_path end,
+                                            case when h.tied then t.chunk_ordinal end, h.id)
                )::integer as r
-        from (select h.*, count(*) over (partition by h.ord, h.kind, h.s) > 1 as tied from hits h) h
+        from tagged h
+        left join ragpg_chunk_rows((select array_agg(distinct t2.id) from tagged t2 where t2.tied), v_scope) t
+          on t.chunk_id = h.id
     ),
     fused as (
         -- a list is candidate_count long: ties kept at a scorer's cut are dropped here
@@ -2258,17 +2249,18 @@ begin
           on lex.chunk_id = vec.chunk_id
     ),
     keyed as (
-        -- (a scalar subquery under a case runs only for the tied rows; a join would run for all)
-        select cand.id, cand.sim, cand.bm,
-               case when cand.sim_tied or cand.bm_tied then ragpg_chunk_sort_key(cand.id, v_scope) end as k
+        -- the tied candidates' path and ordinal, read in one lookup (null for the others)
+        select cand.id, cand.sim, cand.bm, t.source_path as kp, t.chunk_ordinal as ko
         from cand
+        left join ragpg_chunk_rows((select array_agg(c2.id) from cand c2 where c2.sim_tied or c2.bm_tied), v_scope) t
+          on t.chunk_id = cand.id
     ),
     vr as (
-        select k.id, (row_number() over (order by k.sim desc, k.k, k.id))::integer as r
+        select k.id, (row_number() over (order by k.sim desc, k.kp, k.ko, k.id))::integer as r
         from keyed k where k.sim is not null
     ),
     lr as (
-        select k.id, (row_number() over (order by k.bm desc, k.k, k.id))::integer as r
+        select k.id, (row_number() over (order by k.bm desc, k.kp, k.ko, k.id))::integer as r
         from keyed k where k.bm is not null
     ),
     scored as (
