@@ -113,19 +113,23 @@ begin
         full join ragpg_lexical_scores(query_text, candidate_count, filter, k1, b) lex
           on lex.chunk_id = vec.chunk_id
     ),
+    tied as materialized (
+        -- the tied candidates' path and ordinal in one lookup, made only if some row reads it below
+        select t.chunk_id, t.source_path, t.chunk_ordinal
+        from ragpg_chunk_rows((select array_agg(c2.id) from cand c2 where c2.sim_tied or c2.bm_tied), v_scope) t
+    ),
     keyed as (
-        -- the tied candidates' path and ordinal, read in one lookup (null for the others)
-        select cand.id, cand.sim, cand.bm, t.source_path as kp, t.chunk_ordinal as ko
+        select cand.id, cand.sim, cand.bm,
+               case when cand.sim_tied or cand.bm_tied
+                    then (select row(t.source_path, t.chunk_ordinal) from tied t where t.chunk_id = cand.id) end as k
         from cand
-        left join ragpg_chunk_rows((select array_agg(c2.id) from cand c2 where c2.sim_tied or c2.bm_tied), v_scope) t
-          on t.chunk_id = cand.id
     ),
     vr as (
-        select k.id, (row_number() over (order by k.sim desc, k.kp, k.ko, k.id))::integer as r
+        select k.id, (row_number() over (order by k.sim desc, k.k, k.id))::integer as r
         from keyed k where k.sim is not null
     ),
     lr as (
-        select k.id, (row_number() over (order by k.bm desc, k.kp, k.ko, k.id))::integer as r
+        select k.id, (row_number() over (order by k.bm desc, k.k, k.id))::integer as r
         from keyed k where k.bm is not null
     ),
     scored as (
@@ -214,16 +218,20 @@ begin
     tagged as materialized (
         select h.*, count(*) over (partition by h.ord, h.kind, h.s) > 1 as tied from hits h
     ),
+    tied as materialized (
+        -- the tied chunks' path and ordinal in one lookup, made only if some row reads it below
+        select t.chunk_id, t.source_path, t.chunk_ordinal
+        from ragpg_chunk_rows((select array_agg(distinct t2.id) from tagged t2 where t2.tied), v_scope) t
+    ),
     ranked as (
-        -- equal scores in one list take the path tie-break; only they read it, in one lookup (see above)
+        -- equal scores in one list take the path tie-break; only they read it (see above)
         select h.id, h.kind, h.s,
                (row_number() over (partition by h.ord, h.kind
-                                   order by h.s desc, case when h.tied then t.source_path end,
-                                            case when h.tied then t.chunk_ordinal end, h.id)
+                                   order by h.s desc,
+                                            case when h.tied then (select row(t.source_path, t.chunk_ordinal)
+                                                                   from tied t where t.chunk_id = h.id) end, h.id)
                )::integer as r
         from tagged h
-        left join ragpg_chunk_rows((select array_agg(distinct t2.id) from tagged t2 where t2.tied), v_scope) t
-          on t.chunk_id = h.id
     ),
     fused as (
         -- a list is candidate_count long: ties kept at a scorer's cut are dropped here
