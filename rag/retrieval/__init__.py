@@ -1,6 +1,7 @@
 """Retrieval: from a query to ranked candidates, the stage every entry point shares.
 
 - `retrieve` — typed calls to the SQL match functions (vector, lexical, hybrid, folders);
+- `query_vectors` — a query embedding checked and sent binary (or as text) to those functions;
 - `filters`  — Python-side checks of metadata filters (SQL compiles them);
 - `passes`   — one retrieval pass of a profile → `Candidate`s;
 - `autorag`, `run`, `routes`, `stage` — the Auto-RAG decision tree (`stage.retrieve_stage`);
