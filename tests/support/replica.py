@@ -21,6 +21,7 @@ import psycopg
 
 from rag.store import migrate
 from rag.store.embedded import DATABASE_NAME, SUPERUSER, SYSTEM_USER_WHEN_ROOT, EmbeddedServer, bin_dir
+from rag.store.server_options import MAX_LOCKS_PER_TRANSACTION
 
 START_TIMEOUT_S = 60
 
@@ -35,6 +36,12 @@ def _run(args: list[str]) -> None:
                           stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         raise RuntimeError(f"{Path(args[0]).name} failed: {(done.stderr or done.stdout).strip()}")
+
+
+def _standby_settings() -> str:
+    """What a hot standby must match or exceed on its primary (PostgreSQL refuses to replay otherwise):
+    the lock table the embedded server is started with (rag.store.server_options)."""
+    return f"-c max_locks_per_transaction={MAX_LOCKS_PER_TRANSACTION}"
 
 
 def socket_url(socket_dir: Path, dbname: str = DATABASE_NAME) -> str:
@@ -73,7 +80,7 @@ class ReplicatedPair:
             stale.unlink()
         log = self.root / "replica.log"
         _run([str(bin_dir() / "pg_ctl"), "-D", str(self.replica_pgdata), "-w", "-t", str(START_TIMEOUT_S),
-              "-l", str(log), "-o", f"-h '' -k '{self.replica_pgdata}'", "start"])
+              "-l", str(log), "-o", f"-h '' -k '{self.replica_pgdata}' {_standby_settings()}", "start"])
         self.replica_url = socket_url(self.replica_pgdata)
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:  # pg_ctl -w returns once the standby accepts connections; make sure it streams too
