@@ -71,7 +71,6 @@ $$;
 -- candidates together with ragpg_chunk_rows in the vaults searched (one lookup a search: one per
 -- tied chunk cost ~0.5 ms each with 1,000 vaults, 30 ms a search where hash vectors tie often).
 drop function if exists ragpg_chunk_sort_key(bigint);
-drop function if exists ragpg_chunk_sort_key(bigint, bigint[]);
 
 -- One query with an embedding: its two lists joined directly, the same rows as the general form
 -- below with one query, in less time. Interleaved on a SciFact + NFCorpus + help database (300
