@@ -17,7 +17,8 @@ Per case, over the document ranking (each source path at its first hit), k = the
                               prints "wrongly abstained", 1 minus this)
   * answer_fact           answerable cases that list expected_facts and got an answer text
                           (hit.answer is not None): 1 when the system did not abstain and
-                          the answer contains one of the facts
+                          the answer's words (its `[File: ...]` citation labels taken out)
+                          contain one of the facts
   * forbidden_claim_free  1 when the answer states none of the forbidden claims
 Claims and facts are matched as whole words after casefolding, with punctuation turned into
 spaces (`rag.eval.text.normalise`). Cases with expect_abstain are scored only for abstention
@@ -40,6 +41,7 @@ from ir_measures import RR, Measure, Qrel, R, ScoredDoc, nDCG
 from rag.eval.golden import ALL_SPLITS, SPLITS, GoldenCase
 from rag.eval.results import CaseResult, EvalHit, EvalSummary
 from rag.eval.text import phrase_hits
+from rag.notes.citations import without_citations
 
 GRADE_MUST_INCLUDE = 2
 GRADE_ACCEPTABLE = 1
@@ -131,8 +133,9 @@ def forbidden_claim_hits(answer: str | None, claims: Iterable[str]) -> tuple[str
 
 
 def expected_fact_hits(answer: str | None, facts: Iterable[str]) -> tuple[str, ...]:
-    """The expected facts the answer contains, matched exactly as forbidden claims are."""
-    return phrase_hits(answer, tuple(facts))
+    """The expected facts the answer's own words contain, matched exactly as forbidden claims are. Its
+    citation labels do not count: "[File: File recovery.md, ...]" names a note, not what was said."""
+    return phrase_hits(without_citations(answer) if answer else answer, tuple(facts))
 
 
 def answer_metrics(case: GoldenCase, hit: EvalHit, fact_hits: tuple[str, ...]) -> dict[str, float]:

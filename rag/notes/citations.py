@@ -74,6 +74,11 @@ def match_citations(answer: str, passages: Sequence[Candidate]) -> CitationMatch
     return result
 
 
+def without_citations(answer: str) -> str:
+    """The answer's own words: every `[File: ..., Section: ...]` label taken out."""
+    return _CITED.sub(" ", answer)
+
+
 def numbered(answer: str, labels: Sequence[str]) -> str:
     """The answer with each `[File: ..., Section: ...]` replaced by `[n]`, the 1-based position of the
     same label in `labels` (the Sources list); a citation of no listed label is left as written."""

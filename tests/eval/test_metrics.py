@@ -164,6 +164,14 @@ def test_expected_facts_match_as_whole_words_like_forbidden_claims() -> None:
     assert expected_fact_hits(None, facts) == () and expected_fact_hits("", facts) == ()
 
 
+def test_a_fact_named_only_by_a_citation_label_is_not_stated() -> None:
+    # The label names the note a sentence came from; it says nothing about what the sentence holds.
+    cited = "Select the snapshot you want. [File: File recovery.md, Section: Recover a snapshot]"
+    assert expected_fact_hits(cited, ("File recovery",)) == ()
+    assert expected_fact_hits(cited, ("snapshot",)) == ("snapshot",)
+    assert expected_fact_hits("Use File recovery. [File: a.md, Section: b]", ("File recovery",)) == ("File recovery",)
+
+
 def test_answer_fact_needs_facts_an_answer_text_and_no_abstention() -> None:
     c = case(must_include_source_paths=("a.md",), expected_facts=("Ctrl+P", "command palette"))
     stated = score_case(c, hit("a.md", answer="Open the Command Palette."), k=10, depth=10)
