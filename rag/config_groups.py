@@ -148,8 +148,9 @@ class RetrievalSettings(Group):
     # ef_search that takes (1000) 45-53 ms at recall 0.88-0.90.
     exact_scan_max_rows: NonNegativeInt = 10000
     """A filtered vector search compares every matching passage exactly (about 4 µs a row at 384
-    dimensions) when the filter keeps at most this many rows; broader filters use the HNSW index, searching
-    deeper the fewer rows the filter keeps. 0: always the index."""
+    dimensions) when the filter keeps at most this many rows, or twice as many when they are at most 15%
+    of the passages searched (the index would be searched near its deepest there); broader filters use the
+    HNSW index, searching deeper the fewer rows the filter keeps. 0: always the index."""
     hnsw_ef_search: PositiveInt = 100
     """The least depth of an HNSW vector search (hnsw.ef_search): higher finds more of the true nearest
     passages and costs time. Large indexes search deeper on their own (800 per million rows)."""

@@ -1300,6 +1300,22 @@ CREATE FUNCTION public.ragpg_exact_scan_max_fraction() RETURNS double precision
     RETURN 0.3;
 
 --
+-- Name: ragpg_exact_scan_wide_factor(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_exact_scan_wide_factor() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 2;
+
+--
+-- Name: ragpg_exact_scan_wide_max_fraction(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_exact_scan_wide_max_fraction() RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 0.15;
+
+--
 -- Name: ragpg_filter_add_var(jsonb, jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3032,6 +3048,8 @@ declare
     v_matched bigint[];
     v_matched_vaults bigint[];  -- the vaults the matched chunks are in: the exact scan reads their partitions
     v_exact boolean;
+    v_limit bigint;  -- the most matching rows an exact scan reads (exact_scan_max_rows, wider for a narrow share)
+    v_vaults_matched text;  -- fixed text: the select-list item that gives the matched rows' vaults
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
     if exact_scan_max_rows is null or exact_scan_max_rows < 0 then
@@ -3052,6 +3070,7 @@ begin
     -- takes 3.
     v_vault_ids := case when f.vaults is not null
                         then array(select vv.id from vaults vv where vv.name = any(f.vaults)) end;
+    v_vaults_matched := case when f.vaults is not null then '$9' else 'array_agg(distinct c.vault_id)' end;
     v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
                || case when f.vaults is not null then ' and c.vault_id = any($9)' else '' end;
     perform set_config('hnsw.ef_search', v_ef::text, true);
@@ -3086,12 +3105,22 @@ begin
             return;
         end if;
     elsif v_filtered then
+        -- the chunks the search reads: the named vaults' (their partitions), or every vault's. From the
+        -- per-vault counts the BM25 triggers keep: a partitioned table's own reltuples is only set by
+        -- an ANALYZE of the parent, which autovacuum never runs.
+        v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
+                             where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
+        -- Wider only where the share it admits can exist (more rows than the plain bound, few enough of all).
+        v_limit := case when v_total * ragpg_exact_scan_wide_max_fraction() > exact_scan_max_rows
+                        then exact_scan_max_rows::bigint * ragpg_exact_scan_wide_factor()
+                        else exact_scan_max_rows end;
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
         -- the exact scan reads without visiting the chunks again.
-        execute 'select array_agg(c.id), array_agg(distinct c.vault_id) from (select c.id, c.vault_id from chunks c'
+        -- (with the vaults named, their ids stand for the vaults matched: no distinct over every row)
+        execute 'select array_agg(c.id), ' || v_vaults_matched || ' from (select c.id, c.vault_id from chunks c'
                 || ' where true' || v_where || ' limit $4) c'
             into v_matched, v_matched_vaults
-            using query_embedding, match_count, similarity_threshold, exact_scan_max_rows::bigint + 1,
+            using query_embedding, match_count, similarity_threshold, v_limit + 1,
                   f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
         v_matched := coalesce(v_matched, '{}');  -- none match: collected all the same (null = not collected)
         v_rows := cardinality(v_matched);
@@ -3100,16 +3129,12 @@ begin
     if v_filtered then
         -- A filter that keeps a large share of the chunks (a vault of two) is cheap and exact enough on
         -- HNSW (ef_search / share); scanning its rows exactly would read thousands of vectors.
-        v_exact := v_rows <= exact_scan_max_rows
-                   and (v_fraction is null or v_fraction < ragpg_exact_scan_max_fraction());
+        v_exact := (v_rows <= exact_scan_max_rows
+                    and (v_fraction is null or v_fraction < ragpg_exact_scan_max_fraction()))
+                   or (v_rows <= v_limit and v_rows <= v_total * ragpg_exact_scan_wide_max_fraction());
         if not v_exact and v_fraction is null then
-            -- the chunks the search reads: the named vaults' (their partitions), or every vault's. From the
-            -- per-vault counts the BM25 triggers keep: a partitioned table's own reltuples is only set by
-            -- an ANALYZE of the parent, which autovacuum never runs.
-            v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
-                                 where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
             v_fraction := ragpg_filter_fraction(v_where, f.containment, f.predicate, f.vars, f.vaults, v_vault_ids,
-                                                (exact_scan_max_rows + 1) / v_total::float8, v_total);
+                                                (v_limit + 1) / v_total::float8, v_total);
         end if;
         -- A filter narrower than ef_search/1000 needs the index searched deeper than pgvector's cap
         -- of 1000, and the index path loses recall the narrower it gets (1M chunks, a 1% folder
@@ -3143,8 +3168,8 @@ begin
         end if;
         -- The exact scan reads the vectors of the matching chunks' ids (all of them, when the first
         -- statement stopped at the bound); a vault restriction lists its chunks by vault.
-        if v_matched is null or cardinality(v_matched) > exact_scan_max_rows then
-            execute 'select array_agg(c.id), array_agg(distinct c.vault_id) from chunks c where true' || v_where
+        if v_matched is null or cardinality(v_matched) > v_limit then
+            execute 'select array_agg(c.id), ' || v_vaults_matched || ' from chunks c where true' || v_where
                 into v_matched, v_matched_vaults
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;

@@ -73,6 +73,21 @@ create or replace function ragpg_exact_scan_max_fraction() returns float8
 language sql immutable parallel safe
 return 0.3;
 
+-- A filter that keeps at most this share of the chunks searched would have HNSW search at an ef_search
+-- near pgvector's cap of 1000 (ef_search / share), where the walk costs about what an exact scan of
+-- ragpg_exact_scan_wide_factor() x exact_scan_max_rows rows does: such a filter is scanned exactly up to
+-- that many rows. Measured at 1M chunks over 1,000 vaults, inside the largest vault (131k chunks, hash
+-- vectors), a 10 % folder/tag/date filter (~13,000 rows): exact scan 35 ms at recall 1.0 (12 ms to list
+-- the rows, 22 ms to score them); the HNSW walk 28-35 ms at ef 200-1000 with recall 0.9, and 47-60 ms
+-- as the planner ran it (a parallel nested loop).
+create or replace function ragpg_exact_scan_wide_max_fraction() returns float8
+language sql immutable parallel safe
+return 0.15;
+
+create or replace function ragpg_exact_scan_wide_factor() returns integer
+language sql immutable parallel safe
+return 2;
+
 -- HNSW's recall at a fixed ef_search falls as the index grows (local model's geometry, m 16, recall@10
 -- at ef_search 100: 0.95 at 100k vectors; at 1M 0.73 with ef_construction 64 and 0.80 with 128, where
 -- ef_search 800 gives 0.94 and 0.96): ef_search grows by this many per million rows of the model's
@@ -211,6 +226,8 @@ declare
     v_matched bigint[];
     v_matched_vaults bigint[];  -- the vaults the matched chunks are in: the exact scan reads their partitions
     v_exact boolean;
+    v_limit bigint;  -- the most matching rows an exact scan reads (exact_scan_max_rows, wider for a narrow share)
+    v_vaults_matched text;  -- fixed text: the select-list item that gives the matched rows' vaults
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
     if exact_scan_max_rows is null or exact_scan_max_rows < 0 then
@@ -231,6 +248,7 @@ begin
     -- takes 3.
     v_vault_ids := case when f.vaults is not null
                         then array(select vv.id from vaults vv where vv.name = any(f.vaults)) end;
+    v_vaults_matched := case when f.vaults is not null then '$9' else 'array_agg(distinct c.vault_id)' end;
     v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
                || case when f.vaults is not null then ' and c.vault_id = any($9)' else '' end;
     perform set_config('hnsw.ef_search', v_ef::text, true);
@@ -265,12 +283,22 @@ begin
             return;
         end if;
     elsif v_filtered then
+        -- the chunks the search reads: the named vaults' (their partitions), or every vault's. From the
+        -- per-vault counts the BM25 triggers keep: a partitioned table's own reltuples is only set by
+        -- an ANALYZE of the parent, which autovacuum never runs.
+        v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
+                             where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
+        -- Wider only where the share it admits can exist (more rows than the plain bound, few enough of all).
+        v_limit := case when v_total * ragpg_exact_scan_wide_max_fraction() > exact_scan_max_rows
+                        then exact_scan_max_rows::bigint * ragpg_exact_scan_wide_factor()
+                        else exact_scan_max_rows end;
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
         -- the exact scan reads without visiting the chunks again.
-        execute 'select array_agg(c.id), array_agg(distinct c.vault_id) from (select c.id, c.vault_id from chunks c'
+        -- (with the vaults named, their ids stand for the vaults matched: no distinct over every row)
+        execute 'select array_agg(c.id), ' || v_vaults_matched || ' from (select c.id, c.vault_id from chunks c'
                 || ' where true' || v_where || ' limit $4) c'
             into v_matched, v_matched_vaults
-            using query_embedding, match_count, similarity_threshold, exact_scan_max_rows::bigint + 1,
+            using query_embedding, match_count, similarity_threshold, v_limit + 1,
                   f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
         v_matched := coalesce(v_matched, '{}');  -- none match: collected all the same (null = not collected)
         v_rows := cardinality(v_matched);
@@ -279,16 +307,12 @@ begin
     if v_filtered then
         -- A filter that keeps a large share of the chunks (a vault of two) is cheap and exact enough on
         -- HNSW (ef_search / share); scanning its rows exactly would read thousands of vectors.
-        v_exact := v_rows <= exact_scan_max_rows
-                   and (v_fraction is null or v_fraction < ragpg_exact_scan_max_fraction());
+        v_exact := (v_rows <= exact_scan_max_rows
+                    and (v_fraction is null or v_fraction < ragpg_exact_scan_max_fraction()))
+                   or (v_rows <= v_limit and v_rows <= v_total * ragpg_exact_scan_wide_max_fraction());
         if not v_exact and v_fraction is null then
-            -- the chunks the search reads: the named vaults' (their partitions), or every vault's. From the
-            -- per-vault counts the BM25 triggers keep: a partitioned table's own reltuples is only set by
-            -- an ANALYZE of the parent, which autovacuum never runs.
-            v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
-                                 where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
             v_fraction := ragpg_filter_fraction(v_where, f.containment, f.predicate, f.vars, f.vaults, v_vault_ids,
-                                                (exact_scan_max_rows + 1) / v_total::float8, v_total);
+                                                (v_limit + 1) / v_total::float8, v_total);
         end if;
         -- A filter narrower than ef_search/1000 needs the index searched deeper than pgvector's cap
         -- of 1000, and the index path loses recall the narrower it gets (1M chunks, a 1% folder
@@ -322,8 +346,8 @@ begin
         end if;
         -- The exact scan reads the vectors of the matching chunks' ids (all of them, when the first
         -- statement stopped at the bound); a vault restriction lists its chunks by vault.
-        if v_matched is null or cardinality(v_matched) > exact_scan_max_rows then
-            execute 'select array_agg(c.id), array_agg(distinct c.vault_id) from chunks c where true' || v_where
+        if v_matched is null or cardinality(v_matched) > v_limit then
+            execute 'select array_agg(c.id), ' || v_vaults_matched || ' from chunks c where true' || v_where
                 into v_matched, v_matched_vaults
                 using query_embedding, match_count, similarity_threshold, null::bigint,
                       f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;

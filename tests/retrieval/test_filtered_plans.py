@@ -24,6 +24,7 @@ SELECTIVE = {"tags": ["rare"]}  # 1%: 60 chunks, under exact_scan_max_rows
 BROAD = {"folder": {"$prefix": "area3/"}}  # 10%: 600 chunks
 BROADER = {"tags": ["half"]}  # 50%
 EXACT_MAX = 500
+INDEX_MAX = 250  # keeps BROAD's 600 rows on HNSW: even the wide bound for a 10% share is 2 x 250
 EF = 10  # low, so the index path's accuracy comes from raising it by the filter's share (to 100)
 
 
@@ -134,7 +135,7 @@ def test_a_broad_filter_on_the_index_path_still_returns_the_exact_top_k(planned:
         for query in queries(12, seed=3):
             plans.clear()
             found = retrieve.match_vector(conn, planned.model, query, match_count=10, similarity_threshold=-1,
-                                          filter=BROAD, exact_scan_max_rows=EXACT_MAX, ef_search=EF)
+                                          filter=BROAD, exact_scan_max_rows=INDEX_MAX, ef_search=EF)
             assert len(found) == 10
             assert any(f"{planned.model.embedding_table}_hnsw_idx" in p and "array_agg" in p for p in plans)
             hits += len({r.chunk_id for r in found} & set(exact_top(planned, query, BROAD)))
@@ -163,6 +164,32 @@ def test_a_filter_narrower_than_the_deepest_index_search_is_scanned_exactly(plan
         assert (exact_ran, index_ran) == ((True, False) if path == "exact" else (False, True))
         if path == "exact":
             assert [r.chunk_id for r in found] == exact_top(planned, query, SELECTIVE)
+        assert len(found) == 10
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(("keep", "exact_max", "path"), [(BROAD, 400, "exact"), (BROAD, 250, "index"),
+                                                         (BROADER, 2000, "index")],
+                         ids=["10pct-within-twice-the-bound", "10pct-past-twice-the-bound", "50pct-share-too-wide"])
+def test_a_narrow_share_is_scanned_exactly_up_to_twice_the_bound(planned: Planned, keep: dict, exact_max: int,
+                                                                  path: str) -> None:
+    """A filter keeping at most 15% of the chunks searched (BROAD: 600 of 6000) would have HNSW search near
+    pgvector's ef cap; it is scanned exactly up to twice exact_scan_max_rows (400 -> 800 admits it, 250 -> 500
+    does not). A wide share (BROADER: 3000 rows, 50%) keeps the plain bound and goes to HNSW."""
+    conn = open_connection(planned.conn.info.dsn, autocommit=False)
+    try:
+        plans = _plans(conn)
+        conn.execute("set enable_seqscan = off")
+        conn.execute("set enable_sort = off")
+        query = queries(1, seed=23)[0]
+        found = retrieve.match_vector(conn, planned.model, query, match_count=10, similarity_threshold=-1,
+                                      filter=keep, exact_scan_max_rows=exact_max, ef_search=EF)
+        exact_ran = any("cosine_distance(e.embedding" in p for p in plans)
+        index_ran = any(f"{planned.model.embedding_table}_hnsw_idx" in p and "array_agg" in p for p in plans)
+        assert (exact_ran, index_ran) == ((True, False) if path == "exact" else (False, True))
+        if path == "exact":
+            assert [r.chunk_id for r in found] == exact_top(planned, query, keep)
         assert len(found) == 10
     finally:
         conn.close()
