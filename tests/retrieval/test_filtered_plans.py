@@ -144,29 +144,35 @@ def test_a_broad_filter_on_the_index_path_still_returns_the_exact_top_k(planned:
         conn.close()
 
 
+def assert_path_taken(p: Planned, keep: dict, exact_max: int, path: str, seed: int, ef_search: int | None = None
+                      ) -> None:
+    """The path ragpg_vector_scores chose (seq scans and sorts off: the function's choice, not the
+    planner's), the full k either way, and the exact top-k on the exact path."""
+    conn = open_connection(p.conn.info.dsn, autocommit=False)
+    try:
+        plans = _plans(conn)
+        conn.execute("set enable_seqscan = off")
+        conn.execute("set enable_sort = off")
+        query = queries(1, seed=seed)[0]
+        found = retrieve.match_vector(conn, p.model, query, match_count=10, similarity_threshold=-1,
+                                      filter=keep, exact_scan_max_rows=exact_max, ef_search=ef_search)
+        exact_ran = any("cosine_distance(e.embedding" in plan for plan in plans)
+        index_ran = any(f"{p.model.embedding_table}_hnsw_idx" in plan and "array_agg" in plan for plan in plans)
+        assert (exact_ran, index_ran) == ((True, False) if path == "exact" else (False, True))
+        if path == "exact":
+            assert [r.chunk_id for r in found] == exact_top(p, query, keep)
+        assert len(found) == 10
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize(("exact_max", "path"), [(30, "exact"), (2, "index")])
 def test_a_filter_narrower_than_the_deepest_index_search_is_scanned_exactly(planned: Planned, exact_max: int,
                                                                            path: str) -> None:
     """60 matching rows (1%; the block sample estimates 0.78%, ~47 rows) need ef_search 100/0.0078,
     ~13 times pgvector's cap of 1000: the exact bound grows ~13-fold, so 30 admits them (exact) and 2
-    does not (~26 rows: HNSW). Seq scans and sorts off: the path is the function's choice, not the
-    planner's."""
-    conn = open_connection(planned.conn.info.dsn, autocommit=False)
-    try:
-        plans = _plans(conn)
-        conn.execute("set enable_seqscan = off")
-        conn.execute("set enable_sort = off")
-        query = queries(1, seed=17)[0]
-        found = retrieve.match_vector(conn, planned.model, query, match_count=10, similarity_threshold=-1,
-                                      filter=SELECTIVE, exact_scan_max_rows=exact_max)
-        exact_ran = any("cosine_distance(e.embedding" in p for p in plans)
-        index_ran = any(f"{planned.model.embedding_table}_hnsw_idx" in p and "array_agg" in p for p in plans)
-        assert (exact_ran, index_ran) == ((True, False) if path == "exact" else (False, True))
-        if path == "exact":
-            assert [r.chunk_id for r in found] == exact_top(planned, query, SELECTIVE)
-        assert len(found) == 10
-    finally:
-        conn.close()
+    does not (~26 rows: HNSW)."""
+    assert_path_taken(planned, SELECTIVE, exact_max, path, seed=17)
 
 
 @pytest.mark.parametrize(("keep", "exact_max", "path"), [(BROAD, 400, "exact"), (BROAD, 250, "index"),
@@ -177,22 +183,7 @@ def test_a_narrow_share_is_scanned_exactly_up_to_twice_the_bound(planned: Planne
     """A filter keeping at most 15% of the chunks searched (BROAD: 600 of 6000) would have HNSW search near
     pgvector's ef cap; it is scanned exactly up to twice exact_scan_max_rows (400 -> 800 admits it, 250 -> 500
     does not). A wide share (BROADER: 3000 rows, 50%) keeps the plain bound and goes to HNSW."""
-    conn = open_connection(planned.conn.info.dsn, autocommit=False)
-    try:
-        plans = _plans(conn)
-        conn.execute("set enable_seqscan = off")
-        conn.execute("set enable_sort = off")
-        query = queries(1, seed=23)[0]
-        found = retrieve.match_vector(conn, planned.model, query, match_count=10, similarity_threshold=-1,
-                                      filter=keep, exact_scan_max_rows=exact_max, ef_search=EF)
-        exact_ran = any("cosine_distance(e.embedding" in p for p in plans)
-        index_ran = any(f"{planned.model.embedding_table}_hnsw_idx" in p and "array_agg" in p for p in plans)
-        assert (exact_ran, index_ran) == ((True, False) if path == "exact" else (False, True))
-        if path == "exact":
-            assert [r.chunk_id for r in found] == exact_top(planned, query, keep)
-        assert len(found) == 10
-    finally:
-        conn.close()
+    assert_path_taken(planned, keep, exact_max, path, seed=23, ef_search=EF)
 
 
 def test_the_folder_prefix_is_found_through_its_index(planned: Planned) -> None:
