@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import tempfile
 from pathlib import Path
 
 import psycopg
@@ -86,8 +87,9 @@ def test_the_library_is_refused_for_another_major_version(tmp_path: Path) -> Non
     assert "shared_preload_libraries" not in server_options.server_options(tmp_path / "data", other)
 
 
-def test_the_started_server_has_the_settings_even_in_a_path_with_spaces(tmp_path: Path) -> None:
-    data = Path("/tmp") / f"ragpg opts {tmp_path.name}"  # a space and the test's own name
+def test_the_started_server_has_the_settings_even_in_a_path_with_spaces() -> None:
+    # a space, and a name of this run's own: two test sessions on one machine must not share the directory
+    data = Path(tempfile.mkdtemp(prefix="ragpg opts ", dir="/tmp"))
     server = EmbeddedServer(data)
     try:
         url = server.start().url
@@ -100,6 +102,4 @@ def test_the_started_server_has_the_settings_even_in_a_path_with_spaces(tmp_path
         assert setting == ("4GB", "pg_textsearch", "1.0.0", "1024")
     finally:
         server.stop()
-        import shutil
-
         shutil.rmtree(data, ignore_errors=True)
