@@ -202,7 +202,7 @@ begin
     end if;
     -- the metadata part's share among the chunks of the vaults searched, sampled from their partitions
     -- only (a sample of every vault's took 125 ms with 1,000 vaults; each vault's index is read on its own)
-    v_vault_ids := case when p_vaults is not null then array(select v.id from vaults v where v.name = any(p_vaults)) end;
+    v_vault_ids := case when p_vaults is not null then ragpg_vault_ids(p_vaults) end;
     v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5)
                                      || case when v_vault_ids is not null then ' and c.vault_id = any($9)' else '' end,
                                      p_containment, p_predicate, p_vars, p_vaults, v_vault_ids, 0,
@@ -1681,12 +1681,9 @@ CREATE FUNCTION public.ragpg_filter_vault_scope(filter jsonb) RETURNS bigint[]
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$
     -- (without a top-level "vault" key the filter names none: not compiled again, its scorer did)
-    select case when filter is null or jsonb_typeof(filter) <> 'object' or not filter ? 'vault'
-                then array(select v.id from vaults v)
-                else (select case when f.vaults is not null
-                                  then array(select v.id from vaults v where v.name = any(f.vaults))
-                                  else array(select v.id from vaults v) end
-                      from ragpg_compile_filter(filter) f) end
+    select ragpg_vault_ids(case when filter is null or jsonb_typeof(filter) <> 'object' or not filter ? 'vault'
+                                then null
+                                else (select f.vaults from ragpg_compile_filter(filter) f) end)
 $$;
 
 --
@@ -1857,7 +1854,7 @@ begin
     if query_text is null or query_text !~ '[^[:space:]]' then
         return;
     end if;
-    v_vault_ids := array(select vv.id from vaults vv where f.vaults is null or vv.name = any(f.vaults));
+    v_vault_ids := ragpg_vault_ids(f.vaults);
     perform set_config('plan_cache_mode', ragpg_plan_cache_mode_for(v_vault_ids), true);
     -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
     -- the vault's average chunk length, from the statistics of the levels the caller reads. Each pair
@@ -2949,6 +2946,17 @@ end
 $$;
 
 --
+-- Name: ragpg_vault_ids(text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_vault_ids(p_names text[]) RETURNS bigint[]
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$  -- (a string body: the migrations' downgrade drops functions and tables in its own order)
+    select array(select v.id from vaults v where p_names is null or v.name = any(p_names))
+$$;
+
+--
 -- Name: ragpg_vault_partition_name(text, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3068,8 +3076,7 @@ begin
     -- v_where holds only fixed text. Vaults are matched by id, as a value the planner can see:
     -- behind a subquery it guessed a few rows, scanned exactly and took 20 ms where the HNSW index
     -- takes 3.
-    v_vault_ids := case when f.vaults is not null
-                        then array(select vv.id from vaults vv where vv.name = any(f.vaults)) end;
+    v_vault_ids := case when f.vaults is not null then ragpg_vault_ids(f.vaults) end;
     v_vaults_matched := case when f.vaults is not null then '$9' else 'array_agg(distinct c.vault_id)' end;
     v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
                || case when f.vaults is not null then ' and c.vault_id = any($9)' else '' end;

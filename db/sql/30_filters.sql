@@ -88,6 +88,16 @@ begin
 end
 $$;
 
+-- The ids of the vaults a search reads: the named ones (those the caller may see), or every vault
+-- when none is named. One rule for every function that turns a filter's vault names into the ids
+-- its plans prune partitions by.
+create or replace function ragpg_vault_ids(p_names text[]) returns bigint[]
+language sql stable parallel safe
+set search_path = public, pg_catalog, pg_temp
+as $$  -- (a string body: the migrations' downgrade drops functions and tables in its own order)
+    select array(select v.id from vaults v where p_names is null or v.name = any(p_names))
+$$;
+
 -- Raises 42704 (undefined_object) naming the first vault in `p_names` that does not exist, so a
 -- typo in {"vault": ...} is an error at the console rather than an empty result. Null: no check.
 create or replace function ragpg_check_vault_names(p_names text[]) returns void

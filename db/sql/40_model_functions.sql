@@ -116,12 +116,9 @@ language sql stable parallel safe
 set search_path = public, pg_catalog, pg_temp
 as $$
     -- (without a top-level "vault" key the filter names none: not compiled again, its scorer did)
-    select case when filter is null or jsonb_typeof(filter) <> 'object' or not filter ? 'vault'
-                then array(select v.id from vaults v)
-                else (select case when f.vaults is not null
-                                  then array(select v.id from vaults v where v.name = any(f.vaults))
-                                  else array(select v.id from vaults v) end
-                      from ragpg_compile_filter(filter) f) end
+    select ragpg_vault_ids(case when filter is null or jsonb_typeof(filter) <> 'object' or not filter ? 'vault'
+                                then null
+                                else (select f.vaults from ragpg_compile_filter(filter) f) end)
 $$;
 
 -- The fields of the given chunks in the given vaults, read with the vaults as values the planner sees:
@@ -246,8 +243,7 @@ begin
     -- v_where holds only fixed text. Vaults are matched by id, as a value the planner can see:
     -- behind a subquery it guessed a few rows, scanned exactly and took 20 ms where the HNSW index
     -- takes 3.
-    v_vault_ids := case when f.vaults is not null
-                        then array(select vv.id from vaults vv where vv.name = any(f.vaults)) end;
+    v_vault_ids := case when f.vaults is not null then ragpg_vault_ids(f.vaults) end;
     v_vaults_matched := case when f.vaults is not null then '$9' else 'array_agg(distinct c.vault_id)' end;
     v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
                || case when f.vaults is not null then ' and c.vault_id = any($9)' else '' end;

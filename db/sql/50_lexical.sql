@@ -118,7 +118,7 @@ begin
     if query_text is null or query_text !~ '[^[:space:]]' then
         return;
     end if;
-    v_vault_ids := array(select vv.id from vaults vv where f.vaults is null or vv.name = any(f.vaults));
+    v_vault_ids := ragpg_vault_ids(f.vaults);
     perform set_config('plan_cache_mode', ragpg_plan_cache_mode_for(v_vault_ids), true);
     -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
     -- the vault's average chunk length, from the statistics of the levels the caller reads. Each pair
