@@ -80,8 +80,9 @@ class IngestSettings(Group):
     # ~0.36 ms per row, so rebuilding pays while new >= ~0.35 x existing.
     bulk_load_min_fraction: PositiveFloat = 0.35
     """A write of new vectors is a bulk load (the vector index dropped, the rows copied, the index rebuilt,
-    in one transaction) when it adds at least this fraction of the rows already in the model's table, and
-    at least ingest.bulk_load_min_vectors vectors. Smaller fractions rebuild more often."""
+    in one transaction) when it adds at least this fraction of the rows already in the model's table (a
+    bulk load of one vault: in that vault's partition of it), and at least ingest.bulk_load_min_vectors
+    vectors. Smaller fractions rebuild more often."""
     bulk_load_min_vectors: int = Field(256, ge=1)
     """The fewest new vectors a write must add to be a bulk load (see ingest.bulk_load_min_fraction)."""
     bulk_batch_rows: PositiveInt = 5000

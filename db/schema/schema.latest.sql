@@ -866,8 +866,10 @@ CREATE FUNCTION public.ragpg_create_deferred_indexes(p_table text) RETURNS void
 begin
     if p_table = 'chunks' then
         perform ragpg_create_chunk_indexes();
-    else
+    elsif exists (select from embedding_models m where m.embedding_table = p_table) then
         perform ragpg_create_hnsw_index(p_table);
+    else
+        perform ragpg_restore_vault_hnsw(p_table);  -- one vault's partition (above)
     end if;
 end
 $$;
@@ -1066,6 +1068,37 @@ end
 $$;
 
 --
+-- Name: ragpg_defer_vault_hnsw(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_defer_vault_hnsw(p_partition text) RETURNS TABLE(index_name text, definition text)
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    p record;
+    v_part regclass := to_regclass(quote_ident(p_partition));
+    v_index oid;
+begin
+    select * into p from ragpg_embedding_partition(p_partition);
+    if p.parent is null or v_part is null then
+        raise exception using errcode = '42704', message = format('%s is not a vault''s embeddings partition', p_partition);
+    end if;
+    if exists (select from pg_inherits h where h.inhrelid = v_part) then
+        execute format('alter table %I detach partition %I', p.parent, p_partition);
+    end if;
+    for v_index in select i.indexrelid from pg_index i join pg_class c on c.oid = i.indexrelid
+                   join pg_am a on a.oid = c.relam
+                   where i.indrelid = v_part and a.amname = 'hnsw' loop
+        select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
+        execute format('drop index %s', index_name);
+        return next;
+    end loop;
+end
+$$;
+
+--
 -- Name: ragpg_define_function(text, text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1147,8 +1180,10 @@ CREATE FUNCTION public.ragpg_drop_deferrable_indexes(p_table text) RETURNS TABLE
 begin
     if p_table = 'chunks' then
         return query select * from ragpg_drop_chunk_indexes();
-    else
+    elsif exists (select from embedding_models m where m.embedding_table = p_table) then
         return query select * from ragpg_drop_hnsw_index(p_table);
+    else
+        return query select * from ragpg_defer_vault_hnsw(p_table);
     end if;
 end
 $$;
@@ -1195,13 +1230,29 @@ begin
              join pg_class c on c.oid = t.oid
              order by t.o desc loop
         if to_regclass(quote_ident(r.part)) is not null then
-            execute format('alter table %s detach partition %I', r.parent, r.part);
+            -- (a bulk load may hold an embeddings partition detached: 25_bulk_load.sql)
+            if exists (select from pg_inherits h where h.inhrelid = to_regclass(quote_ident(r.part))) then
+                execute format('alter table %s detach partition %I', r.parent, r.part);
+            end if;
             execute format('drop table %I', r.part);
             v_dropped := v_dropped + 1;
         end if;
     end loop;
     return v_dropped;
 end
+$$;
+
+--
+-- Name: ragpg_embedding_partition(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_embedding_partition(p_partition text, OUT parent text, OUT vault_id bigint) RETURNS SETOF record
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+    select m.embedding_table, v.id
+    from embedding_models m cross join vaults v
+    where ragpg_vault_partition_name(m.embedding_table, v.id) = p_partition
 $$;
 
 --
@@ -2765,6 +2816,29 @@ CREATE FUNCTION public.ragpg_related_notes(p_vault text, p_path text, p_match_co
    ORDER BY l.rank, s.rank
   LIMIT ragpg_related_notes.p_match_count;
 END;
+
+--
+-- Name: ragpg_restore_vault_hnsw(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_restore_vault_hnsw(p_partition text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    p record;
+    v_part regclass := to_regclass(quote_ident(p_partition));
+begin
+    select * into p from ragpg_embedding_partition(p_partition);
+    if p.parent is null or v_part is null then
+        return;  -- the vault (or model) was removed meanwhile: nothing to build
+    end if;
+    if not exists (select from pg_inherits h where h.inhrelid = v_part) then
+        execute format('alter table %I attach partition %I for values in (%s)', p.parent, p_partition, p.vault_id);
+    end if;
+    perform ragpg_name_partition_indexes(v_part, p.vault_id);
+end
+$$;
 
 --
 -- Name: ragpg_scope_clearance_rank(name); Type: FUNCTION; Schema: public; Owner: -

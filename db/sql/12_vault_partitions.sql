@@ -105,7 +105,10 @@ begin
              join pg_class c on c.oid = t.oid
              order by t.o desc loop
         if to_regclass(quote_ident(r.part)) is not null then
-            execute format('alter table %s detach partition %I', r.parent, r.part);
+            -- (a bulk load may hold an embeddings partition detached: 25_bulk_load.sql)
+            if exists (select from pg_inherits h where h.inhrelid = to_regclass(quote_ident(r.part))) then
+                execute format('alter table %s detach partition %I', r.parent, r.part);
+            end if;
             execute format('drop table %I', r.part);
             v_dropped := v_dropped + 1;
         end if;

@@ -69,8 +69,79 @@ begin
 end
 $$;
 
--- Rebuilds what a bulk load dropped from `p_table`: the chunks table's secondary indexes, or a
--- model's HNSW index (rag/ingest/hnsw.py calls this for every row of deferred_indexes).
+-- One vault's graph of a model (rag/ingest/bulk.py): a load of one vault defers only its own HNSW
+-- index, never the other vaults' graphs. An index attached to the parent's cannot be dropped alone,
+-- so the vault's partition of the embeddings table is detached (its graph then dropped); the load
+-- COPYs into that table, and attaching it back builds the graph the parent's index asks for, over
+-- this vault's rows only. Meanwhile a vector search of the vault finds none of its vectors (the
+-- load's own vault: its earlier rows are few, or the load would not defer). Nothing else references
+-- an embeddings table, so the detach checks no foreign key.
+
+-- The embeddings table and vault a partition name belongs to (no row: not such a partition).
+create or replace function ragpg_embedding_partition(p_partition text, out parent text, out vault_id bigint)
+returns setof record
+language sql stable
+set search_path = public, pg_catalog, pg_temp
+as $$
+    select m.embedding_table, v.id
+    from embedding_models m cross join vaults v
+    where ragpg_vault_partition_name(m.embedding_table, v.id) = p_partition
+$$;
+
+-- Detaches the vault's partition and drops its HNSW graph; returns what was dropped (for
+-- deferred_indexes, as ragpg_drop_hnsw_index does), or no row when it has none.
+create or replace function ragpg_defer_vault_hnsw(p_partition text)
+returns table (index_name text, definition text)
+language plpgsql volatile
+set search_path = public, pg_catalog, pg_temp
+as $$
+declare
+    p record;
+    v_part regclass := to_regclass(quote_ident(p_partition));
+    v_index oid;
+begin
+    select * into p from ragpg_embedding_partition(p_partition);
+    if p.parent is null or v_part is null then
+        raise exception using errcode = '42704', message = format('%s is not a vault''s embeddings partition', p_partition);
+    end if;
+    if exists (select from pg_inherits h where h.inhrelid = v_part) then
+        execute format('alter table %I detach partition %I', p.parent, p_partition);
+    end if;
+    for v_index in select i.indexrelid from pg_index i join pg_class c on c.oid = i.indexrelid
+                   join pg_am a on a.oid = c.relam
+                   where i.indrelid = v_part and a.amname = 'hnsw' loop
+        select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
+        execute format('drop index %s', index_name);
+        return next;
+    end loop;
+end
+$$;
+
+-- Attaches the vault's partition back (idempotent): Postgres builds, on this partition only, the
+-- indexes of the parent it lacks (the graph), and they take the parent's names.
+create or replace function ragpg_restore_vault_hnsw(p_partition text) returns void
+language plpgsql volatile
+set search_path = public, pg_catalog, pg_temp
+as $$
+declare
+    p record;
+    v_part regclass := to_regclass(quote_ident(p_partition));
+begin
+    select * into p from ragpg_embedding_partition(p_partition);
+    if p.parent is null or v_part is null then
+        return;  -- the vault (or model) was removed meanwhile: nothing to build
+    end if;
+    if not exists (select from pg_inherits h where h.inhrelid = v_part) then
+        execute format('alter table %I attach partition %I for values in (%s)', p.parent, p_partition, p.vault_id);
+    end if;
+    perform ragpg_name_partition_indexes(v_part, p.vault_id);
+end
+$$;
+
+-- Rebuilds what a bulk load dropped from `p_table`: the chunks table's secondary indexes, a
+-- model's HNSW index, or one vault's graph (`p_table` its partition); rag/ingest/hnsw.py calls this
+-- for every row of deferred_indexes.
 create or replace function ragpg_create_deferred_indexes(p_table text) returns void
 language plpgsql volatile
 set search_path = public, pg_catalog, pg_temp
@@ -78,8 +149,10 @@ as $$
 begin
     if p_table = 'chunks' then
         perform ragpg_create_chunk_indexes();
-    else
+    elsif exists (select from embedding_models m where m.embedding_table = p_table) then
         perform ragpg_create_hnsw_index(p_table);
+    else
+        perform ragpg_restore_vault_hnsw(p_table);  -- one vault's partition (above)
     end if;
 end
 $$;
@@ -93,8 +166,10 @@ as $$
 begin
     if p_table = 'chunks' then
         return query select * from ragpg_drop_chunk_indexes();
-    else
+    elsif exists (select from embedding_models m where m.embedding_table = p_table) then
         return query select * from ragpg_drop_hnsw_index(p_table);
+    else
+        return query select * from ragpg_defer_vault_hnsw(p_table);
     end if;
 end
 $$;

@@ -6,9 +6,11 @@ of `PreparedDocument` (with `vectors` set) and never holds more than one batch.
 
 1. Under the vault's index lock, whatever a killed load or index run left deferred is finished first.
 2. When the load dwarfs what is stored (`BulkLoadPolicy`, as for index runs), work that is cheaper
-   done once than row by row is deferred (`Deferral`): the model's HNSW index and the chunks
-   table's secondary indexes are dropped (recorded in `deferred_indexes`), and the vault's BM25
-   bookkeeping is switched to one set-based pass at the end (`ragpg_bm25_defer`). Measured on 50k
+   done once than row by row is deferred (`Deferral`): the vault's HNSW graph when the load dwarfs
+   the vault's vectors (its partition of the model's table is detached, loaded, and attached back,
+   which builds that graph alone; other vaults' graphs are untouched), the chunks table's
+   secondary indexes when it dwarfs every vault's chunks (all recorded in `deferred_indexes`), and
+   the vault's BM25 bookkeeping is switched to one set-based pass at the end (`ragpg_bm25_defer`). Measured on 50k
    chunks: 31.7 s to COPY with per-statement BM25 triggers and GIN indexes, 8.7 s without; the
    set-based BM25 pass and the GIN builds then take ~13 s, with the same statistics and postings.
 3. Each batch of up to `bulk_batch_rows` chunks is one transaction of three COPYs (documents,
@@ -44,6 +46,7 @@ _CHUNK_COLUMNS = ("id", "document_id", "vault_id", "ordinal", "heading_path", "c
 _COPY_DOCUMENTS = sql.SQL("copy documents ({}) from stdin").format(
     sql.SQL(", ").join(map(sql.Identifier, _DOC_COLUMNS)))
 _COPY_CHUNKS = sql.SQL("copy chunks ({}) from stdin").format(sql.SQL(", ").join(map(sql.Identifier, _CHUNK_COLUMNS)))
+_PARTITION = sql.SQL("select ragpg_vault_partition_name(%s, %s)")
 # COPY writes identity columns as given (like OVERRIDING SYSTEM VALUE), so ids come from the sequence.
 _NEXT_IDS = sql.SQL("select nextval(pg_get_serial_sequence({}, 'id')) as id from generate_series(1, %s)")
 
@@ -75,9 +78,20 @@ class Deferral:
     `start` decides and commits (call it on an autocommit connection, outside a transaction);
     `finish` builds everything deferred, timing each step into `seconds`."""
 
-    def __init__(self, conn: Connection, vault_id: int, model: EmbeddingModelRef, settings: IngestSettings) -> None:
+    def __init__(self, conn: Connection, vault_id: int, model: EmbeddingModelRef, settings: IngestSettings, *,
+                 vault_graph: bool = False) -> None:
         self.conn, self.vault_id, self.model, self.settings = conn, vault_id, model, settings
         self.bm25 = self.chunk_indexes = self.hnsw = False
+        # vault_graph: defer only this vault's HNSW graph (its partition of the model's table,
+        # detached meanwhile: db/sql/25_bulk_load.sql), not every vault's
+        self.hnsw_table = model.embedding_table
+        if vault_graph:
+            self.hnsw_table = fetch_column(conn, str, _PARTITION, (model.embedding_table, vault_id))[0]
+
+    @property
+    def embedding_target(self) -> str:
+        """Where this vault's vectors are COPYed: its detached partition while its graph is deferred."""
+        return self.hnsw_table if self.hnsw else self.model.embedding_table
 
     @staticmethod
     def finish_leftovers(conn: Connection, vault_id: int) -> None:
@@ -87,7 +101,7 @@ class Deferral:
 
     def start(self, expected_chunks: int | None) -> None:
         policy = BulkLoadPolicy(self.settings.bulk_load_min_vectors, self.settings.bulk_load_min_fraction)
-        self.hnsw = hnsw.defer_indexes(self.conn, self.model.embedding_table, policy, expected_chunks)
+        self.hnsw = hnsw.defer_indexes(self.conn, self.hnsw_table, policy, expected_chunks)
         self.chunk_indexes = hnsw.defer_indexes(self.conn, "chunks", policy, expected_chunks)
         if self._vault_is_small(policy, expected_chunks):
             row = self.conn.execute("select ragpg_bm25_defer(%s) as deferred", (self.vault_id,)).fetchone()
@@ -121,7 +135,7 @@ class Deferral:
                 seconds["chunk_indexes"] = time.perf_counter() - started
             if self.hnsw:
                 started = time.perf_counter()
-                hnsw.restore_deferred(self.conn, self.model.embedding_table)
+                hnsw.restore_deferred(self.conn, self.hnsw_table)
                 self.hnsw = False
                 seconds["hnsw"] = time.perf_counter() - started
         return memory
@@ -142,12 +156,12 @@ def load_documents(conn: Connection, vault: Vault, model: EmbeddingModelRef,
     before = row_estimate(conn, model.embedding_table)
     with store.vault_lock(conn, vault.id):
         Deferral.finish_leftovers(conn, vault.id)
-        deferral = Deferral(conn, vault.id, model, settings)
+        deferral = Deferral(conn, vault.id, model, settings, vault_graph=True)
         deferral.start(expected_chunks)
         report.deferred = deferral.to_dict()
         try:
             for batch in _batches(documents, settings.bulk_batch_rows):
-                report.chunks += copy_batch(conn, vault, model, batch)
+                report.chunks += copy_batch(conn, vault, model, batch, embedding_table=deferral.embedding_target)
                 report.documents += len(batch)
                 if on_batch is not None:
                     on_batch(report.chunks)
@@ -193,8 +207,9 @@ def _next_ids(conn: Connection, table: str, n: int) -> list[int]:
 
 
 def copy_batch(conn: Connection, vault: Vault, model: EmbeddingModelRef,
-               docs: Sequence[store.PreparedDocument]) -> int:
-    """One transaction: stored versions of `replaces` documents out, then three COPYs. Returns chunks written."""
+               docs: Sequence[store.PreparedDocument], *, embedding_table: str | None = None) -> int:
+    """One transaction: stored versions of `replaces` documents out, then three COPYs. Returns chunks
+    written. `embedding_table`: where the vectors go (`Deferral.embedding_target`; default the model's)."""
     n_chunks = sum(len(d.chunks) for d in docs)
     vectors = [v for d in docs for v in _vectors_of(d)]
     with conn.transaction():
@@ -216,7 +231,7 @@ def copy_batch(conn: Connection, vault: Vault, model: EmbeddingModelRef,
                         copy.write_row((next(ids), doc_id, vault.id, c.ordinal, c.heading_path, c.content,
                                         c.token_count, c.start_line, c.end_line, c.start_byte, c.end_byte,
                                         c.risk_flags, c.risk_score, Jsonb(c.metadata), vault.text_search_config))
-        store.copy_embeddings(conn, model, chunk_ids, vectors, [vault.id] * len(chunk_ids))
+        store.copy_embeddings(conn, model, chunk_ids, vectors, [vault.id] * len(chunk_ids), table=embedding_table)
     return n_chunks
 
 

@@ -20,7 +20,8 @@ only writers. A killed run leaves the row behind; the next index run rebuilds fr
 session advisory lock held from drop to rebuild tells a live run's deferral from a dead one's.
 The same deferral serves the `chunks` table's secondary indexes (GIN on tsvector and metadata, the
 folder btree; `ragpg_drop_deferrable_indexes` / `ragpg_create_deferred_indexes`, db/sql/
-25_bulk_load.sql) for loads that dwarf the whole table (rag/ingest/bulk.py).
+25_bulk_load.sql) for loads that dwarf the whole table, and one vault's graph for a bulk load of
+that vault (rag/ingest/bulk.py: `table` is then the vault's partition, held detached meanwhile).
 """
 
 from __future__ import annotations

@@ -245,13 +245,14 @@ def _insert_chunks(conn: Connection, vault_id: int, text_search_config: str,
 
 
 def copy_embeddings(conn: Connection, model: EmbeddingModelRef, chunk_ids: Sequence[int],
-                    vectors: Sequence[np.ndarray], vault_ids: Sequence[int]) -> None:
-    """Binary COPY into the model's table (the caller holds the transaction). Each row names its
-    chunk's vault: the table is partitioned by vault (db/sql/12_vault_partitions.sql)."""
+                    vectors: Sequence[np.ndarray], vault_ids: Sequence[int], *, table: str | None = None) -> None:
+    """Binary COPY into the model's table, or `table` (one vault's partition of it, which a bulk
+    load holds detached); the caller holds the transaction. Each row names its chunk's vault: the
+    table is partitioned by vault (db/sql/12_vault_partitions.sql)."""
     if not chunk_ids:
         return
     statement = sql.SQL("copy {} (vault_id, chunk_id, embedding) from stdin with (format binary)").format(
-        sql.Identifier(model.embedding_table))
+        sql.Identifier(table or model.embedding_table))
     with conn.cursor() as cur, cur.copy(statement) as copy:
         copy.set_types(["int8", "int8", "vector"])
         for vault_id, chunk_id, vector in zip(vault_ids, chunk_ids, vectors, strict=True):
