@@ -1078,7 +1078,6 @@ CREATE FUNCTION public.ragpg_defer_vault_hnsw(p_partition text) RETURNS TABLE(in
 declare
     p record;
     v_part regclass := to_regclass(quote_ident(p_partition));
-    v_index oid;
 begin
     select * into p from ragpg_embedding_partition(p_partition);
     if p.parent is null or v_part is null then
@@ -1087,14 +1086,10 @@ begin
     if exists (select from pg_inherits h where h.inhrelid = v_part) then
         execute format('alter table %I detach partition %I', p.parent, p_partition);
     end if;
-    for v_index in select i.indexrelid from pg_index i join pg_class c on c.oid = i.indexrelid
-                   join pg_am a on a.oid = c.relam
-                   where i.indrelid = v_part and a.amname = 'hnsw' loop
-        select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
-        from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
-        execute format('drop index %s', index_name);
-        return next;
-    end loop;
+    return query
+    select d.* from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am a on a.oid = c.relam
+    cross join lateral ragpg_drop_index_recorded(i.indexrelid::regclass) d
+    where i.indrelid = v_part and a.amname = 'hnsw';
 end
 $$;
 
@@ -1206,10 +1201,22 @@ begin
     if v_index is null then
         return;
     end if;
+    return query select * from ragpg_drop_index_recorded(v_index);
+end
+$$;
+
+--
+-- Name: ragpg_drop_index_recorded(regclass); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_drop_index_recorded(p_index regclass, OUT index_name text, OUT definition text) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+begin
     select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
-    from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = p_index;
     execute format('drop index %s', index_name);
-    return next;
 end
 $$;
 

@@ -51,6 +51,18 @@ begin
 end
 $$;
 
+-- Drops an index; returns its qualified name and definition (what deferred_indexes records).
+create or replace function ragpg_drop_index_recorded(p_index regclass, out index_name text, out definition text)
+language plpgsql volatile
+set search_path = public, pg_catalog, pg_temp
+as $$
+begin
+    select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = p_index;
+    execute format('drop index %s', index_name);
+end
+$$;
+
 -- Drops a model's HNSW index before a bulk load; returns its qualified name and definition (kept in
 -- deferred_indexes for inspection only: ragpg_create_hnsw_index rebuilds it), or no row when absent.
 create or replace function ragpg_drop_hnsw_index(p_table text)
@@ -68,10 +80,7 @@ begin
     if v_index is null then
         return;
     end if;
-    select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
-    from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
-    execute format('drop index %s', index_name);
-    return next;
+    return query select * from ragpg_drop_index_recorded(v_index);
 end
 $$;
 

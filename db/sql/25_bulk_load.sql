@@ -98,7 +98,6 @@ as $$
 declare
     p record;
     v_part regclass := to_regclass(quote_ident(p_partition));
-    v_index oid;
 begin
     select * into p from ragpg_embedding_partition(p_partition);
     if p.parent is null or v_part is null then
@@ -107,14 +106,10 @@ begin
     if exists (select from pg_inherits h where h.inhrelid = v_part) then
         execute format('alter table %I detach partition %I', p.parent, p_partition);
     end if;
-    for v_index in select i.indexrelid from pg_index i join pg_class c on c.oid = i.indexrelid
-                   join pg_am a on a.oid = c.relam
-                   where i.indrelid = v_part and a.amname = 'hnsw' loop
-        select format('%I.%I', n.nspname, c.relname), pg_get_indexdef(c.oid) into index_name, definition
-        from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = v_index;
-        execute format('drop index %s', index_name);
-        return next;
-    end loop;
+    return query
+    select d.* from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am a on a.oid = c.relam
+    cross join lateral ragpg_drop_index_recorded(i.indexrelid::regclass) d
+    where i.indrelid = v_part and a.amname = 'hnsw';
 end
 $$;
 
