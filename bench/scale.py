@@ -47,10 +47,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -124,7 +126,9 @@ def fresh_database(admin_url: str) -> str:
     name = f"ragpg_scale_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin_url, autocommit=True) as c:
         c.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    url = admin_url.replace("/ragpg?", f"/{name}?", 1) if "/ragpg?" in admin_url else f"{admin_url} dbname={name}"
+    parts = urlsplit(admin_url)  # the same server, the new database (migrations need a URL)
+    url = (urlunsplit(parts._replace(path=f"/{name}")) if parts.scheme in ("postgresql", "postgres")
+           else make_conninfo(admin_url, dbname=name))
     migrate.upgrade(url)
     return url
 
