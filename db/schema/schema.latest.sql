@@ -691,12 +691,13 @@ CREATE FUNCTION public.ragpg_chunk_level(p_metadata jsonb) RETURNS smallint
 CREATE FUNCTION public.ragpg_chunk_rows(p_chunk_ids bigint[], p_vault_ids bigint[]) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb)
     LANGUAGE plpgsql STABLE ROWS 10
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $_$
 #variable_conflict use_column
 begin
     if cardinality(p_vault_ids) = 1 then
-        -- one vault (a scoped search, or a database of one vault): static SQL, its plan cached, the
-        -- vault's partition chosen when the plan starts (pruning on a scalar value needs no replan)
+        -- one vault (a scoped search, or a database of one vault): static SQL, planned for the
+        -- vault's partition alone
         return query
         select c.id, v.name, d.source_path, c.ordinal, c.heading_path, c.content, c.metadata
         from chunks c
