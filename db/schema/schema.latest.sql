@@ -691,10 +691,11 @@ CREATE FUNCTION public.ragpg_chunk_level(p_metadata jsonb) RETURNS smallint
 CREATE FUNCTION public.ragpg_chunk_rows(p_chunk_ids bigint[], p_vault_ids bigint[]) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb)
     LANGUAGE plpgsql STABLE ROWS 10
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_custom_plan'
+    SET plan_cache_mode TO 'auto'
     AS $_$
 #variable_conflict use_column
 begin
+    perform set_config('plan_cache_mode', ragpg_plan_cache_mode_for(p_vault_ids), true);
     if cardinality(p_vault_ids) = 1 then
         -- one vault (a scoped search, or a database of one vault): static SQL, planned for the
         -- vault's partition alone

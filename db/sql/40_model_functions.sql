@@ -129,13 +129,13 @@ returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal inte
                content text, metadata jsonb)
 language plpgsql stable rows 10
 set search_path = public, pg_catalog, pg_temp
--- A custom plan on every call, made for the one vault named: the generic plan Postgres tries at a
--- session's sixth call covers every vault's partitions (with 1,000 vaults, ~450 ms to make, once a
--- session, in the middle of a search).
-set plan_cache_mode = force_custom_plan
+-- (set for each call below: with many vaults, the generic plan Postgres tries at a session's sixth
+-- call covers every vault's partitions: with 1,000 vaults ~450 ms to make, in the middle of a search)
+set plan_cache_mode = auto
 as $$
 #variable_conflict use_column
 begin
+    perform set_config('plan_cache_mode', ragpg_plan_cache_mode_for(p_vault_ids), true);
     if cardinality(p_vault_ids) = 1 then
         -- one vault (a scoped search, or a database of one vault): static SQL, planned for the
         -- vault's partition alone
