@@ -811,10 +811,6 @@ CREATE FUNCTION public.ragpg_create_chunk_indexes() RETURNS integer
 declare
     v_missing integer := 0;
 begin
-    if to_regclass('chunks_tsv_idx') is null then
-        create index chunks_tsv_idx on chunks using gin (content_tsv);
-        v_missing := v_missing + 1;
-    end if;
     if to_regclass('chunks_metadata_idx') is null then
         create index chunks_metadata_idx on chunks using gin (metadata jsonb_path_ops);
         v_missing := v_missing + 1;
@@ -1150,7 +1146,7 @@ declare
     v_name text;
     v_index regclass;
 begin
-    foreach v_name in array array['chunks_tsv_idx', 'chunks_metadata_idx', 'chunks_folder_idx', 'chunks_date_idx',
+    foreach v_name in array array['chunks_metadata_idx', 'chunks_folder_idx', 'chunks_date_idx',
                                   'bm25_postings_pkey'] loop
         v_index := to_regclass(v_name);
         continue when v_index is null;
@@ -3932,12 +3928,6 @@ CREATE INDEX chunks_folder_idx ON ONLY public.chunks USING btree (((metadata ->>
 --
 
 CREATE INDEX chunks_metadata_idx ON ONLY public.chunks USING gin (metadata jsonb_path_ops);
-
---
--- Name: chunks_tsv_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX chunks_tsv_idx ON ONLY public.chunks USING gin (content_tsv);
 
 --
 -- Name: document_retrievals_count_idx; Type: INDEX; Schema: public; Owner: -

@@ -1,8 +1,9 @@
 -- Bulk loads (rag/ingest/bulk.py): the secondary indexes of `chunks`, and the primary key of
 -- `bm25_postings` (50-100 rows per chunk), are dropped before a load that dwarfs the chunks table
 -- and built once after it (after the BM25 pass, which then inserts into a bare heap). Each GIN insert
--- costs far more than its share of a build (measured: 50k chunks COPYed in 13.5 s with the two GIN
--- indexes, 7.3 s without, and 1.4 s to build both afterwards); 5.8M postings went in in 19 s with
+-- costs far more than its share of a build (measured: 50k chunks COPYed in 13.5 s with two GIN
+-- indexes, the metadata's and a tsvector index since dropped (revision 0016), 7.3 s without, and
+-- 1.4 s to build both afterwards); 5.8M postings went in in 19 s with
 -- the primary key and in ~6.5 s without it, plus 4.4 s to build it. As for HNSW indexes (10_embedding_models.sql), the definitions are
 -- code, here, the same as the migrations' (0001, 0009; a test compares them), never read back from
 -- a table. Kept during a load: the primary key, unique (document_id, ordinal), chunks_vault_idx
@@ -16,10 +17,6 @@ as $$
 declare
     v_missing integer := 0;
 begin
-    if to_regclass('chunks_tsv_idx') is null then
-        create index chunks_tsv_idx on chunks using gin (content_tsv);
-        v_missing := v_missing + 1;
-    end if;
     if to_regclass('chunks_metadata_idx') is null then
         create index chunks_metadata_idx on chunks using gin (metadata jsonb_path_ops);
         v_missing := v_missing + 1;
@@ -53,7 +50,7 @@ declare
     v_name text;
     v_index regclass;
 begin
-    foreach v_name in array array['chunks_tsv_idx', 'chunks_metadata_idx', 'chunks_folder_idx', 'chunks_date_idx',
+    foreach v_name in array array['chunks_metadata_idx', 'chunks_folder_idx', 'chunks_date_idx',
                                   'bm25_postings_pkey'] loop
         v_index := to_regclass(v_name);
         continue when v_index is null;

@@ -18,7 +18,7 @@ incremental inserts: ~1.6 s, against ~0.4 s for one build), and searches are not
 without the index they scan exactly (same or better results, slower), and `create index` blocks
 only writers. A killed run leaves the row behind; the next index run rebuilds from it first. A
 session advisory lock held from drop to rebuild tells a live run's deferral from a dead one's.
-The same deferral serves the `chunks` table's secondary indexes (GIN on tsvector and metadata, the
+The same deferral serves the `chunks` table's secondary indexes (GIN on metadata, the
 folder btree; `ragpg_drop_deferrable_indexes` / `ragpg_create_deferred_indexes`, db/sql/
 25_bulk_load.sql) for loads that dwarf the whole table, and one vault's graph for a bulk load of
 that vault (rag/ingest/bulk.py: `table` is then the vault's partition, held detached meanwhile).

@@ -212,7 +212,7 @@ def test_candidates_come_from_the_indexes(conn):
                  "        jsonb_build_object('kind', case when g %% 500 = 0 then 'rare' else 'usual' end)"
                  " from generate_series(0, 2999) g", (doc, vault_id))
     conn.execute("select gin_clean_pending_list(i.inhrelid::regclass) from pg_inherits i"  # each vault's
-                 " where i.inhparent in ('chunks_tsv_idx'::regclass, 'chunks_metadata_idx'::regclass)")
+                 " where i.inhparent = 'chunks_metadata_idx'::regclass")
     conn.execute("analyze chunks; analyze bm25_postings; analyze bm25_term_stats")
     plans = _auto_explain(conn)
     if plans is None:
