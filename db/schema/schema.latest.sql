@@ -183,10 +183,10 @@ end
 $$;
 
 --
--- Name: ragpg_bm25_filtered_depth(jsonb, jsonpath, jsonb, text[], integer, double precision, double precision, bigint); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_bm25_filtered_depth(jsonb, jsonpath, jsonb, text[], integer, double precision, double precision, bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_bm25_filtered_depth(p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], candidate_count integer, k1 double precision, b double precision, p_postings bigint) RETURNS integer
+CREATE FUNCTION public.ragpg_bm25_filtered_depth(p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], candidate_count integer, k1 double precision, b double precision, p_postings bigint, p_listed_count bigint DEFAULT NULL::bigint) RETURNS integer
     LANGUAGE plpgsql STABLE
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
@@ -195,6 +195,7 @@ declare
     v_depth float8;
     v_vaults bigint;
     v_vault_ids bigint[];
+    v_total bigint;
 begin
     if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch'
        or candidate_count * ragpg_bm25_filtered_depth_factor() + ragpg_bm25_index_extra_candidates() >= p_postings then
@@ -203,11 +204,16 @@ begin
     -- the metadata part's share among the chunks of the vaults searched, sampled from their partitions
     -- only (a sample of every vault's took 125 ms with 1,000 vaults; each vault's index is read on its own)
     v_vault_ids := case when p_vaults is not null then ragpg_vault_ids(p_vaults) end;
-    v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5)
-                                     || case when v_vault_ids is not null then ' and c.vault_id = any($9)' else '' end,
-                                     p_containment, p_predicate, p_vars, p_vaults, v_vault_ids, 0,
-                                     (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
-                                      where v_vault_ids is null or s.vault_id = any(v_vault_ids)));
+    v_total := (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
+                where v_vault_ids is null or s.vault_id = any(v_vault_ids));
+    if p_listed_count is not null then
+        -- (as the sample does: never below one row's worth)
+        v_share := greatest(p_listed_count, 1) / greatest(v_total, 1)::float8;
+    else
+        v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5)
+                                         || case when v_vault_ids is not null then ' and c.vault_id = any($9)' else '' end,
+                                         p_containment, p_predicate, p_vars, p_vaults, v_vault_ids, 0, v_total);
+    end if;
     v_depth := ceil(candidate_count * ragpg_bm25_filtered_depth_factor() / v_share) + ragpg_bm25_index_extra_candidates();
     -- every vault searched has its own index, read to that depth: the bound and the comparison with
     -- the postings hold for all of them together (100 vaults under a 1 % filter read 150,000
@@ -1348,6 +1354,19 @@ end
 $$;
 
 --
+-- Name: ragpg_exact_scan_limit(bigint, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_exact_scan_limit(p_total bigint, exact_scan_max_rows integer) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when p_total * ragpg_exact_scan_wide_max_fraction() > exact_scan_max_rows
+                then exact_scan_max_rows::bigint * ragpg_exact_scan_wide_factor()
+                else exact_scan_max_rows end
+$$;
+
+--
 -- Name: ragpg_exact_scan_max_fraction(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1667,6 +1686,61 @@ CREATE FUNCTION public.ragpg_filter_label(p_text text) RETURNS text
     RETURN (to_json(CASE WHEN (length(p_text) > 60) THEN ("left"(p_text, 57) || '...'::text) ELSE p_text END))::text;
 
 --
+-- Name: ragpg_filter_list_ids(text, jsonb, jsonpath, jsonb, text[], bigint[], bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_list_ids(p_where text, p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_vaults text[], p_vault_ids bigint[], p_limit bigint, OUT ids bigint[], OUT vault_ids bigint[]) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+    execute 'select array_agg(c.id), '
+            || case when p_vault_ids is not null then '$9' else 'array_agg(distinct c.vault_id)' end
+            || ' from (select c.id, c.vault_id from chunks c where true' || p_where
+            || case when p_limit is not null then ' limit $4' else '' end || ') c'
+        into ids, vault_ids
+        using null::integer, null::integer, null::float8, p_limit, p_containment, p_predicate, p_vars,
+              p_vaults, p_vault_ids;
+    ids := coalesce(ids, '{}');  -- none match: listed all the same (null = not listed)
+end
+$_$;
+
+--
+-- Name: ragpg_filter_listing(jsonb, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_filter_listing(filter jsonb, exact_scan_max_rows integer, OUT ids bigint[], OUT vault_ids bigint[], OUT complete boolean) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    f record;
+    v_vault_ids bigint[];
+    v_total bigint;
+    v_limit bigint;
+begin
+    complete := false;
+    if row_security_active('public.chunks'::regclass) or exact_scan_max_rows is null or exact_scan_max_rows < 0 then
+        return;  -- (a bad bound is the vector leg's to report)
+    end if;
+    select * into f from ragpg_compile_filter(filter);
+    if f.containment = '{}'::jsonb and f.predicate is null then
+        return;
+    end if;
+    perform ragpg_check_vault_names(f.vaults);
+    v_vault_ids := case when f.vaults is not null then ragpg_vault_ids(f.vaults) end;
+    v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
+                         where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
+    v_limit := ragpg_exact_scan_limit(v_total, exact_scan_max_rows);
+    select l.ids, l.vault_ids into ids, vault_ids
+    from ragpg_filter_list_ids(ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
+                               || case when f.vaults is not null then ' and c.vault_id = any($9)' else '' end,
+                               f.containment, f.predicate, f.vars, f.vaults, v_vault_ids, v_limit + 1) l;
+    complete := cardinality(ids) <= v_limit;
+end
+$_$;
+
+--
 -- Name: ragpg_filter_match(jsonb, jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1882,10 +1956,10 @@ CREATE FUNCTION public.ragpg_lexical_backends() RETURNS TABLE(vault text, backen
 $$;
 
 --
--- Name: ragpg_lexical_scores(text, integer, jsonb, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_lexical_scores(text, integer, jsonb, double precision, double precision, bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_lexical_scores(query_text text, candidate_count integer, filter jsonb, k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
+CREATE FUNCTION public.ragpg_lexical_scores(query_text text, candidate_count integer, filter jsonb, k1 double precision, b double precision, p_listed bigint[] DEFAULT NULL::bigint[]) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
     LANGUAGE plpgsql STABLE ROWS 60
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'auto'
@@ -1902,6 +1976,7 @@ declare
     -- bm25 index (which ranks with every chunk's statistics) and the unchecked cut below are its
     -- alone; any other caller's candidates are cut only after its policy on chunks has kept them.
     v_whole boolean := not row_security_active('public.chunks'::regclass);
+    v_listed bigint[] := case when v_whole then p_listed end;
 begin
     perform ragpg_check_match_count(candidate_count, 'match_count');
     perform ragpg_check_bm25_params(k1, b);
@@ -1979,12 +2054,12 @@ begin
     -- below.
     if v_filter <> '' and v_whole then
         v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b,
-                                             t.postings);
+                                             t.postings, cardinality(v_listed));
     end if;
     if v_depth is not null then
         select * into r from ragpg_lexical_scores_indexed_filtered(
             query_text, candidate_count, v_depth, t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, k1, b,
-            f.containment, f.predicate, f.vars);
+            f.containment, f.predicate, f.vars, v_listed);
         if r.complete then
             return query select u.id, u.score from unnest(r.chunk_ids, r.scores) as u (id, score);
             return;
@@ -1993,7 +2068,8 @@ begin
     -- The SQL BM25 with each scored chunk checked before the cut: against a metadata filter, and (for
     -- a caller row-level security binds) against the caller's policy on chunks, so chunks it may not
     -- read take no candidate's place. Parameters $1 k1, $2 b, $3 candidate_count, $4 containment,
-    -- $5 predicate, $6 vars, $7..$11 the term arrays; v_filter holds only fixed text (or nothing).
+    -- $5 predicate, $6 vars, $7..$11 the term arrays, $12 the list (checked in place of the chunk
+    -- rows when there is one); v_filter holds only fixed text (or nothing).
     return query execute
         'with scored as materialized (
              select r.id, r.score
@@ -2009,14 +2085,16 @@ begin
                                          and pp.text_search_config = tm.cfg
                                          and pp.vault_id = any($7)) p  -- (a constant here: planned pruned)
                    group by p.vault_id, p.chunk_id) r
-             where exists (select from chunks c
-                           where c.vault_id = r.vault_id and c.id = r.id and c.vault_id = any($7)' || v_filter || ')
+             where ' || case when v_listed is not null then 'r.id = any($12)'
+                             else 'exists (select from chunks c
+                                           where c.vault_id = r.vault_id and c.id = r.id and c.vault_id = any($7)'
+                                  || v_filter || ')' end || '
          )
          select sc.id, sc.score
          from scored sc
          where sc.score >= (select min(x.score) from (select s2.score from scored s2 order by s2.score desc limit $3) x)'
         using k1, b, candidate_count, f.containment, f.predicate, f.vars,
-              t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls;
+              t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, v_listed;
 end
 $_$;
 
@@ -2055,10 +2133,10 @@ end
 $_$;
 
 --
--- Name: ragpg_lexical_scores_indexed_filtered(text, integer, integer, bigint[], regconfig[], text[], double precision[], double precision[], double precision, double precision, jsonb, jsonpath, jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_lexical_scores_indexed_filtered(text, integer, integer, bigint[], regconfig[], text[], double precision[], double precision[], double precision, double precision, jsonb, jsonpath, jsonb, bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_lexical_scores_indexed_filtered(query_text text, candidate_count integer, depth integer, vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision, p_containment jsonb, p_predicate jsonpath, p_vars jsonb, OUT complete boolean, OUT chunk_ids bigint[], OUT scores double precision[]) RETURNS record
+CREATE FUNCTION public.ragpg_lexical_scores_indexed_filtered(query_text text, candidate_count integer, depth integer, vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision, p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_listed bigint[] DEFAULT NULL::bigint[], OUT complete boolean, OUT chunk_ids bigint[], OUT scores double precision[]) RETURNS record
     LANGUAGE plpgsql STABLE
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
@@ -2072,6 +2150,8 @@ declare
     v_cut float8;
     v_bound float8;
     v_filter text := ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 4);
+    -- (a list counts only for a caller row-level security does not bind: 45_filter_listing.sql)
+    v_listed bigint[] := case when not row_security_active('public.chunks'::regclass) then p_listed end;
 begin
     complete := false;
     chunk_ids := '{}';
@@ -2082,20 +2162,22 @@ begin
         -- pg_textsearch serves the order from the index; the filter reads each candidate's chunk
         -- row by primary key (row-level security applies there too): a scalar subquery with a
         -- limit, which the planner cannot turn into one hashed pass over every chunk as it may an
-        -- exists() when thousands of candidates are expected.
+        -- exists() when thousands of candidates are expected. With a list, membership in it ($7,
+        -- hashed: its values are known when the statement is planned).
         execute format(
             'select array_agg(s.chunk_id order by s.pos) filter (where s.kept), count(*),
                     max(s.chunk_id) filter (where s.pos = $3)
-             from (select ix.chunk_id, ix.pos,
-                          (select 1 from chunks c where c.vault_id = %s and c.id = ix.chunk_id %s limit 1)
-                          is not null as kept
+             from (select ix.chunk_id, ix.pos, %s as kept
                    from (select t.chunk_id, row_number() over () as pos
                          from (select t.chunk_id from %I t
                                order by t.search_text <@> to_bm25query($1, %L) limit $2) t) ix) s',
-            i.vault_id, v_filter, i.table_name, i.index_name)
+            case when v_listed is not null then 'ix.chunk_id = any($7)'
+                 else format('(select 1 from chunks c where c.vault_id = %s and c.id = ix.chunk_id %s limit 1) is not null',
+                             i.vault_id, v_filter) end,
+            i.table_name, i.index_name)
             into v_kept, v_seen, v_bound_id
             using query_text, depth, greatest(depth - ragpg_bm25_index_extra_candidates(), 1),
-                  p_containment, p_predicate, p_vars;
+                  p_containment, p_predicate, p_vars, v_listed;
         v_kept_all := v_kept_all || coalesce(v_kept, '{}');
         if v_seen >= depth then  -- cut: chunks below it are unseen
             v_bound_ids := v_bound_ids || v_bound_id;
@@ -2214,6 +2296,7 @@ declare
     w record;
     n integer := coalesce(cardinality(query_embeddings), 0);
     v_scope bigint[];  -- the vaults searched, where the tie-break and the chunk fields are read
+    l record;  -- the filter's chunks, listed once for every list (45_filter_listing.sql)
 begin
     if n < 1 or n > 32 then
         raise exception using errcode = '22023',
@@ -2232,6 +2315,7 @@ begin
     end if;
     select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
     v_scope := ragpg_filter_vault_scope(filter);
+    select * into l from ragpg_filter_listing(filter, exact_scan_max_rows);  -- once for every query's lists
     return query
     with q as (
         select u.t, u.e, u.ord
@@ -2242,11 +2326,13 @@ begin
         select q.ord, 'v'::text as kind, m.chunk_id as id, m.similarity as s
         from (select * from q where q.e is not null) q  -- a null embedding has no vector list
         cross join lateral ragpg_vector_scores(p_table, p_dims, p_model, q.e, similarity_threshold,
-                                               candidate_count, filter, exact_scan_max_rows, ef_search) m
+                                               candidate_count, filter, exact_scan_max_rows, ef_search,
+                                               l.ids, l.vault_ids) m
         union all
         select q.ord, 'l', m.chunk_id, m.bm25_score
         from q
-        cross join lateral ragpg_lexical_scores(q.t, candidate_count, filter, k1, b) m
+        cross join lateral ragpg_lexical_scores(q.t, candidate_count, filter, k1, b,
+                                                case when l.complete then l.ids end) m
     ),
     tagged as materialized (
         select h.*, count(*) over (partition by h.ord, h.kind, h.s) > 1 as tied from hits h
@@ -2308,17 +2394,20 @@ CREATE FUNCTION public.ragpg_match_hybrid_one(p_table text, p_dims integer, p_mo
 declare
     w record;
     v_scope bigint[];  -- the vaults searched, where the tie-break and the chunk fields are read
+    l record;  -- the filter's chunks, listed once for both lists (45_filter_listing.sql)
 begin
     select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
     v_scope := ragpg_filter_vault_scope(filter);
+    select * into l from ragpg_filter_listing(filter, exact_scan_max_rows);
     return query
     with cand as materialized (
         select coalesce(vec.chunk_id, lex.chunk_id) as id, vec.similarity as sim, lex.bm25_score as bm,
                count(vec.chunk_id) over (partition by vec.similarity) > 1 as sim_tied,
                count(lex.chunk_id) over (partition by lex.bm25_score) > 1 as bm_tied
         from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold,
-                                 candidate_count, filter, exact_scan_max_rows, ef_search) vec
-        full join ragpg_lexical_scores(query_text, candidate_count, filter, k1, b) lex
+                                 candidate_count, filter, exact_scan_max_rows, ef_search, l.ids, l.vault_ids) vec
+        full join ragpg_lexical_scores(query_text, candidate_count, filter, k1, b,
+                                       case when l.complete then l.ids end) lex
           on lex.chunk_id = vec.chunk_id
     ),
     tied as materialized (
@@ -3114,10 +3203,10 @@ end
 $_$;
 
 --
--- Name: ragpg_vector_scores(text, integer, text, public.vector, double precision, integer, jsonb, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_vector_scores(text, integer, text, public.vector, double precision, integer, jsonb, integer, integer, bigint[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_vector_scores(p_table text, p_dims integer, p_model text, query_embedding public.vector, similarity_threshold double precision, match_count integer, filter jsonb, exact_scan_max_rows integer, ef_search integer) RETURNS TABLE(chunk_id bigint, similarity double precision)
+CREATE FUNCTION public.ragpg_vector_scores(p_table text, p_dims integer, p_model text, query_embedding public.vector, similarity_threshold double precision, match_count integer, filter jsonb, exact_scan_max_rows integer, ef_search integer, p_listed bigint[] DEFAULT NULL::bigint[], p_listed_vaults bigint[] DEFAULT NULL::bigint[]) RETURNS TABLE(chunk_id bigint, similarity double precision)
     LANGUAGE plpgsql STABLE ROWS 60
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
@@ -3136,7 +3225,6 @@ declare
     v_matched_vaults bigint[];  -- the vaults the matched chunks are in: the exact scan reads their partitions
     v_exact boolean;
     v_limit bigint;  -- the most matching rows an exact scan reads (exact_scan_max_rows, wider for a narrow share)
-    v_vaults_matched text;  -- fixed text: the select-list item that gives the matched rows' vaults
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
     if exact_scan_max_rows is null or exact_scan_max_rows < 0 then
@@ -3156,7 +3244,6 @@ begin
     -- behind a subquery it guessed a few rows, scanned exactly and took 20 ms where the HNSW index
     -- takes 3.
     v_vault_ids := case when f.vaults is not null then ragpg_vault_ids(f.vaults) end;
-    v_vaults_matched := case when f.vaults is not null then '$9' else 'array_agg(distinct c.vault_id)' end;
     v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
                || case when f.vaults is not null then ' and c.vault_id = any($9)' else '' end;
     perform set_config('hnsw.ef_search', v_ef::text, true);
@@ -3196,19 +3283,18 @@ begin
         -- an ANALYZE of the parent, which autovacuum never runs.
         v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
                              where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
-        -- Wider only where the share it admits can exist (more rows than the plain bound, few enough of all).
-        v_limit := case when v_total * ragpg_exact_scan_wide_max_fraction() > exact_scan_max_rows
-                        then exact_scan_max_rows::bigint * ragpg_exact_scan_wide_factor()
-                        else exact_scan_max_rows end;
+        v_limit := ragpg_exact_scan_limit(v_total, exact_scan_max_rows);
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
-        -- the exact scan reads without visiting the chunks again.
-        -- (with the vaults named, their ids stand for the vaults matched: no distinct over every row)
-        execute 'select array_agg(c.id), ' || v_vaults_matched || ' from (select c.id, c.vault_id from chunks c'
-                || ' where true' || v_where || ' limit $4) c'
-            into v_matched, v_matched_vaults
-            using query_embedding, match_count, similarity_threshold, v_limit + 1,
-                  f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
-        v_matched := coalesce(v_matched, '{}');  -- none match: collected all the same (null = not collected)
+        -- the exact scan reads without visiting the chunks again (the hybrid search's list, when it
+        -- made one).
+        if p_listed is not null and not row_security_active('public.chunks'::regclass) then
+            v_matched := p_listed;
+            v_matched_vaults := p_listed_vaults;
+        else
+            select l.ids, l.vault_ids into v_matched, v_matched_vaults
+            from ragpg_filter_list_ids(v_where, f.containment, f.predicate, f.vars, f.vaults, v_vault_ids,
+                                       v_limit + 1) l;
+        end if;
         v_rows := cardinality(v_matched);
     end if;
 
@@ -3255,10 +3341,8 @@ begin
         -- The exact scan reads the vectors of the matching chunks' ids (all of them, when the first
         -- statement stopped at the bound); a vault restriction lists its chunks by vault.
         if v_matched is null or cardinality(v_matched) > v_limit then
-            execute 'select array_agg(c.id), ' || v_vaults_matched || ' from chunks c where true' || v_where
-                into v_matched, v_matched_vaults
-                using query_embedding, match_count, similarity_threshold, null::bigint,
-                      f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
+            select l.ids, l.vault_ids into v_matched, v_matched_vaults
+            from ragpg_filter_list_ids(v_where, f.containment, f.predicate, f.vars, f.vaults, v_vault_ids, null) l;
         end if;
         return query select * from ragpg_vector_exact_scores(p_table, query_embedding, match_count,
                                                              similarity_threshold, v_matched,

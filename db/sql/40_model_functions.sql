@@ -206,9 +206,14 @@ $$;
 --     beyond 1000, the exact-scan bound grows by that shortfall (see below). Should the scan still
 --     stop short of match_count rows, the exact scan over the matching rows answers instead (unless
 --     exact_scan_max_rows is 0, which means "never scan exactly").
+-- p_listed / p_listed_vaults: the filter's chunks as ragpg_filter_listing listed them for this search
+-- (45_filter_listing.sql), or null to list them here; used only by a caller row-level security does
+-- not bind.
+drop function if exists ragpg_vector_scores(text, integer, text, vector, float8, integer, jsonb, integer, integer);
 create or replace function ragpg_vector_scores(p_table text, p_dims integer, p_model text,
                                     query_embedding vector, similarity_threshold float8, match_count integer,
-                                    filter jsonb, exact_scan_max_rows integer, ef_search integer)
+                                    filter jsonb, exact_scan_max_rows integer, ef_search integer,
+                                    p_listed bigint[] default null, p_listed_vaults bigint[] default null)
 returns table (chunk_id bigint, similarity float8)
 language plpgsql stable rows 60
 set search_path = public, pg_catalog, pg_temp
@@ -228,7 +233,6 @@ declare
     v_matched_vaults bigint[];  -- the vaults the matched chunks are in: the exact scan reads their partitions
     v_exact boolean;
     v_limit bigint;  -- the most matching rows an exact scan reads (exact_scan_max_rows, wider for a narrow share)
-    v_vaults_matched text;  -- fixed text: the select-list item that gives the matched rows' vaults
 begin
     perform ragpg_check_vector_query(query_embedding, p_dims, p_model, similarity_threshold, match_count);
     if exact_scan_max_rows is null or exact_scan_max_rows < 0 then
@@ -248,7 +252,6 @@ begin
     -- behind a subquery it guessed a few rows, scanned exactly and took 20 ms where the HNSW index
     -- takes 3.
     v_vault_ids := case when f.vaults is not null then ragpg_vault_ids(f.vaults) end;
-    v_vaults_matched := case when f.vaults is not null then '$9' else 'array_agg(distinct c.vault_id)' end;
     v_where := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
                || case when f.vaults is not null then ' and c.vault_id = any($9)' else '' end;
     perform set_config('hnsw.ef_search', v_ef::text, true);
@@ -288,19 +291,18 @@ begin
         -- an ANALYZE of the parent, which autovacuum never runs.
         v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
                              where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
-        -- Wider only where the share it admits can exist (more rows than the plain bound, few enough of all).
-        v_limit := case when v_total * ragpg_exact_scan_wide_max_fraction() > exact_scan_max_rows
-                        then exact_scan_max_rows::bigint * ragpg_exact_scan_wide_factor()
-                        else exact_scan_max_rows end;
+        v_limit := ragpg_exact_scan_limit(v_total, exact_scan_max_rows);
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
-        -- the exact scan reads without visiting the chunks again.
-        -- (with the vaults named, their ids stand for the vaults matched: no distinct over every row)
-        execute 'select array_agg(c.id), ' || v_vaults_matched || ' from (select c.id, c.vault_id from chunks c'
-                || ' where true' || v_where || ' limit $4) c'
-            into v_matched, v_matched_vaults
-            using query_embedding, match_count, similarity_threshold, v_limit + 1,
-                  f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
-        v_matched := coalesce(v_matched, '{}');  -- none match: collected all the same (null = not collected)
+        -- the exact scan reads without visiting the chunks again (the hybrid search's list, when it
+        -- made one).
+        if p_listed is not null and not row_security_active('public.chunks'::regclass) then
+            v_matched := p_listed;
+            v_matched_vaults := p_listed_vaults;
+        else
+            select l.ids, l.vault_ids into v_matched, v_matched_vaults
+            from ragpg_filter_list_ids(v_where, f.containment, f.predicate, f.vars, f.vaults, v_vault_ids,
+                                       v_limit + 1) l;
+        end if;
         v_rows := cardinality(v_matched);
     end if;
 
@@ -347,10 +349,8 @@ begin
         -- The exact scan reads the vectors of the matching chunks' ids (all of them, when the first
         -- statement stopped at the bound); a vault restriction lists its chunks by vault.
         if v_matched is null or cardinality(v_matched) > v_limit then
-            execute 'select array_agg(c.id), ' || v_vaults_matched || ' from chunks c where true' || v_where
-                into v_matched, v_matched_vaults
-                using query_embedding, match_count, similarity_threshold, null::bigint,
-                      f.containment, f.predicate, f.vars, f.vaults, v_vault_ids;
+            select l.ids, l.vault_ids into v_matched, v_matched_vaults
+            from ragpg_filter_list_ids(v_where, f.containment, f.predicate, f.vars, f.vaults, v_vault_ids, null) l;
         end if;
         return query select * from ragpg_vector_exact_scores(p_table, query_embedding, match_count,
                                                              similarity_threshold, v_matched,

@@ -91,8 +91,12 @@ drop function if exists ragpg_lexemes_tsquery(text[]);
 -- chunk's fields once, at the end). Every chunk scoring at least the candidate_count-th best score
 -- is returned, so ties at the cut are kept for the caller's tie-break (source_path, ordinal, id).
 -- Empty, stopword-only or punctuation-only query text gives an empty result here.
+-- p_listed: every chunk the filter keeps in the vaults searched, as ragpg_filter_listing listed them
+-- for a hybrid search (45_filter_listing.sql), or null; used only by a caller row-level security
+-- does not bind, whose candidates are then checked against it instead of against their chunk rows.
+drop function if exists ragpg_lexical_scores(text, integer, jsonb, float8, float8);
 create or replace function ragpg_lexical_scores(query_text text, candidate_count integer, filter jsonb,
-                                     k1 float8, b float8)
+                                     k1 float8, b float8, p_listed bigint[] default null)
 returns table (chunk_id bigint, bm25_score float8)
 language plpgsql stable rows 60
 set search_path = public, pg_catalog, pg_temp
@@ -110,6 +114,7 @@ declare
     -- bm25 index (which ranks with every chunk's statistics) and the unchecked cut below are its
     -- alone; any other caller's candidates are cut only after its policy on chunks has kept them.
     v_whole boolean := not row_security_active('public.chunks'::regclass);
+    v_listed bigint[] := case when v_whole then p_listed end;
 begin
     perform ragpg_check_match_count(candidate_count, 'match_count');
     perform ragpg_check_bm25_params(k1, b);
@@ -187,12 +192,12 @@ begin
     -- below.
     if v_filter <> '' and v_whole then
         v_depth := ragpg_bm25_filtered_depth(f.containment, f.predicate, f.vars, f.vaults, candidate_count, k1, b,
-                                             t.postings);
+                                             t.postings, cardinality(v_listed));
     end if;
     if v_depth is not null then
         select * into r from ragpg_lexical_scores_indexed_filtered(
             query_text, candidate_count, v_depth, t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, k1, b,
-            f.containment, f.predicate, f.vars);
+            f.containment, f.predicate, f.vars, v_listed);
         if r.complete then
             return query select u.id, u.score from unnest(r.chunk_ids, r.scores) as u (id, score);
             return;
@@ -201,7 +206,8 @@ begin
     -- The SQL BM25 with each scored chunk checked before the cut: against a metadata filter, and (for
     -- a caller row-level security binds) against the caller's policy on chunks, so chunks it may not
     -- read take no candidate's place. Parameters $1 k1, $2 b, $3 candidate_count, $4 containment,
-    -- $5 predicate, $6 vars, $7..$11 the term arrays; v_filter holds only fixed text (or nothing).
+    -- $5 predicate, $6 vars, $7..$11 the term arrays, $12 the list (checked in place of the chunk
+    -- rows when there is one); v_filter holds only fixed text (or nothing).
     return query execute
         'with scored as materialized (
              select r.id, r.score
@@ -217,14 +223,16 @@ begin
                                          and pp.text_search_config = tm.cfg
                                          and pp.vault_id = any($7)) p  -- (a constant here: planned pruned)
                    group by p.vault_id, p.chunk_id) r
-             where exists (select from chunks c
-                           where c.vault_id = r.vault_id and c.id = r.id and c.vault_id = any($7)' || v_filter || ')
+             where ' || case when v_listed is not null then 'r.id = any($12)'
+                             else 'exists (select from chunks c
+                                           where c.vault_id = r.vault_id and c.id = r.id and c.vault_id = any($7)'
+                                  || v_filter || ')' end || '
          )
          select sc.id, sc.score
          from scored sc
          where sc.score >= (select min(x.score) from (select s2.score from scored s2 order by s2.score desc limit $3) x)'
         using k1, b, candidate_count, f.containment, f.predicate, f.vars,
-              t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls;
+              t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, v_listed;
 end
 $$;
 

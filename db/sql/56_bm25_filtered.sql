@@ -32,9 +32,12 @@ return 10000;
 -- usable index on every vault searched, a filter too selective for the index, or a query whose
 -- terms occur in fewer chunks (p_postings, their chunk frequencies summed; null = unknown) than the
 -- index would read: the SQL BM25 checks the filter on at most that many chunks.
+-- p_listed_count: how many chunks the filter keeps, when a hybrid search listed them (their share is
+-- then known, not sampled).
+drop function if exists ragpg_bm25_filtered_depth(jsonb, jsonpath, jsonb, text[], integer, float8, float8, bigint);
 create or replace function ragpg_bm25_filtered_depth(p_containment jsonb, p_predicate jsonpath, p_vars jsonb,
                                                      p_vaults text[], candidate_count integer, k1 float8, b float8,
-                                                     p_postings bigint)
+                                                     p_postings bigint, p_listed_count bigint default null)
 returns integer
 language plpgsql stable
 set search_path = public, pg_catalog, pg_temp
@@ -44,6 +47,7 @@ declare
     v_depth float8;
     v_vaults bigint;
     v_vault_ids bigint[];
+    v_total bigint;
 begin
     if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch'
        or candidate_count * ragpg_bm25_filtered_depth_factor() + ragpg_bm25_index_extra_candidates() >= p_postings then
@@ -52,11 +56,16 @@ begin
     -- the metadata part's share among the chunks of the vaults searched, sampled from their partitions
     -- only (a sample of every vault's took 125 ms with 1,000 vaults; each vault's index is read on its own)
     v_vault_ids := case when p_vaults is not null then ragpg_vault_ids(p_vaults) end;
-    v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5)
-                                     || case when v_vault_ids is not null then ' and c.vault_id = any($9)' else '' end,
-                                     p_containment, p_predicate, p_vars, p_vaults, v_vault_ids, 0,
-                                     (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
-                                      where v_vault_ids is null or s.vault_id = any(v_vault_ids)));
+    v_total := (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
+                where v_vault_ids is null or s.vault_id = any(v_vault_ids));
+    if p_listed_count is not null then
+        -- (as the sample does: never below one row's worth)
+        v_share := greatest(p_listed_count, 1) / greatest(v_total, 1)::float8;
+    else
+        v_share := ragpg_filter_fraction(ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 5)
+                                         || case when v_vault_ids is not null then ' and c.vault_id = any($9)' else '' end,
+                                         p_containment, p_predicate, p_vars, p_vaults, v_vault_ids, 0, v_total);
+    end if;
     v_depth := ceil(candidate_count * ragpg_bm25_filtered_depth_factor() / v_share) + ragpg_bm25_index_extra_candidates();
     -- every vault searched has its own index, read to that depth: the bound and the comparison with
     -- the postings hold for all of them together (100 vaults under a 1 % filter read 150,000
@@ -72,12 +81,15 @@ $$;
 
 -- The filtered indexed lexical leg (see the top of this file). `complete` false means the index
 -- could not prove the answer and the caller must take the SQL BM25; chunk_ids and scores are then
--- empty. Parameters as ragpg_lexical_scores_indexed, plus the depth per vault and the compiled
--- filter.
+-- empty. Parameters as ragpg_lexical_scores_indexed, plus the depth per vault, the compiled
+-- filter, and the chunks it keeps when a hybrid search listed them (45_filter_listing.sql): each
+-- candidate is then looked up in that list instead of in the chunks table.
+drop function if exists ragpg_lexical_scores_indexed_filtered(text, integer, integer, bigint[], regconfig[], text[],
+                                                              float8[], float8[], float8, float8, jsonb, jsonpath, jsonb);
 create or replace function ragpg_lexical_scores_indexed_filtered(
     query_text text, candidate_count integer, depth integer,
     vault_ids bigint[], cfgs regconfig[], lexemes text[], weights float8[], avgdls float8[], k1 float8, b float8,
-    p_containment jsonb, p_predicate jsonpath, p_vars jsonb,
+    p_containment jsonb, p_predicate jsonpath, p_vars jsonb, p_listed bigint[] default null,
     out complete boolean, out chunk_ids bigint[], out scores float8[])
 language plpgsql stable
 set search_path = public, pg_catalog, pg_temp
@@ -92,6 +104,8 @@ declare
     v_cut float8;
     v_bound float8;
     v_filter text := ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 4);
+    -- (a list counts only for a caller row-level security does not bind: 45_filter_listing.sql)
+    v_listed bigint[] := case when not row_security_active('public.chunks'::regclass) then p_listed end;
 begin
     complete := false;
     chunk_ids := '{}';
@@ -102,20 +116,22 @@ begin
         -- pg_textsearch serves the order from the index; the filter reads each candidate's chunk
         -- row by primary key (row-level security applies there too): a scalar subquery with a
         -- limit, which the planner cannot turn into one hashed pass over every chunk as it may an
-        -- exists() when thousands of candidates are expected.
+        -- exists() when thousands of candidates are expected. With a list, membership in it ($7,
+        -- hashed: its values are known when the statement is planned).
         execute format(
             'select array_agg(s.chunk_id order by s.pos) filter (where s.kept), count(*),
                     max(s.chunk_id) filter (where s.pos = $3)
-             from (select ix.chunk_id, ix.pos,
-                          (select 1 from chunks c where c.vault_id = %s and c.id = ix.chunk_id %s limit 1)
-                          is not null as kept
+             from (select ix.chunk_id, ix.pos, %s as kept
                    from (select t.chunk_id, row_number() over () as pos
                          from (select t.chunk_id from %I t
                                order by t.search_text <@> to_bm25query($1, %L) limit $2) t) ix) s',
-            i.vault_id, v_filter, i.table_name, i.index_name)
+            case when v_listed is not null then 'ix.chunk_id = any($7)'
+                 else format('(select 1 from chunks c where c.vault_id = %s and c.id = ix.chunk_id %s limit 1) is not null',
+                             i.vault_id, v_filter) end,
+            i.table_name, i.index_name)
             into v_kept, v_seen, v_bound_id
             using query_text, depth, greatest(depth - ragpg_bm25_index_extra_candidates(), 1),
-                  p_containment, p_predicate, p_vars;
+                  p_containment, p_predicate, p_vars, v_listed;
         v_kept_all := v_kept_all || coalesce(v_kept, '{}');
         if v_seen >= depth then  -- cut: chunks below it are unseen
             v_bound_ids := v_bound_ids || v_bound_id;

@@ -99,17 +99,20 @@ as $$
 declare
     w record;
     v_scope bigint[];  -- the vaults searched, where the tie-break and the chunk fields are read
+    l record;  -- the filter's chunks, listed once for both lists (45_filter_listing.sql)
 begin
     select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
     v_scope := ragpg_filter_vault_scope(filter);
+    select * into l from ragpg_filter_listing(filter, exact_scan_max_rows);
     return query
     with cand as materialized (
         select coalesce(vec.chunk_id, lex.chunk_id) as id, vec.similarity as sim, lex.bm25_score as bm,
                count(vec.chunk_id) over (partition by vec.similarity) > 1 as sim_tied,
                count(lex.chunk_id) over (partition by lex.bm25_score) > 1 as bm_tied
         from ragpg_vector_scores(p_table, p_dims, p_model, query_embedding, similarity_threshold,
-                                 candidate_count, filter, exact_scan_max_rows, ef_search) vec
-        full join ragpg_lexical_scores(query_text, candidate_count, filter, k1, b) lex
+                                 candidate_count, filter, exact_scan_max_rows, ef_search, l.ids, l.vault_ids) vec
+        full join ragpg_lexical_scores(query_text, candidate_count, filter, k1, b,
+                                       case when l.complete then l.ids end) lex
           on lex.chunk_id = vec.chunk_id
     ),
     tied as materialized (
@@ -180,6 +183,7 @@ declare
     w record;
     n integer := coalesce(cardinality(query_embeddings), 0);
     v_scope bigint[];  -- the vaults searched, where the tie-break and the chunk fields are read
+    l record;  -- the filter's chunks, listed once for every list (45_filter_listing.sql)
 begin
     if n < 1 or n > 32 then
         raise exception using errcode = '22023',
@@ -198,6 +202,7 @@ begin
     end if;
     select * into w from ragpg_check_hybrid_args(match_count, rrf_k, weights, candidate_count);
     v_scope := ragpg_filter_vault_scope(filter);
+    select * into l from ragpg_filter_listing(filter, exact_scan_max_rows);  -- once for every query's lists
     return query
     with q as (
         select u.t, u.e, u.ord
@@ -208,11 +213,13 @@ begin
         select q.ord, 'v'::text as kind, m.chunk_id as id, m.similarity as s
         from (select * from q where q.e is not null) q  -- a null embedding has no vector list
         cross join lateral ragpg_vector_scores(p_table, p_dims, p_model, q.e, similarity_threshold,
-                                               candidate_count, filter, exact_scan_max_rows, ef_search) m
+                                               candidate_count, filter, exact_scan_max_rows, ef_search,
+                                               l.ids, l.vault_ids) m
         union all
         select q.ord, 'l', m.chunk_id, m.bm25_score
         from q
-        cross join lateral ragpg_lexical_scores(q.t, candidate_count, filter, k1, b) m
+        cross join lateral ragpg_lexical_scores(q.t, candidate_count, filter, k1, b,
+                                                case when l.complete then l.ids end) m
     ),
     tagged as materialized (
         select h.*, count(*) over (partition by h.ord, h.kind, h.s) > 1 as tied from hits h

@@ -217,8 +217,7 @@ def test_a_filter_matching_nothing_is_looked_up_once(planned: Planned) -> None:
         found = retrieve.match_vector(conn, planned.model, queries(1, seed=5)[0], match_count=10,
                                       filter={"folder": {"$prefix": "no-such-area/"}})
         assert found == []
-        assert len([p for p in plans if MATCHING_IDS in p]) == 1
-        assert not [p for p in plans if "select array_agg(c.id), array_agg(distinct c.vault_id) from chunks c where true" in p], plans
+        assert len([p for p in plans if MATCHING_IDS in p]) == 1, plans  # (with or without a limit)
     finally:
         conn.close()
 
