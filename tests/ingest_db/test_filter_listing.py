@@ -12,7 +12,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from rag.config import Settings
-from rag.embed import get_embedder
+from rag.embed import Embedder, get_embedder
 from rag.retrieval import retrieve
 from rag.store import models
 from tests.ingest_db.helpers import add, index
@@ -22,6 +22,18 @@ from tests.retrieval.test_vector import _auto_explain
 
 LISTING = "from (select c.id, c.vault_id from chunks c where true"
 ROW_CHECK = "(select 1 from chunks c where c.vault_id ="
+
+
+@pytest.fixture
+def help_vault(settings: Settings, aconn) -> tuple[Embedder, models.EmbeddingModelRef]:
+    """The help vault indexed and analysed; its embedder and model."""
+    add(aconn, "help", SHARED_VAULT)
+    index(settings)
+    aconn.execute("analyze")
+    embedder = get_embedder(settings.embedding.model, settings.embedding)
+    model = models.get_model(aconn, embedder.provider, embedder.model)
+    assert model is not None
+    return embedder, model
 
 
 def _legs(conn: psycopg.Connection, model: models.EmbeddingModelRef, query: str, embedding: str, filter_: str,
@@ -37,13 +49,8 @@ def _legs(conn: psycopg.Connection, model: models.EmbeddingModelRef, query: str,
     return [(r["chunk_id"], r["s"]) for r in lexical], [(r["chunk_id"], r["s"]) for r in vector]
 
 
-def test_both_legs_return_with_the_list_what_they_return_without_it(settings: Settings, aconn) -> None:
-    add(aconn, "help", SHARED_VAULT)
-    index(settings)
-    aconn.execute("analyze")
-    embedder = get_embedder(settings.embedding.model, settings.embedding)
-    model = models.get_model(aconn, embedder.provider, embedder.model)
-    assert model is not None
+def test_both_legs_return_with_the_list_what_they_return_without_it(help_vault, aconn) -> None:
+    embedder, model = help_vault
     tagged = '{"tags": ["sync"]}'
     compared = 0
     for filter_ in [*FILTERS, tagged, '{"vault": "help", "folder": {"$prefix": "Plugins"}}']:
@@ -66,13 +73,8 @@ def test_both_legs_return_with_the_list_what_they_return_without_it(settings: Se
     assert not partial["complete"] and partial["ids"] is not None
 
 
-def test_a_hybrid_search_lists_once_and_checks_candidates_on_the_list(settings: Settings, aconn) -> None:
-    add(aconn, "help", SHARED_VAULT)
-    index(settings)
-    aconn.execute("analyze")
-    embedder = get_embedder(settings.embedding.model, settings.embedding)
-    model = models.get_model(aconn, embedder.provider, embedder.model)
-    assert model is not None
+def test_a_hybrid_search_lists_once_and_checks_candidates_on_the_list(help_vault, aconn) -> None:
+    embedder, model = help_vault
     query = "obsidian notes and files"  # common words: the BM25 leg reads the index (test_bm25_index_backend)
     before = retrieve.match_hybrid(aconn, model, query, embedder.embed_query(query), match_count=10,
                                    similarity_threshold=-1, filter={"folder": {"$prefix": "Plugins"}})
