@@ -204,8 +204,7 @@ begin
     -- the metadata part's share among the chunks of the vaults searched, sampled from their partitions
     -- only (a sample of every vault's took 125 ms with 1,000 vaults; each vault's index is read on its own)
     v_vault_ids := case when p_vaults is not null then ragpg_vault_ids(p_vaults) end;
-    v_total := (select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
-                where v_vault_ids is null or s.vault_id = any(v_vault_ids));
+    v_total := ragpg_vaults_chunk_count(v_vault_ids);
     if p_listed_count is not null then
         -- (as the sample does: never below one row's worth)
         v_share := greatest(p_listed_count, 1) / greatest(v_total, 1)::float8;
@@ -1729,8 +1728,7 @@ begin
     end if;
     perform ragpg_check_vault_names(f.vaults);
     v_vault_ids := case when f.vaults is not null then ragpg_vault_ids(f.vaults) end;
-    v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
-                         where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
+    v_total := greatest(ragpg_vaults_chunk_count(v_vault_ids), 1);
     v_limit := ragpg_exact_scan_limit(v_total, exact_scan_max_rows);
     select l.ids, l.vault_ids into ids, vault_ids
     from ragpg_filter_list_ids(ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
@@ -3182,6 +3180,18 @@ end
 $$;
 
 --
+-- Name: ragpg_vaults_chunk_count(bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_vaults_chunk_count(p_vault_ids bigint[]) RETURNS bigint
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce(sum(s.chunk_count), 0)::bigint from bm25_vault_stats s
+    where p_vault_ids is null or s.vault_id = any(p_vault_ids)
+$$;
+
+--
 -- Name: ragpg_vector_exact_scores(text, public.vector, integer, double precision, bigint[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3281,11 +3291,8 @@ begin
             return;
         end if;
     elsif v_filtered then
-        -- the chunks the search reads: the named vaults' (their partitions), or every vault's. From the
-        -- per-vault counts the BM25 triggers keep: a partitioned table's own reltuples is only set by
-        -- an ANALYZE of the parent, which autovacuum never runs.
-        v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
-                             where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
+        -- the chunks the search reads: the named vaults' (their partitions), or every vault's
+        v_total := greatest(ragpg_vaults_chunk_count(v_vault_ids), 1);
         v_limit := ragpg_exact_scan_limit(v_total, exact_scan_max_rows);
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
         -- the exact scan reads without visiting the chunks again (the hybrid search's list, when it

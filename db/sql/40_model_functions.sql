@@ -286,11 +286,8 @@ begin
             return;
         end if;
     elsif v_filtered then
-        -- the chunks the search reads: the named vaults' (their partitions), or every vault's. From the
-        -- per-vault counts the BM25 triggers keep: a partitioned table's own reltuples is only set by
-        -- an ANALYZE of the parent, which autovacuum never runs.
-        v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
-                             where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
+        -- the chunks the search reads: the named vaults' (their partitions), or every vault's
+        v_total := greatest(ragpg_vaults_chunk_count(v_vault_ids), 1);
         v_limit := ragpg_exact_scan_limit(v_total, exact_scan_max_rows);
         -- The matching chunks' ids, one past the bound: how many there are, and, when few, the rows
         -- the exact scan reads without visiting the chunks again (the hybrid search's list, when it

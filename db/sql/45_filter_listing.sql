@@ -12,6 +12,17 @@
 -- ragpg_vector_scores ignore it then).
 -- (create or replace: when a signature changes, add `drop function if exists <old signature>;` first.)
 
+-- How many chunks the given vaults hold (null: every vault), from the per-vault counts the BM25
+-- triggers keep: a partitioned table's own reltuples is only set by an ANALYZE of the parent,
+-- which autovacuum never runs. A string body, as below.
+create or replace function ragpg_vaults_chunk_count(p_vault_ids bigint[]) returns bigint
+language sql stable
+set search_path = public, pg_catalog, pg_temp
+as $$
+    select coalesce(sum(s.chunk_count), 0)::bigint from bm25_vault_stats s
+    where p_vault_ids is null or s.vault_id = any(p_vault_ids)
+$$;
+
 -- The most matching rows an exact scan reads in a search over p_total chunks: exact_scan_max_rows,
 -- or ragpg_exact_scan_wide_factor() times it where the narrow share that widening is for can exist
 -- (more rows than the plain bound, and few enough of all). A string body: a SQL-standard one would
@@ -73,8 +84,7 @@ begin
     end if;
     perform ragpg_check_vault_names(f.vaults);
     v_vault_ids := case when f.vaults is not null then ragpg_vault_ids(f.vaults) end;
-    v_total := greatest((select coalesce(sum(s.chunk_count), 0) from bm25_vault_stats s
-                         where v_vault_ids is null or s.vault_id = any(v_vault_ids)), 1);
+    v_total := greatest(ragpg_vaults_chunk_count(v_vault_ids), 1);
     v_limit := ragpg_exact_scan_limit(v_total, exact_scan_max_rows);
     select l.ids, l.vault_ids into ids, vault_ids
     from ragpg_filter_list_ids(ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 5)
