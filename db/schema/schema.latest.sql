@@ -1527,7 +1527,9 @@ begin
             -- ragpg_filter_sql adds it as an indexed condition beside the predicate (which stays
             -- the rule). String bounds only: jsonpath compares strings by code point, as collate "C".
             if p_top and v_key = 'folder' and jsonb_typeof(v_val -> '$prefix') = 'string' then
-                vars := vars || jsonb_build_object('folder_prefix', v_val -> '$prefix');
+                vars := vars || jsonb_strip_nulls(jsonb_build_object(
+                    'folder_prefix', v_val -> '$prefix',
+                    'folder_prefix_end', ragpg_text_prefix_end(v_val ->> '$prefix')));
             end if;
             if p_top and v_key = 'date' and jsonb_typeof(v_val) = 'object' then
                 vars := vars || jsonb_strip_nulls(jsonb_build_object(
@@ -1763,7 +1765,7 @@ $$;
 CREATE FUNCTION public.ragpg_filter_sql(p_alias text, p_column text, p_containment jsonb, p_predicate jsonpath, p_first_param integer) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    RETURN concat(CASE WHEN ((p_containment IS NOT NULL) AND (p_containment <> '{}'::jsonb)) THEN format(' and %I.%I @> $%s'::text, p_alias, p_column, p_first_param) ELSE NULL::text END, CASE WHEN (p_predicate IS NOT NULL) THEN (format(' and jsonb_path_match(%I.%I, $%s, $%s)'::text, p_alias, p_column, (p_first_param + 1), (p_first_param + 2)) || format(' and ((%1$I.%2$I ->> ''folder'') ^@ ($%3$s ->> ''folder_prefix'') or ($%3$s ->> ''folder_prefix'') is null or jsonb_typeof(%1$I.%2$I -> ''folder'') = ''array'') and ((%1$I.%2$I ->> ''date'') collate "C" >= ($%3$s ->> ''date_from'') or ($%3$s ->> ''date_from'') is null or jsonb_typeof(%1$I.%2$I -> ''date'') = ''array'') and ((%1$I.%2$I ->> ''date'') collate "C" <= ($%3$s ->> ''date_to'') or ($%3$s ->> ''date_to'') is null or jsonb_typeof(%1$I.%2$I -> ''date'') = ''array'')'::text, p_alias, p_column, (p_first_param + 2))) ELSE NULL::text END);
+    RETURN concat(CASE WHEN ((p_containment IS NOT NULL) AND (p_containment <> '{}'::jsonb)) THEN format(' and %I.%I @> $%s'::text, p_alias, p_column, p_first_param) ELSE NULL::text END, CASE WHEN (p_predicate IS NOT NULL) THEN (format(' and jsonb_path_match(%I.%I, $%s, $%s)'::text, p_alias, p_column, (p_first_param + 1), (p_first_param + 2)) || format(' and ((%1$I.%2$I ->> ''folder'') ~>=~ ($%3$s ->> ''folder_prefix'') and ((%1$I.%2$I ->> ''folder'') ~<~ ($%3$s ->> ''folder_prefix_end'') or ($%3$s ->> ''folder_prefix_end'') is null) or ($%3$s ->> ''folder_prefix'') is null or jsonb_typeof(%1$I.%2$I -> ''folder'') = ''array'') and ((%1$I.%2$I ->> ''date'') collate "C" >= ($%3$s ->> ''date_from'') or ($%3$s ->> ''date_from'') is null or jsonb_typeof(%1$I.%2$I -> ''date'') = ''array'') and ((%1$I.%2$I ->> ''date'') collate "C" <= ($%3$s ->> ''date_to'') or ($%3$s ->> ''date_to'') is null or jsonb_typeof(%1$I.%2$I -> ''date'') = ''array'')'::text, p_alias, p_column, (p_first_param + 2))) ELSE NULL::text END);
 
 --
 -- Name: ragpg_filter_vault_names(jsonb); Type: FUNCTION; Schema: public; Owner: -
@@ -3083,6 +3085,33 @@ CREATE FUNCTION public.ragpg_sql_name(p_provider text, p_model text) RETURNS tex
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN (WITH base AS (SELECT TRIM(BOTH '_'::text FROM regexp_replace(lower(((ragpg_sql_name.p_provider || '_'::text) || ragpg_sql_name.p_model)), '[^a-z0-9]+'::text, '_'::text, 'g'::text)) AS n) SELECT CASE WHEN (length(base.n) <= 36) THEN base.n ELSE (("left"(base.n, 29) || '_'::text) || "left"(md5(base.n), 6)) END AS "case" FROM base);
+
+--
+-- Name: ragpg_text_prefix_end(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_text_prefix_end(p_prefix text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_n integer := length(p_prefix);
+    v_code integer;
+begin
+    if getdatabaseencoding() <> 'UTF8' then
+        return null;
+    end if;
+    while v_n > 0 loop
+        v_code := ascii(substr(p_prefix, v_n, 1));
+        if v_code < 1114111 then
+            v_code := case when v_code + 1 between 55296 and 57343 then 57344 else v_code + 1 end;  -- past surrogates
+            return substr(p_prefix, 1, v_n - 1) || chr(v_code);
+        end if;
+        v_n := v_n - 1;
+    end loop;
+    return null;
+end
+$$;
 
 --
 -- Name: ragpg_tsvector_token_count(tsvector); Type: FUNCTION; Schema: public; Owner: -

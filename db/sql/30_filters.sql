@@ -334,7 +334,9 @@ begin
             -- ragpg_filter_sql adds it as an indexed condition beside the predicate (which stays
             -- the rule). String bounds only: jsonpath compares strings by code point, as collate "C".
             if p_top and v_key = 'folder' and jsonb_typeof(v_val -> '$prefix') = 'string' then
-                vars := vars || jsonb_build_object('folder_prefix', v_val -> '$prefix');
+                vars := vars || jsonb_strip_nulls(jsonb_build_object(
+                    'folder_prefix', v_val -> '$prefix',
+                    'folder_prefix_end', ragpg_text_prefix_end(v_val ->> '$prefix')));
             end if;
             if p_top and v_key = 'date' and jsonb_typeof(v_val) = 'object' then
                 vars := vars || jsonb_strip_nulls(jsonb_build_object(
@@ -388,13 +390,42 @@ begin
 end
 $$;
 
+-- The least string above every string that starts with p_prefix, in byte order (text_pattern_ops):
+-- the prefix with its last character replaced by the next code point (UTF-8 bytes sort as code
+-- points do). Null when there is none (an empty prefix, only U+10FFFF) or the database encoding is
+-- not UTF-8: the range then has no upper end, still holding every string with the prefix.
+create or replace function ragpg_text_prefix_end(p_prefix text) returns text
+language plpgsql immutable parallel safe strict
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_n integer := length(p_prefix);
+    v_code integer;
+begin
+    if getdatabaseencoding() <> 'UTF8' then
+        return null;
+    end if;
+    while v_n > 0 loop
+        v_code := ascii(substr(p_prefix, v_n, 1));
+        if v_code < 1114111 then
+            v_code := case when v_code + 1 between 55296 and 57343 then 57344 else v_code + 1 end;  -- past surrogates
+            return substr(p_prefix, 1, v_n - 1) || chr(v_code);
+        end if;
+        v_n := v_n - 1;
+    end loop;
+    return null;
+end
+$$;
+
 -- The WHERE fragment applying a compiled filter's containment and predicate to `<alias>.<column>`,
 -- for dynamic queries that pass containment, predicate and vars as parameters $n, $n+1, $n+2.
 -- Only fixed text, identifiers (%I) and parameter numbers go into it: no user value.
 --
 -- With a predicate it also states the top-level folder prefix (vars ->> 'folder_prefix', set by
--- the compiler) as `<column> ->> 'folder' ^@ prefix`, which chunks_folder_idx (text_pattern_ops)
--- turns into a btree range: jsonb_path_match alone reads every row's metadata. The jsonpath also
+-- the compiler) as the byte range [prefix, folder_prefix_end) that chunks_folder_idx
+-- (text_pattern_ops) reads: jsonb_path_match alone reads every row's metadata. The range, not
+-- `^@ prefix`: the planner turns ^@ into that range but still tests ^@ on every row it finds (1M
+-- chunks, a 10 % folder of 13k chunks: 2-2.5 ms of a 15 ms listing). The jsonpath also
 -- matches a folder that is an array with an element having the prefix, hence the `array` arm
 -- (chunks_folder_array_idx, normally empty). Both arms are implied by the predicate, which still
 -- applies: same rows, found through the index. Top-level string bounds on `date` (date_from,
@@ -411,7 +442,9 @@ return concat(
          then format(' and %I.%I @> $%s', p_alias, p_column, p_first_param) end,
     case when p_predicate is not null
          then format(' and jsonb_path_match(%I.%I, $%s, $%s)', p_alias, p_column, p_first_param + 1, p_first_param + 2)
-              || format(' and ((%1$I.%2$I ->> ''folder'') ^@ ($%3$s ->> ''folder_prefix'')'
+              || format(' and ((%1$I.%2$I ->> ''folder'') ~>=~ ($%3$s ->> ''folder_prefix'')'
+                        ' and ((%1$I.%2$I ->> ''folder'') ~<~ ($%3$s ->> ''folder_prefix_end'')'
+                        ' or ($%3$s ->> ''folder_prefix_end'') is null)'
                         ' or ($%3$s ->> ''folder_prefix'') is null'
                         ' or jsonb_typeof(%1$I.%2$I -> ''folder'') = ''array'')'
                         ' and ((%1$I.%2$I ->> ''date'') collate "C" >= ($%3$s ->> ''date_from'')'

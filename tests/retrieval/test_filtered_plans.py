@@ -195,6 +195,8 @@ def test_the_folder_prefix_is_found_through_its_index(planned: Planned) -> None:
         counted = [p for p in plans if MATCHING_IDS in p]
         assert counted and "Index Scan on chunks_folder_idx" in counted[0], counted
         assert "area3/topic7" in counted[0] and "Seq Scan on chunks" not in counted[0]
+        # read as the byte range [prefix, prefix end): no `^@` tested again on each row found
+        assert "~<~ 'area3/topic8'" in counted[0] and "^@" not in counted[0], counted
         # the exact scan then reads just those ids' vectors, without visiting the chunks again
         exact = [p for p in plans if "e.chunk_id = any($4)" in p]
         assert exact and " on chunks" not in exact[0] and "Index Scan" in exact[0], plans
@@ -258,3 +260,26 @@ def test_a_folder_held_as_an_array_still_matches_its_prefix(planned: Planned) ->
                                          filter={"folder": {"$prefix": "zz/other"}})
     finally:
         conn.execute("delete from chunks where id = %s", (row["id"],))
+
+
+PREFIXES = ["", "a", "area3/", "Caf\u00e9", "\u00e9", "x\ud7ff", "ab\U0010ffff", "\U0010ffff", "z\U0010ffff\U0010ffff",
+            "\u65e5\u672c"]
+STRINGS = PREFIXES + ["area3", "area30", "area3/x", "area3/\U0010ffff", "Caf\u00e9s", "Caf\u00ea", "Cafe",
+                      "\u00e9t\u00e9", "\u00ea", "x\ud7ffy", "x\ue000", "ab\U0010ffffc", "ac", "z\U0010ffff",
+                      "\u65e5\u672c\u8a9e", "\u65e5\u672d", "b", ""]
+
+
+def test_a_prefix_range_holds_exactly_the_strings_with_the_prefix(planned: Planned) -> None:
+    """The range a folder prefix is read through, [prefix, ragpg_text_prefix_end(prefix)) in byte
+    order, holds the same strings as `^@`: last characters of one to four UTF-8 bytes, the one
+    before the surrogates, the highest code point (no end of its own) and the empty prefix."""
+    rows = planned.conn.execute(
+        "select p, s, s ^@ p as starts, s ~>=~ p and (ragpg_text_prefix_end(p) is null"
+        "       or s ~<~ ragpg_text_prefix_end(p)) as in_range"
+        " from unnest(%s::text[]) p cross join unnest(%s::text[]) s", (PREFIXES, STRINGS)).fetchall()
+    assert len(rows) == len(PREFIXES) * len(STRINGS)
+    assert [(r["p"], r["s"]) for r in rows if r["starts"] != r["in_range"]] == []
+    ends = planned.conn.execute("select array_agg(ragpg_text_prefix_end(p) order by o) as ends"
+                                " from unnest(%s::text[]) with ordinality u(p, o)",
+                                (["area3/", "Caf\u00e9", "x\ud7ff", "ab\U0010ffff", ""],)).fetchone()["ends"]
+    assert ends == ["area30", "Caf\u00ea", "x\ue000", "ac", None]
