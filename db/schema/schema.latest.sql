@@ -152,27 +152,47 @@ end
 $_$;
 
 --
--- Name: ragpg_bm25_exact_scores(bigint[], bigint[], regconfig[], text[], double precision[], double precision[], double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+-- Name: ragpg_bm25_exact_scores(bigint[], bigint[], bigint[], regconfig[], text[], double precision[], double precision[], double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.ragpg_bm25_exact_scores(p_chunk_ids bigint[], vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
+CREATE FUNCTION public.ragpg_bm25_exact_scores(p_chunk_ids bigint[], p_chunk_vault_ids bigint[], vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
     LANGUAGE plpgsql STABLE ROWS 60
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'auto'
     AS $$
 #variable_conflict use_column
+declare
+    -- The candidates sorted by (vault, id), and each vault's slice of them: a term's probe reads only
+    -- its own vault's candidates. With every vault's candidates in each probe, the index scan sorted
+    -- the whole id list once a probe (100 vaults: 1,000 probes of 6,000 ids, 0.75 s of a 0.8 s search
+    -- naming no vault).
+    v_ids bigint[];
+    v_vaults bigint[];
+    v_firsts integer[];
+    v_lasts integer[];
 begin
     perform set_config('plan_cache_mode', ragpg_plan_cache_mode_for(vault_ids), true);
+    select array_agg(x.id order by x.n), array_agg(x.vault_id order by x.n) filter (where x.first),
+           array_agg(x.n order by x.n) filter (where x.first), array_agg(x.n order by x.n) filter (where x.last)
+    into v_ids, v_vaults, v_firsts, v_lasts
+    from (select u.id, u.vault_id, row_number() over w as n,
+                 lag(u.vault_id) over w is distinct from u.vault_id as first,
+                 lead(u.vault_id) over w is distinct from u.vault_id as last
+          from unnest(p_chunk_ids, p_chunk_vault_ids) as u (id, vault_id)
+          window w as (order by u.vault_id, u.id)) x;
     -- (plpgsql for its cached plan: as a SQL function with a SET clause it was planned on every call,
     -- twice the cost of scoring ten chunks)
     return query
     select p.chunk_id, sum(tm.wk * p.tf / (p.tf + tm.c1 + tm.c2 * p.dl))
     from ragpg_bm25_term_constants(vault_ids, cfgs, lexemes, weights, avgdls, k1, b) tm
     -- lateral: each term probes its own vault's partition by (vault, lexeme, chunk); a join let the
-    -- planner merge every vault's postings (1 s at 100 vaults)
+    -- planner merge every vault's postings (1 s at 100 vaults). The terms drive the loop, so each
+    -- chunk's score is summed in the SQL BM25's order (the same float, to the last bit).
     cross join lateral (select pp.chunk_id, pp.tf, pp.dl from bm25_postings pp
                         where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme
-                          and pp.chunk_id = any(p_chunk_ids) and pp.text_search_config = tm.cfg
+                          and pp.chunk_id = any(v_ids[v_firsts[array_position(v_vaults, tm.vault_id)]
+                                                      : v_lasts[array_position(v_vaults, tm.vault_id)]])
+                          and pp.text_search_config = tm.cfg
                           -- the vaults as a value known when the plan starts: only their partitions
                           -- are opened (pruning on tm.vault_id alone opened all 1,000 of a
                           -- 1,000-vault database on every call: 154 ms of a one-vault search)
@@ -2115,8 +2135,9 @@ declare
     i record;
     r record;
     v_ids bigint[] := '{}';
+    v_id_vaults bigint[] := '{}';  -- each candidate's vault
 begin
-    for i in select x.table_name, x.index_name from bm25_indexes x
+    for i in select x.vault_id, x.table_name, x.index_name from bm25_indexes x
              where x.vault_id in (select distinct u from unnest(vault_ids) u) order by x.vault_id loop
         -- A top-level query, read row by row: pg_textsearch's planner hook serves the ORDER BY score
         -- from the index scan only there; inside a subquery (array(select ...)) every row's score is
@@ -2125,11 +2146,12 @@ begin
                                 i.table_name, i.index_name)
                  using query_text, candidate_count + ragpg_bm25_index_extra_candidates() loop
             v_ids := v_ids || r.chunk_id;
+            v_id_vaults := v_id_vaults || i.vault_id;
         end loop;
     end loop;
     return query
     select s.chunk_id, s.bm25_score
-    from ragpg_bm25_exact_scores(v_ids, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) s
+    from ragpg_bm25_exact_scores(v_ids, v_id_vaults, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) s
     order by s.bm25_score desc, s.chunk_id
     limit candidate_count;
 end
@@ -2150,6 +2172,8 @@ declare
     v_bound_id bigint;
     v_kept_all bigint[] := '{}';
     v_bound_ids bigint[] := '{}';
+    v_scored_vaults bigint[] := '{}';  -- the vault of each chunk in v_kept_all || v_bound_ids, in that order
+    v_bound_vaults bigint[] := '{}';
     v_cut float8;
     v_bound float8;
     v_filter text := ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 4);
@@ -2182,14 +2206,17 @@ begin
             using query_text, depth, greatest(depth - ragpg_bm25_index_extra_candidates(), 1),
                   p_containment, p_predicate, p_vars, v_listed;
         v_kept_all := v_kept_all || coalesce(v_kept, '{}');
+        v_scored_vaults := v_scored_vaults || array_fill(i.vault_id, array[coalesce(cardinality(v_kept), 0)]);
         if v_seen >= depth then  -- cut: chunks below it are unseen
             v_bound_ids := v_bound_ids || v_bound_id;
+            v_bound_vaults := v_bound_vaults || i.vault_id;
         end if;
     end loop;
 
     with scored as (
         select e.chunk_id as id, e.bm25_score as score
-        from ragpg_bm25_exact_scores(v_kept_all || v_bound_ids, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) e
+        from ragpg_bm25_exact_scores(v_kept_all || v_bound_ids, v_scored_vaults || v_bound_vaults, vault_ids, cfgs,
+                                     lexemes, weights, avgdls, k1, b) e
     )
     select coalesce(array_agg(s.id order by s.score desc, s.id) filter (where s.id = any(v_kept_all)), '{}'),
            coalesce(array_agg(s.score order by s.score desc, s.id) filter (where s.id = any(v_kept_all)), '{}'),

@@ -289,29 +289,51 @@ select ragpg_create_chunk_triggers('chunks_bm25_index', 'ragpg_bm25_index_sync')
 
 -- Exact BM25 scores of the given chunks from bm25_postings, with the term arrays ragpg_lexical_scores
 -- computed (vault ids, configs, lexemes, qtf*idf weights, avgdl): the SQL BM25's formula, for the
--- chunks an index picked (here and in 56_bm25_filtered.sql). A chunk without a posting of the
--- query's terms in its own config is left out.
-create or replace function ragpg_bm25_exact_scores(p_chunk_ids bigint[], vault_ids bigint[], cfgs regconfig[],
-                                                   lexemes text[], weights float8[], avgdls float8[],
-                                                   k1 float8, b float8)
+-- chunks an index picked (here and in 56_bm25_filtered.sql). p_chunk_vault_ids: each chunk's vault
+-- (parallel to p_chunk_ids). A chunk without a posting of the query's terms in its own config is
+-- left out.
+drop function if exists ragpg_bm25_exact_scores(bigint[], bigint[], regconfig[], text[], float8[], float8[], float8, float8);
+create or replace function ragpg_bm25_exact_scores(p_chunk_ids bigint[], p_chunk_vault_ids bigint[], vault_ids bigint[],
+                                                   cfgs regconfig[], lexemes text[], weights float8[],
+                                                   avgdls float8[], k1 float8, b float8)
 returns table (chunk_id bigint, bm25_score float8)
 language plpgsql stable rows 60
 set search_path = public, pg_catalog, pg_temp
 set plan_cache_mode = auto  -- (set for each call below: ragpg_plan_cache_mode_for)
 as $$
 #variable_conflict use_column
+declare
+    -- The candidates sorted by (vault, id), and each vault's slice of them: a term's probe reads only
+    -- its own vault's candidates. With every vault's candidates in each probe, the index scan sorted
+    -- the whole id list once a probe (100 vaults: 1,000 probes of 6,000 ids, 0.75 s of a 0.8 s search
+    -- naming no vault).
+    v_ids bigint[];
+    v_vaults bigint[];
+    v_firsts integer[];
+    v_lasts integer[];
 begin
     perform set_config('plan_cache_mode', ragpg_plan_cache_mode_for(vault_ids), true);
+    select array_agg(x.id order by x.n), array_agg(x.vault_id order by x.n) filter (where x.first),
+           array_agg(x.n order by x.n) filter (where x.first), array_agg(x.n order by x.n) filter (where x.last)
+    into v_ids, v_vaults, v_firsts, v_lasts
+    from (select u.id, u.vault_id, row_number() over w as n,
+                 lag(u.vault_id) over w is distinct from u.vault_id as first,
+                 lead(u.vault_id) over w is distinct from u.vault_id as last
+          from unnest(p_chunk_ids, p_chunk_vault_ids) as u (id, vault_id)
+          window w as (order by u.vault_id, u.id)) x;
     -- (plpgsql for its cached plan: as a SQL function with a SET clause it was planned on every call,
     -- twice the cost of scoring ten chunks)
     return query
     select p.chunk_id, sum(tm.wk * p.tf / (p.tf + tm.c1 + tm.c2 * p.dl))
     from ragpg_bm25_term_constants(vault_ids, cfgs, lexemes, weights, avgdls, k1, b) tm
     -- lateral: each term probes its own vault's partition by (vault, lexeme, chunk); a join let the
-    -- planner merge every vault's postings (1 s at 100 vaults)
+    -- planner merge every vault's postings (1 s at 100 vaults). The terms drive the loop, so each
+    -- chunk's score is summed in the SQL BM25's order (the same float, to the last bit).
     cross join lateral (select pp.chunk_id, pp.tf, pp.dl from bm25_postings pp
                         where pp.vault_id = tm.vault_id and pp.lexeme = tm.lexeme
-                          and pp.chunk_id = any(p_chunk_ids) and pp.text_search_config = tm.cfg
+                          and pp.chunk_id = any(v_ids[v_firsts[array_position(v_vaults, tm.vault_id)]
+                                                      : v_lasts[array_position(v_vaults, tm.vault_id)]])
+                          and pp.text_search_config = tm.cfg
                           -- the vaults as a value known when the plan starts: only their partitions
                           -- are opened (pruning on tm.vault_id alone opened all 1,000 of a
                           -- 1,000-vault database on every call: 154 ms of a one-vault search)
@@ -337,8 +359,9 @@ declare
     i record;
     r record;
     v_ids bigint[] := '{}';
+    v_id_vaults bigint[] := '{}';  -- each candidate's vault
 begin
-    for i in select x.table_name, x.index_name from bm25_indexes x
+    for i in select x.vault_id, x.table_name, x.index_name from bm25_indexes x
              where x.vault_id in (select distinct u from unnest(vault_ids) u) order by x.vault_id loop
         -- A top-level query, read row by row: pg_textsearch's planner hook serves the ORDER BY score
         -- from the index scan only there; inside a subquery (array(select ...)) every row's score is
@@ -347,11 +370,12 @@ begin
                                 i.table_name, i.index_name)
                  using query_text, candidate_count + ragpg_bm25_index_extra_candidates() loop
             v_ids := v_ids || r.chunk_id;
+            v_id_vaults := v_id_vaults || i.vault_id;
         end loop;
     end loop;
     return query
     select s.chunk_id, s.bm25_score
-    from ragpg_bm25_exact_scores(v_ids, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) s
+    from ragpg_bm25_exact_scores(v_ids, v_id_vaults, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) s
     order by s.bm25_score desc, s.chunk_id
     limit candidate_count;
 end

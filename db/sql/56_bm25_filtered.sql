@@ -100,6 +100,8 @@ declare
     v_bound_id bigint;
     v_kept_all bigint[] := '{}';
     v_bound_ids bigint[] := '{}';
+    v_scored_vaults bigint[] := '{}';  -- the vault of each chunk in v_kept_all || v_bound_ids, in that order
+    v_bound_vaults bigint[] := '{}';
     v_cut float8;
     v_bound float8;
     v_filter text := ragpg_filter_sql('c', 'metadata', p_containment, p_predicate, 4);
@@ -132,14 +134,17 @@ begin
             using query_text, depth, greatest(depth - ragpg_bm25_index_extra_candidates(), 1),
                   p_containment, p_predicate, p_vars, v_listed;
         v_kept_all := v_kept_all || coalesce(v_kept, '{}');
+        v_scored_vaults := v_scored_vaults || array_fill(i.vault_id, array[coalesce(cardinality(v_kept), 0)]);
         if v_seen >= depth then  -- cut: chunks below it are unseen
             v_bound_ids := v_bound_ids || v_bound_id;
+            v_bound_vaults := v_bound_vaults || i.vault_id;
         end if;
     end loop;
 
     with scored as (
         select e.chunk_id as id, e.bm25_score as score
-        from ragpg_bm25_exact_scores(v_kept_all || v_bound_ids, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) e
+        from ragpg_bm25_exact_scores(v_kept_all || v_bound_ids, v_scored_vaults || v_bound_vaults, vault_ids, cfgs,
+                                     lexemes, weights, avgdls, k1, b) e
     )
     select coalesce(array_agg(s.id order by s.score desc, s.id) filter (where s.id = any(v_kept_all)), '{}'),
            coalesce(array_agg(s.score order by s.score desc, s.id) filter (where s.id = any(v_kept_all)), '{}'),

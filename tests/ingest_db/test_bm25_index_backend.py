@@ -82,6 +82,24 @@ def test_index_run_builds_the_bm25_index_and_both_backends_rank_alike(settings: 
     assert by_index == by_sql
 
 
+def test_a_search_naming_no_vault_scores_each_candidate_in_its_own_vault(settings: Settings, aconn,
+                                                                         tmp_path: Path) -> None:
+    """Every vault's bm25 index picks candidates and each is scored from its own vault's postings
+    (ragpg_bm25_exact_scores is told each candidate's vault): the same top 10 and scores as the SQL
+    BM25, over three vaults whose statistics differ."""
+    vaults = {"one": NOTES, "two": dict(list(NOTES.items())[:2]), "three": {**NOTES, "extra.md": "# Sun\nSun, sun, sun.\n"}}
+    for name, files in vaults.items():
+        add(aconn, name, write_files(tmp_path / name, files))
+    report = index(settings)
+    assert {v.lexical_backend for v in report.vaults} == {"pg_textsearch"}
+    queries = ["tomatoes sun", "bread water salt", "beans climb", "sun", "garlic heat"]
+    by_index = {q: lexical(aconn, q) for q in queries}
+    assert all(by_index.values()) and len(by_index["sun"]) == 9  # every chunk that says "sun", in all three
+    for name in vaults:
+        assert aconn.execute("select ragpg_disable_bm25_index(%s) as gone", (name,)).fetchone()["gone"] is True
+    assert {q: lexical(aconn, q) for q in queries} == by_index
+
+
 FILTERS = ['{"folder": {"$prefix": "Plugins"}}', '{"folder": {"$prefix": "Obsidian Sync"}}',
            '{"folder": {"$in": ["Bases", "Teams"]}}', '{"source_path": {"$gte": "O"}}']
 
