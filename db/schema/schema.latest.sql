@@ -660,7 +660,7 @@ begin
     limit 1;
     if v_missing is not null then
         raise exception using errcode = '42704',
-            message = format('unknown vault %L (known: %s)', v_missing,
+            message = format('unknown vault %s (known: %s)', ragpg_vault_label(v_missing),
                              coalesce((select string_agg(v.name, ', ' order by v.name) from vaults v), 'none'));
     end if;
 end
@@ -1704,7 +1704,7 @@ CREATE FUNCTION public.ragpg_filter_has_operators(p_value jsonb) RETURNS boolean
 CREATE FUNCTION public.ragpg_filter_label(p_text text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    RETURN (to_json(CASE WHEN (length(p_text) > 60) THEN ("left"(p_text, 57) || '...'::text) ELSE p_text END))::text;
+    RETURN (SELECT string_agg(CASE WHEN (t.c ~ '[\x7f-\x9f\u2028\u2029]'::text) THEN ('\u'::text || lpad(to_hex(ascii(t.c)), 4, '0'::text)) ELSE t.c END, ''::text ORDER BY t.i) AS string_agg FROM regexp_split_to_table((to_json(CASE WHEN (length(ragpg_filter_label.p_text) > 60) THEN ("left"(ragpg_filter_label.p_text, 57) || '...'::text) ELSE ragpg_filter_label.p_text END))::text, ''::text) WITH ORDINALITY t(c, i));
 
 --
 -- Name: ragpg_filter_list_ids(text, jsonb, jsonpath, jsonb, text[], bigint[], bigint); Type: FUNCTION; Schema: public; Owner: -
@@ -3179,6 +3179,18 @@ CREATE FUNCTION public.ragpg_vault_ids(p_names text[]) RETURNS bigint[]
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $$  -- (a string body: the migrations' downgrade drops functions and tables in its own order)
     select array(select v.id from vaults v where p_names is null or v.name = any(p_names))
+$$;
+
+--
+-- Name: ragpg_vault_label(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_vault_label(p_name text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$  -- (a string body: it calls another ragpg function)
+    select case when length(p_name) <= 60 and p_name !~ '[\x01-\x1f\x7f-\x9f\u2028\u2029''\\]'
+                then quote_literal(p_name) else ragpg_filter_label(p_name) end
 $$;
 
 --

@@ -26,10 +26,28 @@ set search_path = pg_catalog, pg_temp
 return '"' || replace(replace(p_key, '\', '\\'), '"', '\"') || '"';
 
 -- A user-supplied key or operator as it appears in an error message: JSON-quoted, one line, bounded.
+-- Beyond JSON's own escapes, C1 controls and the Unicode line/paragraph separators are escaped too:
+-- they end a line or steer a terminal as well.
 create or replace function ragpg_filter_label(p_text text) returns text
 language sql immutable parallel safe strict
 set search_path = pg_catalog, pg_temp
-return to_json(case when length(p_text) > 60 then left(p_text, 57) || '...' else p_text end)::text;
+return (
+    select string_agg(case when c ~ '[\x7f-\x9f\u2028\u2029]' then '\u' || lpad(to_hex(ascii(c)), 4, '0') else c end,
+                      '' order by i)
+    from regexp_split_to_table(
+             to_json(case when length(p_text) > 60 then left(p_text, 57) || '...' else p_text end)::text, '')
+         with ordinality as t(c, i));
+
+-- A vault name as error messages show it: 'name', or JSON-quoted, escaped and bounded (the filter
+-- label) when it holds a character that ends a line, steers a terminal or breaks the quoting, or is
+-- long. The Python side (rag.store.vaults.vault_label) agrees, so every door words it the same way.
+create or replace function ragpg_vault_label(p_name text) returns text
+language sql immutable parallel safe strict
+set search_path = public, pg_catalog, pg_temp
+as $$  -- (a string body: it calls another ragpg function)
+    select case when length(p_name) <= 60 and p_name !~ '[\x01-\x1f\x7f-\x9f\u2028\u2029''\\]'
+                then quote_literal(p_name) else ragpg_filter_label(p_name) end
+$$;
 
 create or replace function ragpg_invalid_filter(p_message text) returns void
 language plpgsql immutable parallel safe
@@ -117,7 +135,7 @@ begin
     limit 1;
     if v_missing is not null then
         raise exception using errcode = '42704',
-            message = format('unknown vault %L (known: %s)', v_missing,
+            message = format('unknown vault %s (known: %s)', ragpg_vault_label(v_missing),
                              coalesce((select string_agg(v.name, ', ' order by v.name) from vaults v), 'none'));
     end if;
 end

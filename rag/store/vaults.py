@@ -7,6 +7,7 @@ already in one).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -175,9 +176,24 @@ def resolve_vaults(conn: Connection, names: Sequence[str] | None) -> list[Vault]
 
 # -- "the vault must exist": the one rule and its one message, for every door -----------------------
 
+# Characters that end a line, steer a terminal or break the quoting: a name holding one is shown
+# JSON-escaped, so a hostile name cannot forge a log or terminal line. ragpg_vault_label in SQL agrees.
+_UNSAFE_IN_LABEL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029'\\]")
+_LABEL_CHARS = 60
+
+
+def vault_label(name: str) -> str:
+    """A vault name as error messages show it: 'name', or JSON-quoted, escaped and bounded when odd."""
+    if len(name) <= _LABEL_CHARS and not _UNSAFE_IN_LABEL.search(name):
+        return f"'{name}'"
+    shown = name if len(name) <= _LABEL_CHARS else name[:_LABEL_CHARS - 3] + "..."
+    quoted = json.dumps(shown, ensure_ascii=False)
+    return re.sub(r"[\x7f-\x9f\u2028\u2029]", lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
 def unknown_vault(name: str, known: Sequence[str]) -> NotFoundError:
     """The error for a vault name that is not registered (the SQL functions word it the same way)."""
-    return NotFoundError(f"unknown vault '{name}' (known: {', '.join(known) or 'none'})")
+    return NotFoundError(f"unknown vault {vault_label(name)} (known: {', '.join(known) or 'none'})")
 
 
 def vault_names(conn: Connection) -> list[str]:

@@ -23,6 +23,10 @@ from tests.compute import corpus
     ("zorblax", {"mode": "fast"}, InputError, "unknown mode 'fast' (use one of: auto, base, hyde, "),
     ("zorblax", {"budget_tokens": -1}, InputError, "compute_context: 'budget_tokens' must be 0 or more, got -1"),
     ("zorblax", {"vaults": ["kb", "missing"]}, NotFoundError, "unknown vault 'missing' (known: kb)"),
+    # a name no vault can have is shown JSON-quoted: one line, bounded, control characters escaped
+    ("zorblax", {"vaults": ["kb", "a\nb"]}, NotFoundError, 'unknown vault "a\\nb" (known: kb)'),
+    ("zorblax", {"filters": {"vault": "a\r\u2028b"}}, NotFoundError, 'unknown vault "a\\r\\u2028b" (known: kb)'),
+    ("zorblax", {"vaults": ["x" * 100]}, NotFoundError, f'unknown vault "{"x" * 57}..." (known: kb)'),
 ])
 def test_clear_errors_and_no_data_lost(kb, query, kwargs, error, message):
     before = kb.chunk_count()

@@ -54,3 +54,32 @@ def test_every_door_says_the_same(runtime: Runtime, aconn: psycopg.Connection, c
         code, out, err = cli(*args)
         assert (code, out, err.strip()) == (4, "", f"error: {MESSAGE}"), args
     assert vaults.vault_names(aconn) == ["alpha", "beta"]  # nothing removed or added on the way
+
+
+def test_a_name_no_vault_can_have_is_named_on_one_line(runtime: Runtime, aconn: psycopg.Connection,
+                                                       cli: Callable[..., Any]) -> None:
+    """A hostile name (line breaks, control characters, any length) is JSON-quoted and bounded in the
+    message, at every door: a log line or a terminal line cannot be forged through a vault name."""
+    hostile = "nope\nerror: forged line\r\x1b[31m"
+    label = '"nope\\nerror: forged line\\r\\u001b[31m"'
+    doors: dict[str, Callable[[], object]] = {
+        "compute_context": lambda: compute_context("tomatoes", vaults=[hostile], runtime=runtime),
+        "compute_context filter": lambda: compute_context("tomatoes", filters={"vault": hostile}, runtime=runtime),
+        "search": lambda: search("tomatoes", vaults=[hostile], runtime=runtime),
+        "get_vault": lambda: vaults.get_vault(aconn, hostile),
+    }
+    for door, call in doors.items():
+        with pytest.raises(NotFoundError) as err:
+            call()
+        assert str(err.value) == f"unknown vault {label} (known: alpha, beta)", door
+    code, out, err = cli("search", "tomatoes", "--vault", hostile)
+    assert (code, out, err.splitlines()) == (4, "", [f"error: unknown vault {label} (known: alpha, beta)"])
+    assert vaults.vault_names(aconn) == ["alpha", "beta"]
+
+
+@pytest.mark.parametrize("name", ["nope", "it's", "back\\slash", "tab\there", "x" * 60, "x" * 61, "é" * 70,
+                                  "line\u2028sep", "c1\x85ctl", "del\x7f", "bell\x07", "ünïcode ok", ""])
+def test_sql_and_python_word_a_vault_name_alike(aconn: psycopg.Connection, name: str) -> None:
+    row = aconn.execute("select ragpg_vault_label(%s) as label", (name,)).fetchone()
+    assert row is not None and row["label"] == vaults.vault_label(name)
+    assert len(vaults.vault_label(name).splitlines()) <= 1

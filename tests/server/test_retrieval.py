@@ -104,6 +104,10 @@ def test_clearance_and_scope_on_every_read_path(client: TestClient, corpus: dict
     assert_error(post(client, endpoint, corpus["alpha_public"], vaults=["alpha", "beta"]), 403, "forbidden")
     # unknown vault inside an all-vaults key: 404
     assert_error(post(client, endpoint, corpus["admin"], vaults=["nope"]), 404, "not_found", "nope")
+    # a name no vault can have (a line break in it) is a 400 on one line, before any lookup
+    odd = post(client, endpoint, corpus["admin"], vaults=["no\npe"])
+    assert_error(odd, 400, "invalid_request", "invalid 'vaults.0': a name is 1-64 letters")
+    assert "\n" not in odd.json()["error"]["message"]
     # no key / bad key
     assert_error(post(client, endpoint, None), 401, "unauthorized")
     assert_error(post(client, endpoint, "rpg_wrong"), 401, "unauthorized")
