@@ -3271,7 +3271,7 @@ begin
     return query execute format(
         'with d as materialized (
              select e.chunk_id, cosine_distance(e.embedding, $1) as distance
-             from %I e where e.chunk_id = any($4) %s)
+             from %I e where e.chunk_id = any((select $4)::bigint[]) %s)
          select d.chunk_id, 1 - d.distance
          from d
          where 1 - d.distance >= $3

@@ -164,6 +164,9 @@ $$;
 -- each distance is computed once, in the CTE. The vectors are read by id: joining the chunks and
 -- testing the filter again on them was a third of a 10k-row scan.
 -- p_vault_ids (null: every vault) are the vaults the chunks are in: their partitions are the ones read.
+-- The ids reach the plan behind a scalar subquery ((select $4)::bigint[]): a constant array makes the
+-- planner estimate each of its values against the column's statistics, 4 ms of planning for the 13k
+-- ids of a 10 % filter at 1M chunks, for the same index scan (the executor sorts the array itself).
 drop function if exists ragpg_vector_exact_scores(text, vector, integer, float8, bigint[]);
 create or replace function ragpg_vector_exact_scores(p_table text, query_embedding vector, match_count integer,
                                                      similarity_threshold float8, p_chunk_ids bigint[],
@@ -176,7 +179,7 @@ begin
     return query execute format(
         'with d as materialized (
              select e.chunk_id, cosine_distance(e.embedding, $1) as distance
-             from %I e where e.chunk_id = any($4) %s)
+             from %I e where e.chunk_id = any((select $4)::bigint[]) %s)
          select d.chunk_id, 1 - d.distance
          from d
          where 1 - d.distance >= $3
