@@ -108,6 +108,9 @@ class NotesSettings(Group):
     extractive_short_sentence_words: NonNegativeInt = 12
     """A quoted sentence shorter than this many words brings the next sentence of its passage along (a
     question followed by its answer, a step after its introduction). 0: never."""
+    question_part_min_terms: int = Field(2, ge=1)
+    """A question asks several things when it splits (", and what ...", "? Can ...") into parts of at
+    least this many content words each; a quoted answer then brings forward the best sentence of each part."""
     extractive_shape_min_share: ZeroToOne = 0.5
     """A quoted answer puts first the sentences holding a fact of the shape the question asks for (a duration
     for "how long", a key combination for "which key", steps for "how do I") that score at least this share

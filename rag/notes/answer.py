@@ -25,10 +25,11 @@ from rag.errors import LLMError
 from rag.llm import LLM, Message
 from rag.notes.decision import decision_trace
 from rag.notes.citations import file_section_header, match_citations
-from rag.notes.extractive import Sentence, extractive_answer, favour_shape, score_sentences, weigh_by_passage
+from rag.notes.extractive import (Sentence, extractive_answer, favour_parts, favour_shape, score_sentences,
+                                  weigh_by_passage)
 from rag.notes.shapes import answer_shape, asks_for_steps
 from rag.notes.format import snippet
-from rag.notes.question import query_terms
+from rag.notes.question import query_terms, question_parts
 from rag.notes.results import AnswerDecision, AnsweredBy, AskResponse, Confidence, Reference, RuleName
 from rag.prompts import load_prompt
 from rag.runtime import Runtime
@@ -81,18 +82,26 @@ def candidate_debug(r: RankedChunk, sc: NotesScope) -> dict[str, Any]:
             "final": round(r.scores.final, 6), "lines": [c.start_line, c.end_line], "text": c.content}
 
 
-def _similarity_to(rt: Runtime, query_embedding: Any) -> Callable[[list[str]], list[float]]:
+def _similarity_to(rt: Runtime, query_embedding: Any,
+                   cache: dict[str, Any] | None = None) -> Callable[[list[str]], list[float]]:
     """texts -> cosine similarity of each to the question's embedding, with the embedder the notes were
-    indexed with; zeros (term matching only) when the embedder fails."""
+    indexed with; zeros (term matching only) when the embedder fails. `cache` (text -> vector) lets the
+    parts of a question reuse the sentence vectors the whole question embedded."""
     query = np.asarray(query_embedding, dtype=np.float64)
     norm = float(np.linalg.norm(query)) or 1.0
+    known = cache if cache is not None else {}
 
     def similarity(texts: list[str]) -> list[float]:
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
         try:
-            vectors = np.asarray(rt.embedder.embed_sentences(texts), dtype=np.float64)
+            if missing:
+                known.update(zip(missing, rt.embedder.embed_sentences(missing), strict=True))
         except Exception as exc:  # noqa: BLE001 - a quoted answer never fails for want of sentence vectors
             log.warning("embedding answer sentences failed, ranking them by their words: %s", exc)
             return [0.0] * len(texts)
+        if not texts:
+            return []
+        vectors = np.asarray([known[t] for t in texts], dtype=np.float64)
         norms = np.linalg.norm(vectors, axis=1)
         norms[norms == 0] = 1.0
         similarities: list[float] = (vectors @ query / (norms * norm)).tolist()
@@ -108,11 +117,23 @@ def rank_answer_sentences(rt: Runtime, ns: NotesSettings, question: str, kept: S
     chunks = [r.candidate for r in kept]
     if query_embedding is None:
         query_embedding = rt.embedder.embed_query(question)
-    scored = score_sentences(question, chunks, similarity=_similarity_to(rt, query_embedding),
-                             semantic_weight=ns.extractive_semantic_weight, with_context=ns.extractive_sentence_context)
-    weighed = weigh_by_passage(scored, [r.scores.final for r in kept])
-    return favour_shape(weighed, answer_shape(question), asks_for_steps(question),
-                        ns.extractive_shape_min_share)
+    vectors: dict[str, Any] = {}
+    passage_scores = [r.scores.final for r in kept]
+
+    def scored_against(text: str, embedding: Any) -> list[Sentence]:
+        scored = score_sentences(text, chunks, similarity=_similarity_to(rt, embedding, vectors),
+                                 semantic_weight=ns.extractive_semantic_weight,
+                                 with_context=ns.extractive_sentence_context)
+        return weigh_by_passage(scored, passage_scores)
+
+    weighed = scored_against(question, query_embedding)
+    shaped = favour_shape(weighed, answer_shape(question), asks_for_steps(question), ns.extractive_shape_min_share)
+    parts = question_parts(question, ns.question_part_min_terms)
+    if len(parts) < 2 or not weighed:
+        return shaped
+    by_part = [scored_against(part, rt.embedder.embed_query(part)) for part in parts]
+    floor = ns.extractive_min_share_of_best * max(x.score for x in weighed)
+    return favour_parts(shaped, by_part, floor)
 
 
 def _references(chunks: Sequence[Candidate], used: Sequence[int], limit: int, question: str,

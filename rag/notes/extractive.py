@@ -10,7 +10,9 @@ answer draws on, `log(1 + n / df)`: a word found in every passage (often the app
 says less about where the answer is than one found in a single passage. The best sentences (at most
 `count`, the detail's `answer_sentences`, each scoring at least `min_share_of_best` of the best
 score; or else the top passage's first sentence) are quoted in reading order (passage rank, then
-position), each followed by `[File: name.md, Section: heading]`. Secrets come masked
+position), each followed by `[File: name.md, Section: heading]`. A question that asks several things
+has, after its best sentence, the best sentence of each part the quoted ones cover least
+(`favour_parts`). Secrets come masked
 from the retrieval passes. A sentence the injection guard flags (`rag.ingest.guard`: "ignore all
 previous instructions", role markers, ...) is never quoted, whatever its score: not as the best
 sentence, not beside one, not as the fallback; a passage of such sentences only leaves no answer.
@@ -219,6 +221,35 @@ def favour_shape(sentences: Sequence[Sentence], shape: Shape | None, steps: bool
 
     return [replace(x, score=best + x.score) if best > 0 and x.score >= best * min_share_of_best and fits(x) else x
             for x in sentences]
+
+
+def favour_parts(sentences: Sequence[Sentence], by_part: Sequence[Sequence[Sentence]], floor: float) -> list[Sentence]:
+    """A question that asks several things: after the best sentence come, in turn, the best sentence of
+    the part the ones before cover least, so the quoted answer speaks to each part. `by_part[p]` holds
+    the same sentences scored against part p alone. A part's best sentence scoring below `floor` is
+    not brought forward (the notes may not answer that part)."""
+    if len(by_part) < 2 or not sentences:
+        return list(sentences)
+    quotable = [i for i, x in enumerate(sentences) if not x.flagged and x.score > 0]
+    if not quotable:
+        return list(sentences)
+    top = min(quotable, key=lambda i: (-sentences[i].score, sentences[i].passage, sentences[i].position))
+    part_best = [max(part[i].score for i in quotable) for part in by_part]
+    chosen = [top]
+    for _ in range(len(by_part) - 1):
+        covered = [max(part[i].score for i in chosen) / best if best > 0 else 1.0
+                   for part, best in zip(by_part, part_best, strict=True)]
+        weakest = min(range(len(by_part)), key=lambda p: covered[p])
+        pick = max((i for i in quotable if i not in chosen and not sentences[i].asks),
+                   key=lambda i: by_part[weakest][i].score, default=None)
+        if covered[weakest] >= 1.0 or pick is None or by_part[weakest][pick].score < floor:
+            break
+        chosen.append(pick)
+    ceiling = sentences[top].score
+    out = list(sentences)
+    for rank, i in enumerate(chosen[1:], start=1):  # right below the best, in the order chosen
+        out[i] = replace(out[i], score=ceiling * (1 - 1e-9 * rank))
+    return out
 
 
 def weigh_by_passage(sentences: Sequence[Sentence], passage_scores: Sequence[float]) -> list[Sentence]:

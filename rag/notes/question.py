@@ -71,6 +71,31 @@ def asked_names(question: str) -> list[str]:
     return asked
 
 
+# Where a question starts asking a second thing: after a question mark, at ", and ..." and at "and"
+# before a question word ("..., and what do I do if I lose my phone?", "What is it and can I ...").
+_PART_BREAK = re.compile(r"\?\s+(?=\S)|,\s+and\s+(?:then\s+)?|\s+and\s+(?=(?:what|how|which|where|when|why|who|"
+                         r"can|could|is|are|do|does|did|will|would|should|may)\b)", re.IGNORECASE)
+
+
+def question_parts(question: str, min_terms: int) -> list[str]:
+    """The parts of a question that asks several things ("How do I turn on 2FA, and what if I lose my
+    phone?" -> two). A part with fewer than `min_terms` content terms ("What runtime, and which
+    version ...") is read with the next one (the last with the one before), in the question's own
+    words. One part: a simple question."""
+    breaks = [(m.start(), m.end()) for m in _PART_BREAK.finditer(question)]
+    spans = list(zip([0] + [end for _, end in breaks], [start for start, _ in breaks] + [len(question)], strict=True))
+    merged: list[tuple[int, int]] = []
+    start: int | None = None
+    for begin, end in spans:
+        start = begin if start is None else start
+        if len(query_terms(question[start:end])) >= min_terms:
+            merged.append((start, end))
+            start = None
+    if start is not None:
+        merged = [*merged[:-1], (merged[-1][0], len(question))] if merged else [(start, len(question))]
+    return [question[a:b].strip() for a, b in merged]
+
+
 def match_terms(question: str) -> list[str]:
     """The stems of `query_terms`: what answer sentences and snippets are matched against."""
     return unique(stem(t) for t in query_terms(question))

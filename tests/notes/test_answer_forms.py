@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.notes.extractive import extractive_answer, favour_shape, score_sentences
+from rag.notes.extractive import extractive_answer, favour_parts, favour_shape, score_sentences
+from rag.notes.question import question_parts
 from rag.notes.shapes import answer_shape, asks_for_steps
 from rag.types import Candidate
 
@@ -64,3 +65,51 @@ def test_a_how_to_question_quotes_the_steps_in_order() -> None:
 def test_a_general_question_has_no_shape() -> None:
     assert answer_shape("What is a canvas?") is None
     assert answer_shape("Can I get my money back a few days after paying?").name == "duration"
+
+
+@pytest.mark.parametrize(("question", "parts"), [
+    ("How do I turn on two-factor login, and what do I do if I lose my phone?",
+     ["How do I turn on two-factor login", "what do I do if I lose my phone?"]),
+    ("Can I open web links inside the app? Are adverts filtered out?",
+     ["Can I open web links inside the app", "Are adverts filtered out?"]),
+    ("Which key selects a whole row and how do I add a total to a column?",
+     ["Which key selects a whole row", "how do I add a total to a column?"]),
+    # a part of fewer than two content words is read with the next one: one question
+    ("What runtime, and which version of it, do I need for the terminal client?",
+     ["What runtime, and which version of it, do I need for the terminal client?"]),
+    ("Where are my author, rating and status fields stored?", ["Where are my author, rating and status fields stored?"]),
+])
+def test_a_question_splits_into_the_things_it_asks(question: str, parts: list[str]) -> None:
+    assert question_parts(question, 2) == parts
+
+
+def quoted(question: str, content: str, *, with_parts: bool) -> list[str]:
+    chunks = [cand(content)]
+    sentences = score_sentences(question, chunks)
+    parts = question_parts(question, 2)
+    if with_parts:
+        floor = 0.5 * max(x.score for x in sentences)
+        sentences = favour_parts(sentences, [score_sentences(p, chunks) for p in parts], floor)
+    text, _ = extractive_answer(sentences, chunks, count=2, min_share_of_best=0.5, fallback_chars=280)
+    return [line.split(" [File:")[0] for line in text.splitlines()]
+
+
+TWO_FACTOR = ("Two-factor login asks for a code from your authenticator app each time you log in.\n\n"
+              "To turn on two-factor login, open Account settings and scan the QR code with your authenticator app.\n\n"
+              "The authenticator app shows a new code for the login every 30 seconds.\n\n"
+              "If you lose your phone, use one of your recovery codes to sign in.")
+
+
+def test_a_question_of_two_parts_quotes_a_sentence_for_each() -> None:
+    question = "How do I turn on two-factor login with an authenticator app, and what if I lose my phone?"
+    with_parts = quoted(question, TWO_FACTOR, with_parts=True)
+    assert "If you lose your phone, use one of your recovery codes to sign in." in with_parts
+    assert with_parts[0].startswith("To turn on two-factor login")  # the first part's answer still leads
+    # without the rule both sentences speak to the first part, which shares more of the question's words
+    assert "If you lose your phone, use one of your recovery codes to sign in." not in quoted(
+        question, TWO_FACTOR, with_parts=False)
+
+
+def test_a_part_the_notes_do_not_answer_brings_nothing_forward() -> None:
+    question = "How do I turn on two-factor login with an authenticator app, and can I pay with a cheque?"
+    assert quoted(question, TWO_FACTOR, with_parts=True) == quoted(question, TWO_FACTOR, with_parts=False)
