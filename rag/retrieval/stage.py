@@ -20,6 +20,7 @@ import numpy as np
 from rag.arguments import query_text
 from rag.errors import DatabaseError, NotFoundError
 from rag.retrieval import autorag
+from rag.retrieval.filters import filter_json
 from rag.retrieval.passes import fill_similarity
 from rag.retrieval.profiles import Profile
 from rag.retrieval.query_log import log_retrieval, record_query
@@ -74,7 +75,7 @@ def retrieve_stage(conn: Any, rt: Runtime, prof: Profile, query: str, filter_: d
         s = rt.settings.retrieval
         # (a lexical pass is its own list: match_count long)
         candidate_count = prof.match_count if prof.retrieval == "lexical" else prof.candidates
-        run.lexical_backend = lexical_backend.backend_for_search(conn, None, filter_, s.bm25_k1, s.bm25_b,
+        run.lexical_backend = lexical_backend.backend_for_search(conn, None, filter_json(filter_), s.bm25_k1, s.bm25_b,
                                                                  candidate_count, query)
     ctx = PassContext(conn, rt, prof, model, filter_, query, query_embedding)
     candidates = _decide(ctx, run, started)

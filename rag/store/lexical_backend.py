@@ -14,12 +14,11 @@ read deeper to prove the answer (db/sql/56_bm25_filtered.sql). The scores are th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from psycopg import sql
-from psycopg.types.json import Jsonb
 
 from rag.errors import ConfigError
 from rag.store.calls import database_call, fetch_rows
@@ -63,13 +62,13 @@ def choose_for_vault(conn: Connection, vault: str, setting: LexicalBackendSettin
     return backend
 
 
-def backend_for_search(conn: Connection, vaults: Sequence[str] | None, filter_: Mapping[str, Any],
+def backend_for_search(conn: Connection, vaults: Sequence[str] | None, filter_json: str,
                        k1: float, b: float, candidate_count: int = 60, query: str | None = None) -> str:
-    """The backend a lexical search for `query` over `vaults` (None = all) with `filter_` for
-    `candidate_count` chunks takes (the SQL rule; a filtered search the index cannot prove still ends on
-    the SQL BM25)."""
+    """The backend a lexical search for `query` over `vaults` (None = all) with the filter (as JSON text,
+    `rag.retrieval.filters.filter_json`: one encoding for every call) for `candidate_count` chunks takes
+    (the SQL rule; a filtered search the index cannot prove still ends on the SQL BM25)."""
     with database_call(conn):
-        row = conn.execute("select ragpg_lexical_backend(%s, %s, %s, %s, %s, %s) as backend",
-                           (list(vaults) if vaults is not None else None, Jsonb(dict(filter_)), k1, b,
+        row = conn.execute("select ragpg_lexical_backend(%s, %s::jsonb, %s, %s, %s, %s) as backend",
+                           (list(vaults) if vaults is not None else None, filter_json, k1, b,
                             candidate_count, query)).fetchone()
     return str(row["backend"]) if row is not None else SQL_BACKEND

@@ -45,6 +45,20 @@ def test_bad_values_are_one_line_input_errors(indexed, call, message):
     assert not ask(Q, runtime=indexed).abstained  # nothing broke
 
 
+@pytest.mark.security
+def test_a_date_in_a_search_filter_is_read_as_its_iso_text(indexed):
+    """A date is a JSON value here as in compute_context's filters (ISO text): every SQL call the
+    search makes gets it that way, the lexical backend's choice included (it was a TypeError)."""
+    import datetime as dt
+
+    found = search(Q, filters={"date": {"$gte": dt.date(2000, 1, 1)}}, runtime=indexed)
+    assert found.items == search(Q, filters={"date": {"$gte": "2000-01-01"}}, runtime=indexed).items
+    try:
+        search(Q, filters={"": dt.date(2000, 1, 1)}, runtime=indexed)
+    except InputError as exc:
+        assert "\n" not in str(exc)
+
+
 def _anything() -> st.SearchStrategy[object]:
     text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=12)
     leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), text, st.binary(max_size=8),
