@@ -240,9 +240,11 @@ def favour_parts(sentences: Sequence[Sentence], by_part: Sequence[Sequence[Sente
         covered = [max(part[i].score for i in chosen) / best if best > 0 else 1.0
                    for part, best in zip(by_part, part_best, strict=True)]
         weakest = min(range(len(by_part)), key=lambda p: covered[p])
+        if covered[weakest] >= 1.0:  # every part already has its best sentence
+            break
         pick = max((i for i in quotable if i not in chosen and not sentences[i].asks),
                    key=lambda i: by_part[weakest][i].score, default=None)
-        if covered[weakest] >= 1.0 or pick is None or by_part[weakest][pick].score < floor:
+        if pick is None or by_part[weakest][pick].score < floor:
             break
         chosen.append(pick)
     ceiling = sentences[top].score
