@@ -710,6 +710,14 @@ CREATE FUNCTION public.ragpg_chunk_level(p_metadata jsonb) RETURNS smallint
     RETURN (COALESCE(public.ragpg_level_rank((p_metadata ->> 'confidentiality'::text)), 4))::smallint;
 
 --
+-- Name: ragpg_chunk_readable(text, jsonb, text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_chunk_readable(p_document_level text, p_metadata jsonb, p_levels text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((p_levels IS NULL) OR ((COALESCE(p_document_level, 'restricted'::text) = ANY (p_levels)) AND (COALESCE((p_metadata ->> 'confidentiality'::text), 'restricted'::text) = ANY (p_levels))));
+
+--
 -- Name: ragpg_chunk_rows(bigint[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 

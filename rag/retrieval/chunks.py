@@ -17,7 +17,7 @@ from psycopg import sql
 from psycopg.rows import class_row
 from pydantic import Field, computed_field
 
-from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
+from rag.access import Scope
 from rag.errors import AuthError, InputError, NotFoundError
 from rag.obsidian import render_text
 from rag.store.database import Connection
@@ -84,6 +84,16 @@ def validate_source_path(source_path: str) -> str:
     return source_path
 
 
+def levels_param(scope: Scope) -> list[str] | None:
+    """The scope's levels as READABLE's `levels` parameter (None: the top clearance, every level)."""
+    levels = scope.readable_levels()
+    return None if levels is None else list(levels)
+
+
+# The scope's check beside row-level security: one rule in SQL (db/sql/15_clearance_levels.sql), so a
+# passage whose own level is missing or unknown reads as restricted here too.
+READABLE = sql.SQL("ragpg_chunk_readable(d.confidentiality, c.metadata, %(levels)s::text[])")
+
 _FETCH = sql.SQL("""
 select v.name as vault, d.source_path, c.ordinal, c.heading_path, c.content, c.token_count,
        c.start_line, c.end_line, c.start_byte, c.end_byte, c.risk_flags, c.risk_score,
@@ -91,11 +101,9 @@ select v.name as vault, d.source_path, c.ordinal, c.heading_path, c.content, c.t
 from chunks c
 join documents d on d.id = c.document_id
 join vaults v on v.id = c.vault_id
-where v.name = %(vault)s and d.source_path = %(source_path)s and c.ordinal = %(ordinal)s
-  and (%(levels)s::text[] is null
-       or (d.confidentiality = any(%(levels)s::text[])
-           and (not (c.metadata ? 'confidentiality') or c.metadata ->> 'confidentiality' = any(%(levels)s::text[]))))
-""")
+where v.name = %(vault)s and d.source_path = %(source_path)s and c.ordinal = %(ordinal)s and {readable}
+""").format(readable=READABLE)
+
 
 
 def get_chunk(conn: Connection, vault: str, source_path: str, ordinal: int, *,
@@ -107,11 +115,9 @@ def get_chunk(conn: Connection, vault: str, source_path: str, ordinal: int, *,
     validate_source_path(source_path)
     if not scope.allows_vault(vault):
         raise AuthError(f"this key may not read vault '{vault}'")
-    # The top clearance reads everything (as Scope.restrict_filter adds no condition for it).
-    levels = None if scope.clearance == CONFIDENTIALITY_LEVELS[-1] else list(levels_up_to(scope.clearance))
     with conn.cursor(row_factory=class_row(ChunkRecord)) as cur:
         row = cur.execute(_FETCH, {"vault": vault, "source_path": source_path, "ordinal": ordinal,
-                                   "levels": levels}).fetchone()
+                                   "levels": levels_param(scope)}).fetchone()
     if not conn.autocommit:
         conn.rollback()
     if row is None:

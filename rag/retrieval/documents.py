@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from psycopg import sql
 from psycopg.rows import class_row
 
-from rag.access import CONFIDENTIALITY_LEVELS, Scope, levels_up_to
+from rag.access import Scope
 from rag.errors import AuthError, InputError, NotFoundError
 from rag.obsidian import render_text
-from rag.retrieval.chunks import validate_source_path
+from rag.retrieval.chunks import READABLE, levels_param, validate_source_path
 from rag.store.database import Connection
 
 
@@ -56,13 +56,6 @@ class _PassageRow:
     title: str | None
 
 
-# A chunk the levels may read: its document's level and its own (a section marked higher than its
-# note) both among them; NULL levels read everything (the top clearance).
-_READABLE = sql.SQL("""(%(levels)s::text[] is null
-       or (d.confidentiality = any(%(levels)s::text[])
-           and (not (c.metadata ? 'confidentiality')
-                or c.metadata ->> 'confidentiality' = any(%(levels)s::text[]))))""")
-
 _PASSAGES = sql.SQL("""
 select c.ordinal, c.heading_path, c.content, c.start_line, c.end_line, d.title
 from chunks c
@@ -72,7 +65,7 @@ where v.name = %(vault)s and d.source_path = %(source_path)s and {readable}
   and (%(first_line)s::int is null or coalesce(c.end_line, c.start_line) >= %(first_line)s::int)
   and (%(last_line)s::int is null or c.start_line <= %(last_line)s::int)
 order by c.ordinal
-""").format(readable=_READABLE)
+""").format(readable=READABLE)
 
 _NOTES = sql.SQL("""
 select v.name as vault, d.source_path, d.title
@@ -83,12 +76,7 @@ where (%(vaults)s::text[] is null or v.name = any(%(vaults)s::text[]))
   and exists (select 1 from chunks c where c.document_id = d.id and {readable})
 order by v.name, d.source_path
 limit %(limit)s
-""").format(readable=_READABLE)
-
-
-def _levels(scope: Scope) -> list[str] | None:
-    """The levels the scope reads, or None for the top clearance (as Scope.restrict_filter)."""
-    return None if scope.clearance == CONFIDENTIALITY_LEVELS[-1] else list(levels_up_to(scope.clearance))
+""").format(readable=READABLE)
 
 
 def _line(value: int | None, name: str) -> int | None:
@@ -112,7 +100,7 @@ def read_passages(conn: Connection, vault: str, source_path: str, *, scope: Scop
     if not scope.allows_vault(vault):
         raise AuthError(f"this key may not read vault '{vault}'")
     with conn.cursor(row_factory=class_row(_PassageRow)) as cur:
-        rows = cur.execute(_PASSAGES, {"vault": vault, "source_path": source_path, "levels": _levels(scope),
+        rows = cur.execute(_PASSAGES, {"vault": vault, "source_path": source_path, "levels": levels_param(scope),
                                        "first_line": first, "last_line": last}).fetchall()
     if not conn.autocommit:
         conn.rollback()
@@ -135,7 +123,7 @@ def list_notes(conn: Connection, *, scope: Scope | None = None, vaults: Sequence
     allowed = scope.check_vaults(list(vaults) if vaults else None)
     after_vault, after_path = after if after is not None else ("", "")
     with conn.cursor(row_factory=class_row(NoteEntry)) as cur:
-        rows = cur.execute(_NOTES, {"vaults": None if allowed is None else list(allowed), "levels": _levels(scope),
+        rows = cur.execute(_NOTES, {"vaults": None if allowed is None else list(allowed), "levels": levels_param(scope),
                                     "after_vault": after_vault, "after_path": after_path, "limit": limit}).fetchall()
     if not conn.autocommit:
         conn.rollback()

@@ -8,6 +8,7 @@ import pytest
 
 from rag.access import Scope
 from rag.errors import AuthError, InputError, NotFoundError
+from rag.retrieval.chunks import get_chunk
 from rag.retrieval.documents import list_notes, read_passages
 from tests.mcp.conftest import PUBLIC_MARK, RESTRICTED_MARK, Corpus
 
@@ -69,3 +70,21 @@ def test_listing_keeps_to_the_scope_and_pages(conn: psycopg.Connection, corpus: 
     assert [n.vault for n in list_notes(conn, scope=Scope(vaults=("work",)), limit=10)] == ["work"]
     with pytest.raises(AuthError):
         list_notes(conn, scope=Scope(vaults=("work",)), vaults=["garden"], limit=10)
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("level", [None, "secret", ""])
+def test_a_passage_whose_own_level_cannot_be_read_is_restricted(conn: psycopg.Connection, corpus: Corpus,
+                                                                level: str | None) -> None:
+    """The scope's check in these reads is the rule row-level security applies (`ragpg_chunk_readable`):
+    a passage whose own level is missing or unknown reads as restricted, not as its note's level."""
+    own = "metadata - 'confidentiality'" if level is None else "jsonb_set(metadata, '{confidentiality}', to_jsonb(%s::text))"
+    conn.execute(f"update chunks set metadata = {own} where ordinal = 1 and document_id = "  # noqa: S608 - fixed text
+                 "(select id from documents where source_path = 'tomatoes.md')", () if level is None else (level,))
+    conn.commit()
+    assert [p.ordinal for p in read_passages(conn, "garden", "tomatoes.md").passages] == [0, 1, 2]
+    assert [p.ordinal for p in read_passages(conn, "garden", "tomatoes.md", scope=PUBLIC).passages] == [0, 2]
+    with pytest.raises(NotFoundError):
+        get_chunk(conn, "garden", "tomatoes.md", 1, scope=PUBLIC)
+    assert get_chunk(conn, "garden", "tomatoes.md", 2, scope=PUBLIC).ordinal == 2
+    assert get_chunk(conn, "garden", "tomatoes.md", 1).ordinal == 1  # the top clearance reads it
