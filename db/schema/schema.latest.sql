@@ -1367,8 +1367,15 @@ begin
         raise exception using errcode = '22023',
             message = format('unknown clearance %L (use public, internal, confidential or restricted)', p_clearance);
     end if;
-    v_role := format('ragpg_console_%s_%s', p_clearance,
-                     case when v_vaults is null then 'all' else left(md5(array_to_string(v_vaults, chr(31))), 10) end);
+    -- The login already made for this scope, else a new one. Its name does not come from the vault names:
+    -- pg_roles is open to every role, and such a name would let anyone test guesses at them offline.
+    select r.role_name into v_role from ragpg_console_roles r
+    where r.clearance = p_clearance and r.vaults is not distinct from v_vaults
+    order by r.role_name limit 1;
+    if v_role is null then
+        v_role := format('ragpg_console_%s_%s', p_clearance,
+                         case when v_vaults is null then 'all' else left(md5(gen_random_uuid()::text), 12) end);
+    end if;
     if not exists (select 1 from pg_roles where rolname = v_role) then
         execute format('create role %I login nosuperuser nocreatedb nocreaterole noinherit', v_role);
     end if;
@@ -2973,6 +2980,15 @@ end
 $$;
 
 --
+-- Name: ragpg_scope_asker_is(name); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_scope_asker_is(p_invoker name) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    RETURN pg_has_role(SESSION_USER, p_invoker, 'MEMBER'::text);
+
+--
 -- Name: ragpg_scope_clearance_rank(name); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2985,6 +3001,9 @@ declare
     v_setting text := pg_catalog.current_setting('ragpg.clearance', true);
     v_rank integer;
 begin
+    if not public.ragpg_scope_asker_is(p_invoker) then
+        return 0;
+    end if;
     if v_setting operator(pg_catalog.=) '' then
         v_setting := null;
     end if;
@@ -3018,6 +3037,9 @@ declare
     v_every boolean;
     v_asked text[];
 begin
+    if not public.ragpg_scope_asker_is(p_invoker) then
+        return '{}';
+    end if;
     if v_setting operator(pg_catalog.=) '' then
         v_setting := null;
     end if;

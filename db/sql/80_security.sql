@@ -55,6 +55,15 @@ $$;
 select pg_temp.ragpg_ensure_role('ragpg_definer', 'nologin noinherit nosuperuser nocreatedb nocreaterole nobypassrls',
                                  format('the scope functions stay owned by %I', current_user));
 
+-- Whether the session asking may act as `p_invoker`: a console login is its own session user, and the
+-- server's login becomes ragpg_reader (it is a member). The scope functions answer only then, so a role
+-- that names another (the reader with a `ragpg.vaults` guess, another console login) learns nothing.
+-- `session_user` is a keyword: no temp function can stand in for it.
+create or replace function public.ragpg_scope_asker_is(p_invoker name) returns boolean
+language sql stable
+set search_path = pg_catalog, public, pg_temp
+return pg_catalog.pg_has_role(session_user, p_invoker, 'MEMBER');
+
 -- The highest rank the invoker may read (0: nothing). The policies pass `current_user`, the role the
 -- rows are read as.
 create or replace function public.ragpg_scope_clearance_rank(p_invoker name) returns integer
@@ -66,6 +75,9 @@ declare
     v_setting text := pg_catalog.current_setting('ragpg.clearance', true);
     v_rank integer;
 begin
+    if not public.ragpg_scope_asker_is(p_invoker) then
+        return 0;
+    end if;
     if v_setting operator(pg_catalog.=) '' then
         v_setting := null;
     end if;
@@ -96,6 +108,9 @@ declare
     v_every boolean;
     v_asked text[];
 begin
+    if not public.ragpg_scope_asker_is(p_invoker) then
+        return '{}';
+    end if;
     if v_setting operator(pg_catalog.=) '' then
         v_setting := null;
     end if;
@@ -249,8 +264,15 @@ begin
         raise exception using errcode = '22023',
             message = format('unknown clearance %L (use public, internal, confidential or restricted)', p_clearance);
     end if;
-    v_role := format('ragpg_console_%s_%s', p_clearance,
-                     case when v_vaults is null then 'all' else left(md5(array_to_string(v_vaults, chr(31))), 10) end);
+    -- The login already made for this scope, else a new one. Its name does not come from the vault names:
+    -- pg_roles is open to every role, and such a name would let anyone test guesses at them offline.
+    select r.role_name into v_role from ragpg_console_roles r
+    where r.clearance = p_clearance and r.vaults is not distinct from v_vaults
+    order by r.role_name limit 1;
+    if v_role is null then
+        v_role := format('ragpg_console_%s_%s', p_clearance,
+                         case when v_vaults is null then 'all' else left(md5(gen_random_uuid()::text), 12) end);
+    end if;
     if not exists (select 1 from pg_roles where rolname = v_role) then
         execute format('create role %I login nosuperuser nocreatedb nocreaterole noinherit', v_role);
     end if;
@@ -259,6 +281,28 @@ begin
     on conflict (role_name) do update set clearance = excluded.clearance, vaults = excluded.vaults;
     perform ragpg_grant_console_select(v_role, t) from ragpg_content_tables() t;
     return v_role;
+end
+$$;
+
+-- Logins made before their names were random carry a hash of their vault names: renamed here, once (a
+-- role in use by the session running this, or one this login may not rename, keeps its name, with a notice).
+do $$
+declare
+    r record;
+    v_new name;
+begin
+    for r in select c.role_name, c.clearance from ragpg_console_roles c
+             where c.vaults is not null
+               and c.role_name = format('ragpg_console_%s_%s', c.clearance,
+                                        left(md5(array_to_string(c.vaults, chr(31))), 10)) loop
+        v_new := format('ragpg_console_%s_%s', r.clearance, left(md5(gen_random_uuid()::text), 12));
+        begin
+            execute format('alter role %I rename to %I', r.role_name, v_new);
+            update ragpg_console_roles set role_name = v_new where role_name = r.role_name;
+        exception when others then
+            raise notice 'ragpg: console login % keeps its name (%)', r.role_name, sqlerrm;
+        end;
+    end loop;
 end
 $$;
 

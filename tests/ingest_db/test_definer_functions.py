@@ -109,3 +109,61 @@ def test_a_temp_vaults_table_alone_widens_nothing(cli) -> None:
         found = visible(conn)
         assert found["documents"] == PUBLIC_NOTES and found["vaults"] == {"notes"}
         assert lexical_hits(conn) == PUBLIC_NOTES
+
+
+def test_the_scope_functions_answer_only_for_the_calling_role(cli) -> None:
+    """A console role asking the scope functions about another role (the server's reader, with its own
+    `ragpg.vaults` guess, or another console login) learns nothing: no vault ids, no clearance."""
+    with console_conn(cli, "--clearance", "internal", "--vault", "other"):
+        pass  # a second console login exists, bound to the other vault
+    with console_conn(cli, "--clearance", "public", "--vault", "notes") as conn:
+        conn.execute("""set ragpg.vaults = '["other"]'""")
+        conn.execute("set ragpg.clearance = 'restricted'")
+        assert conn.execute("select ragpg_scope_vault_ids('ragpg_reader') as ids").fetchone()["ids"] == []
+        assert conn.execute("select ragpg_scope_clearance_rank('ragpg_reader') as r").fetchone()["r"] == 0
+        conn.execute("reset ragpg.vaults")
+        conn.execute("reset ragpg.clearance")
+        others = conn.execute("""
+            select rolname, ragpg_scope_clearance_rank(rolname) as rank, ragpg_scope_vault_ids(rolname) as ids
+            from pg_roles where rolname like 'ragpg\\_console\\_%' and rolname <> current_user""").fetchall()
+        assert others and all(r["rank"] == 0 and r["ids"] == [] for r in others), others
+        mine = conn.execute("select ragpg_scope_clearance_rank(current_user) as rank, "
+                            "ragpg_scope_vault_ids(current_user) as ids").fetchone()
+        assert mine["rank"] == 1 and len(mine["ids"]) == 1  # its own scope, as the policies read it
+
+
+def test_a_console_role_name_says_nothing_of_its_vaults(cli, aconn: psycopg.Connection) -> None:
+    """Role names are readable by every role (pg_roles): a name derived from the vault names would let
+    anyone test guesses at another login's vaults offline."""
+    with console_conn(cli, "--clearance", "public", "--vault", "notes"):
+        pass
+    with console_conn(cli, "--clearance", "public", "--vault", "notes", "--vault", "other"):
+        pass
+    rows = aconn.execute("select role_name, vaults from ragpg_console_roles where vaults is not null").fetchall()
+    assert len(rows) == 2
+    for r in rows:
+        guessed = aconn.execute("select left(md5(array_to_string(%s::text[], chr(31))), 10) as h",
+                                (sorted(r["vaults"]),)).fetchone()["h"]
+        assert guessed not in r["role_name"], r
+    # the same scope again is the same login (its password renewed), not a new role
+    with console_conn(cli, "--clearance", "public", "--vault", "notes"):
+        pass
+    assert aconn.execute("select count(*) as n from ragpg_console_roles where vaults is not null").fetchone()["n"] == 2
+
+
+def test_a_login_named_after_its_vaults_is_renamed_at_upgrade(cli, aconn: psycopg.Connection) -> None:
+    from rag.store.migrate import apply_sql_files
+
+    legacy = aconn.execute("select format('ragpg_console_public_%s', left(md5('notes'), 10)) as n").fetchone()["n"]
+    aconn.execute(f'create role "{legacy}" login noinherit')  # noqa: S608 - a fixed name
+    aconn.execute("insert into ragpg_console_roles (role_name, clearance, vaults) values (%s, 'public', '{notes}')",
+                  (legacy,))
+    aconn.commit()
+    apply_sql_files(aconn)
+    aconn.commit()
+    names = [r["role_name"] for r in aconn.execute("select role_name from ragpg_console_roles")]
+    assert len(names) == 1 and names[0] != legacy and names[0].startswith("ragpg_console_public_")
+    assert aconn.execute("select count(*) as n from pg_roles where rolname = %s", (legacy,)).fetchone()["n"] == 0
+    assert aconn.execute("select count(*) as n from pg_roles where rolname = %s", (names[0],)).fetchone()["n"] == 1
+    with console_conn(cli, "--clearance", "public", "--vault", "notes") as conn:  # the same scope: that login
+        assert conn.execute("select current_user as u").fetchone()["u"] == names[0]
