@@ -179,6 +179,10 @@ begin
                  lag(u.vault_id) over w is distinct from u.vault_id as first,
                  lead(u.vault_id) over w is distinct from u.vault_id as last
           from unnest(p_chunk_ids, p_chunk_vault_ids) as u (id, vault_id)
+          -- a role bound by row-level security scores only chunks it reads: the server's reader reads
+          -- postings by vault alone (its policy leaves the rest to the chunk)
+          where not row_security_active('public.chunks'::regclass)
+             or exists (select 1 from chunks c where c.vault_id = u.vault_id and c.id = u.id)
           window w as (order by u.vault_id, u.id)) x;
     -- (plpgsql for its cached plan: as a SQL function with a SET clause it was planned on every call,
     -- twice the cost of scoring ten chunks)
@@ -3298,17 +3302,20 @@ CREATE FUNCTION public.ragpg_vector_exact_scores(p_table text, query_embedding p
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
     AS $_$
 begin
+    -- As in ragpg_vector_scores: a role bound by row-level security scores only the ids of chunks it reads.
     return query execute format(
         'with d as materialized (
              select e.chunk_id, cosine_distance(e.embedding, $1) as distance
-             from %I e where e.chunk_id = any((select $4)::bigint[]) %s)
+             from %I e %s where e.chunk_id = any((select $4)::bigint[]) %s)
          select d.chunk_id, 1 - d.distance
          from d
          where 1 - d.distance >= $3
            and d.distance <= (select max(x.distance)
                               from (select d2.distance from d d2 where 1 - d2.distance >= $3
                                     order by d2.distance limit $2) x)',
-        p_table, case when p_vault_ids is not null then 'and e.vault_id = any($5)' else '' end)
+        p_table, case when row_security_active('public.chunks'::regclass)
+                      then 'join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id' else '' end,
+        case when p_vault_ids is not null then 'and e.vault_id = any($5)' else '' end)
         using query_embedding, match_count, similarity_threshold, coalesce(p_chunk_ids, '{}'), p_vault_ids;
 end
 $_$;
@@ -3458,14 +3465,17 @@ begin
         return;
     end if;
 
+    -- A role bound by row-level security reads a vector only with its chunk: the server's reader sees every
+    -- embedding row (its policy leaves the check to this join), the owner skips the join.
     return query execute format(
         'select nn.chunk_id, 1 - nn.distance
          from (select e.chunk_id, e.embedding <=> $1 as distance
-               from %I e
+               from %I e %s
                order by e.embedding <=> $1
                limit $2) nn
          where 1 - nn.distance >= $3',
-        p_table)
+        p_table, case when row_security_active('public.chunks'::regclass)
+                      then 'join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id' else '' end)
         using query_embedding, match_count, similarity_threshold;
 end
 $_$;

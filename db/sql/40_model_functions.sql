@@ -176,17 +176,20 @@ language plpgsql stable rows 60
 set search_path = public, pg_catalog, pg_temp
 as $$
 begin
+    -- As in ragpg_vector_scores: a role bound by row-level security scores only the ids of chunks it reads.
     return query execute format(
         'with d as materialized (
              select e.chunk_id, cosine_distance(e.embedding, $1) as distance
-             from %I e where e.chunk_id = any((select $4)::bigint[]) %s)
+             from %I e %s where e.chunk_id = any((select $4)::bigint[]) %s)
          select d.chunk_id, 1 - d.distance
          from d
          where 1 - d.distance >= $3
            and d.distance <= (select max(x.distance)
                               from (select d2.distance from d d2 where 1 - d2.distance >= $3
                                     order by d2.distance limit $2) x)',
-        p_table, case when p_vault_ids is not null then 'and e.vault_id = any($5)' else '' end)
+        p_table, case when row_security_active('public.chunks'::regclass)
+                      then 'join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id' else '' end,
+        case when p_vault_ids is not null then 'and e.vault_id = any($5)' else '' end)
         using query_embedding, match_count, similarity_threshold, coalesce(p_chunk_ids, '{}'), p_vault_ids;
 end
 $$;
@@ -358,14 +361,17 @@ begin
         return;
     end if;
 
+    -- A role bound by row-level security reads a vector only with its chunk: the server's reader sees every
+    -- embedding row (its policy leaves the check to this join), the owner skips the join.
     return query execute format(
         'select nn.chunk_id, 1 - nn.distance
          from (select e.chunk_id, e.embedding <=> $1 as distance
-               from %I e
+               from %I e %s
                order by e.embedding <=> $1
                limit $2) nn
          where 1 - nn.distance >= $3',
-        p_table)
+        p_table, case when row_security_active('public.chunks'::regclass)
+                      then 'join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id' else '' end)
         using query_embedding, match_count, similarity_threshold;
 end
 $$;

@@ -320,6 +320,10 @@ begin
                  lag(u.vault_id) over w is distinct from u.vault_id as first,
                  lead(u.vault_id) over w is distinct from u.vault_id as last
           from unnest(p_chunk_ids, p_chunk_vault_ids) as u (id, vault_id)
+          -- a role bound by row-level security scores only chunks it reads: the server's reader reads
+          -- postings by vault alone (its policy leaves the rest to the chunk)
+          where not row_security_active('public.chunks'::regclass)
+             or exists (select 1 from chunks c where c.vault_id = u.vault_id and c.id = u.id)
           window w as (order by u.vault_id, u.id)) x;
     -- (plpgsql for its cached plan: as a SQL function with a SET clause it was planned on every call,
     -- twice the cost of scoring ten chunks)

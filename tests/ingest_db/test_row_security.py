@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
@@ -226,3 +227,40 @@ def test_scoped_reads_hold_even_when_the_filter_loses_the_scope(indexed: None, s
         assert row["who"] != "ragpg_reader" and not row["c"]
     finally:
         rt.close()
+
+
+def test_the_servers_reader_gets_no_hidden_vector_scores_unfiltered(indexed: None, aconn: psycopg.Connection) -> None:
+    """ragpg_reader reads embeddings without a per-row check (the chunk join decides): an unfiltered
+    vector search, or an exact scan of ids it names, called as it must still keep to the chunks its
+    scope reads."""
+    model = aconn.execute("select embedding_table, dims, provider || ':' || model as name "
+                          "from embedding_models order by id limit 1").fetchone()
+    secret = aconn.execute(sql.SQL("select e.embedding from {} e join chunks c on c.id = e.chunk_id "
+                                   "join documents d on d.id = c.document_id where d.source_path = 'vault/secret.md'")
+                           .format(sql.Identifier(model["embedding_table"]))).fetchone()["embedding"]
+    call = ("select chunk_id from ragpg_vector_scores(%s, %s, %s, %s::vector, -1, 50, '{}'::jsonb, 10000, 40)")
+    args = (model["embedding_table"], model["dims"], model["name"], secret)
+    everything = {r["chunk_id"] for r in aconn.execute(call, args)}
+    rows = aconn.execute("select id, vault_id from chunks order by id").fetchall()
+    ids, vaults = [r["id"] for r in rows], [r["vault_id"] for r in rows]
+    secret_vault = aconn.execute("select id from vaults where name = 'notes'").fetchone()["id"]
+    assert aconn.execute(  # the owner scores the secret note's word
+        "select count(*) as n from ragpg_bm25_exact_scores(%s, %s, %s, array['english']::regconfig[], "
+        "array['seven'], array[1.0], array[10.0], 0.9, 0.4)", (ids, vaults, [secret_vault])).fetchone()["n"] >= 1
+    aconn.execute("select set_config('role', 'ragpg_reader', false), set_config('ragpg.clearance', 'public', false), "
+                  "set_config('ragpg.vaults', '*', false)")
+    try:
+        visible = {r["id"] for r in aconn.execute("select id from chunks")}
+        found = {r["chunk_id"] for r in aconn.execute(call, args)}
+        listed = {r["chunk_id"] for r in aconn.execute(  # every chunk's id, as a caller may list them
+            "select chunk_id from ragpg_vector_exact_scores(%s, %s::vector, 50, -1, %s, null)",
+            (model["embedding_table"], secret, sorted(everything)))}
+        scored = {r["chunk_id"] for r in aconn.execute(  # BM25 of a word only the secret note holds
+            "select chunk_id from ragpg_bm25_exact_scores(%s, %s, %s, array['english']::regconfig[], "
+            "array['seven'], array[1.0], array[10.0], 0.9, 0.4)", (ids, vaults, [secret_vault]))}
+    finally:
+        aconn.execute("reset role; reset ragpg.clearance; reset ragpg.vaults")
+    assert visible and visible < everything  # the reader's scope hides some
+    assert scored == set()
+    assert found and found <= visible
+    assert listed and listed <= visible
