@@ -3,7 +3,7 @@
 A note's links are read from its masked text (`rag.obsidian.render_note`) and written with the note,
 in its transaction (`write_links`), unresolved. After every run that changed the vault,
 `resolve_links` resolves every link of the vault again, the way Obsidian resolves names
-(`rag.ingest.link_resolution`): a renamed or deleted note leaves its inbound links unresolved (its
+(`rag.ingest.link_resolution`), among the notes of the linking note's level or below: a renamed or deleted note leaves its inbound links unresolved (its
 row is gone: `on delete set null`), a new note takes the links that were waiting for its name, and
 a name that became ambiguous stops resolving. Notes indexed before the link graph existed are read
 once more for their links only (`documents_without_links`), without being embedded again.
@@ -96,12 +96,13 @@ def resolve_links(conn: Connection, vault_id: int) -> int:
     """Resolve every link of the vault against its notes as they are now; returns how many changed."""
     with conn.cursor(row_factory=class_row(_Note)) as cur:
         notes = cur.execute(
-            "select d.id, d.source_path, coalesce(("
+            "select d.id, d.source_path, coalesce(ragpg_level_rank(d.confidentiality), 4) as level, coalesce(("
             "  select c.metadata -> 'aliases' from chunks c where c.vault_id = d.vault_id and c.document_id = d.id order by c.ordinal limit 1"
             "), '[]'::jsonb) as aliases from documents d where d.vault_id = %s", (vault_id,)).fetchall()
     with conn.cursor(row_factory=class_row(_StoredLink)) as cur:
         links = cur.execute(
-            "select l.id, s.source_path, l.target_text, l.target_document_id from links l "
+            "select l.id, s.source_path, coalesce(ragpg_level_rank(s.confidentiality), 4) as source_level, "
+            "l.target_text, l.target_document_id from links l "
             "join documents s on s.id = l.source_document_id where l.vault_id = %s", (vault_id,)).fetchall()
     changed = _changed_targets(notes, links)
     if changed:
@@ -112,12 +113,23 @@ def resolve_links(conn: Connection, vault_id: int) -> int:
 
 
 def _changed_targets(notes: Iterable[_Note], links: Iterable[_StoredLink]) -> list[tuple[int, int | None]]:
+    """A link resolves among the notes of its source's level or below: everyone who may read the link may
+    read every note it could name, so a note above that level (named alike, or at the very path) never
+    changes what the link's readers see, and a stored target is never a note they may not read."""
     notes = list(notes)
-    resolver = LinkResolver([n.source_path for n in notes], {n.source_path: _strings(n.aliases) for n in notes})
+    resolvers: dict[int, LinkResolver] = {}
+
+    def resolver_for(level: int) -> LinkResolver:
+        if level not in resolvers:
+            readable = [n for n in notes if n.level <= level]
+            resolvers[level] = LinkResolver([n.source_path for n in readable],
+                                            {n.source_path: _strings(n.aliases) for n in readable})
+        return resolvers[level]
+
     id_of = {n.source_path: n.id for n in notes}
     changed: list[tuple[int, int | None]] = []
     for link in links:
-        path = resolver.resolve(link.target_text, link.source_path).path
+        path = resolver_for(link.source_level).resolve(link.target_text, link.source_path).path
         target = id_of.get(path) if path is not None else None
         if target != link.target_document_id:
             changed.append((link.id, target))
@@ -139,6 +151,7 @@ class _Path:
 class _Note:
     id: int
     source_path: str
+    level: int  # ragpg_level_rank of the note's confidentiality (4, restricted, when it is none)
     aliases: Any
 
 
@@ -146,6 +159,7 @@ class _Note:
 class _StoredLink:
     id: int
     source_path: str
+    source_level: int
     target_text: str
     target_document_id: int | None
 

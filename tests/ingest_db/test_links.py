@@ -134,3 +134,31 @@ def test_ragpg_related_lists_linked_notes_with_reasons_and_refuses_bad_input(vau
     ]:
         code, out, err = cli(*args)
         assert code == exit_code and out == "" and message in err and len(err.strip().splitlines()) == 1, (args, err)
+
+
+@pytest.mark.security
+def test_a_hidden_note_never_changes_how_a_readers_links_resolve(cli, tmp_path: Path,
+                                                                 aconn: psycopg.Connection) -> None:
+    """A link resolves only among the notes its source's readers may read (its level or below): a
+    restricted note named like a public link's target, elsewhere or at the very path, changes nothing a
+    public reader sees (not the backlinks, the unresolved links, the outlinks or the note vectors)."""
+    root = indexed_vault(cli, tmp_path / "notes", {"Public/Garden.md": "# Garden\nTomatoes in rows.\n",
+                                                   "Index.md": "# Index\nSee [[Garden]] for the beds.\n"})
+
+    def seen() -> tuple[list[tuple[object, ...]], ...]:
+        with console_conn(cli, "--vault", "notes", "--clearance", "public") as conn:
+            return (rows(conn, "select source_path from ragpg_backlinks('notes', 'Public/Garden.md')"),
+                    rows(conn, "select source_path, target_text from ragpg_unresolved_links('notes')"),
+                    rows(conn, "select target_text, target_path from ragpg_outlinks('notes', 'Index.md')"),
+                    rows(conn, "select document_id, field from note_vectors order by 1, 2"))
+
+    before = seen()
+    assert before[0] == [("Index.md",)] and before[1] == [] and before[2] == [("Garden", "Public/Garden.md")]
+    hidden = "---\nconfidentiality: restricted\n---\n# Garden\nSecret beds. See [[Garden]].\n"
+    (root / "Secret").mkdir()
+    (root / "Secret" / "Garden.md").write_text(hidden)
+    (root / "Garden.md").write_text(hidden)
+    assert cli("index", "--quiet")[0] == 0
+    assert seen() == before
+    # a restricted note's own links resolve among every note: its path match is the restricted root note
+    assert rows(aconn, "select target_path from ragpg_outlinks('notes', 'Secret/Garden.md')") == [("Garden.md",)]
