@@ -162,3 +162,27 @@ def test_a_hidden_note_never_changes_how_a_readers_links_resolve(cli, tmp_path: 
     assert seen() == before
     # a restricted note's own links resolve among every note: its path match is the restricted root note
     assert rows(aconn, "select target_path from ragpg_outlinks('notes', 'Secret/Garden.md')") == [("Garden.md",)]
+
+
+@pytest.mark.security
+def test_0017_resolves_again_what_the_old_rule_stored(vault: Path, cli, db_url: str, aconn: psycopg.Connection) -> None:
+    from rag.store import migrate
+
+    def target(source: str) -> object:
+        return aconn.execute("select l.target_document_id as t from links l join documents d on d.id = "
+                             "l.source_document_id where d.source_path = %s", (source,)).fetchone()["t"]
+
+    secret = aconn.execute("select id from documents where source_path = 'Secret.md'").fetchone()["id"]
+    assert target("Shared.md") is None  # a public note's link to a restricted one: unresolved
+    migrate.downgrade(db_url, "0016")
+    # what the rule before stored: the public note's link pointing at the restricted note
+    aconn.execute("update links set target_document_id = %s where source_document_id = "
+                  "(select id from documents where source_path = 'Shared.md')", (secret,))
+    aconn.commit()
+    assert migrate.upgrade(db_url) == migrate.head_revision()
+    assert target("Shared.md") is None
+    assert aconn.execute("select count(*) as n from documents where links_indexed").fetchone()["n"] == 0
+    assert cli("index", "--quiet")[0] == 0  # reads every note's links again, embeds nothing
+    assert aconn.execute("select count(*) as n from documents where not links_indexed").fetchone()["n"] == 0
+    assert rows(aconn, "select source_path from ragpg_backlinks('notes', 'Ribbon.md') order by 1") == [
+        ("Guide/Start.md",), ("Plugins/Random note.md",), ("Secret.md",)]
