@@ -172,6 +172,13 @@ declare
     v_lasts integer[];
 begin
     perform set_config('plan_cache_mode', ragpg_plan_cache_mode_for(vault_ids), true);
+    if row_security_active('public.chunks'::regclass) then
+        -- A role bound by row-level security scores only chunks it reads: the server's reader reads
+        -- postings by vault alone (its policy leaves the rest to the chunk). The owner skips this.
+        select array_agg(c.id), array_agg(c.vault_id) into p_chunk_ids, p_chunk_vault_ids
+        from unnest(p_chunk_ids, p_chunk_vault_ids) as u (id, vault_id)
+        join chunks c on c.vault_id = u.vault_id and c.id = u.id;
+    end if;
     select array_agg(x.id order by x.n), array_agg(x.vault_id order by x.n) filter (where x.first),
            array_agg(x.n order by x.n) filter (where x.first), array_agg(x.n order by x.n) filter (where x.last)
     into v_ids, v_vaults, v_firsts, v_lasts
@@ -179,10 +186,6 @@ begin
                  lag(u.vault_id) over w is distinct from u.vault_id as first,
                  lead(u.vault_id) over w is distinct from u.vault_id as last
           from unnest(p_chunk_ids, p_chunk_vault_ids) as u (id, vault_id)
-          -- a role bound by row-level security scores only chunks it reads: the server's reader reads
-          -- postings by vault alone (its policy leaves the rest to the chunk)
-          where not row_security_active('public.chunks'::regclass)
-             or exists (select 1 from chunks c where c.vault_id = u.vault_id and c.id = u.id)
           window w as (order by u.vault_id, u.id)) x;
     -- (plpgsql for its cached plan: as a SQL function with a SET clause it was planned on every call,
     -- twice the cost of scoring ten chunks)
