@@ -114,30 +114,19 @@ def get_run(conn: Connection, run_id: str | uuid.UUID, *, scope: Scope | None = 
     return row if scope is None else redacted(row, scope)
 
 
-HIDDEN = "file names hidden: they need a key with clearance 'restricted'"
+HIDDEN = "file names and counts hidden: they need a key with clearance 'restricted'"
 
 
 def redacted(run: IndexRun, scope: Scope) -> IndexRun:
-    """The run as `scope` may see it. Skips, warnings and errors name files, and a file's level is
-    unknown until it is parsed (a skipped one never is), so below the top clearance only the counts
-    remain: fail closed rather than guess which names are safe to show."""
+    """The run as `scope` may see it. Skips, warnings and errors name files, and every count (files seen,
+    indexed, skipped, chunks written, the live progress) includes notes of every level, so an edit to a
+    note above the key's clearance would move them; a file's level is unknown until it is parsed (a
+    skipped one never is). Below the top clearance only the run's status, vaults and times remain: fail
+    closed rather than guess which figures are safe to show."""
     if scope.clearance == CONFIDENTIALITY_LEVELS[-1]:
         return run
-    progress = dict(run.progress)
-    if isinstance(progress.get("report"), dict):
-        report = dict(progress["report"])
-        report["vaults"] = [_counts_only(v) for v in report.get("vaults", []) if isinstance(v, dict)]
-        progress["report"] = report
     error = None if run.error is None else f"{len(run.error.split('; '))} vault(s) failed ({HIDDEN})"
-    return replace(run, progress=progress, error=error)
-
-
-def _counts_only(vault: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in vault.items() if k not in ("skipped", "warnings", "error", "skipped_truncated")}
-    out["warnings_count"] = len(vault.get("warnings") or [])
-    out["error"] = None if vault.get("error") is None else f"failed ({HIDDEN})"
-    out["details_hidden"] = HIDDEN
-    return out
+    return replace(run, progress={"details_hidden": HIDDEN}, error=error)
 
 
 _NOW = object()  # a column value meaning the database's now()

@@ -20,7 +20,8 @@ from tests.server.test_index import make_vault, wait_for
 
 def test_run_details_hide_file_names_below_top_clearance(client: TestClient, conn: psycopg.Connection,
                                                          tmp_path: Path) -> None:
-    """Item 5: skips and warnings name files (here restricted ones); a public key sees counts only."""
+    """Item 5: skips and warnings name files (here restricted ones), and counts include notes above the
+    key's clearance: a public key sees the run's status, times and vaults only."""
     make_vault(conn, tmp_path / "v", "v", {
         "open.md": "open text\n",
         "secret-merger-plan.md": "---\nconfidentiality: restricted\ndate: 2026-02-30\n---\nplan\n",
@@ -36,10 +37,32 @@ def test_run_details_hide_file_names_below_top_clearance(client: TestClient, con
     seen = client.get(f"/v1/index/{run['id']}", headers=bearer(public))
     assert seen.status_code == 200
     assert "secret" not in seen.text
-    vault = seen.json()["progress"]["report"]["vaults"][0]
-    assert vault["files_skipped"] == 1 and vault["warnings_count"] == 1 and "clearance" in vault["details_hidden"]
-    assert seen.json()["progress"]["report"]["files_indexed"] == 2
+    assert seen.json()["status"] == "succeeded" and seen.json()["vaults"] == ["v"]
+    assert seen.json()["progress"] == {"details_hidden": index_runs.HIDDEN} and "clearance" in index_runs.HIDDEN
     assert_error(client.get(f"/v1/index/{run['id']}"), 401, "unauthorized")
+
+
+def test_a_run_says_nothing_of_notes_above_the_keys_clearance(client: TestClient, conn: psycopg.Connection,
+                                                               tmp_path: Path) -> None:
+    """How many files a run saw, indexed or skipped counts notes a public key may not read: an edit
+    to a restricted note must leave what that key sees of the next run as it was."""
+    root = tmp_path / "v"
+    make_vault(conn, root, "v", {
+        "open.md": "---\nconfidentiality: public\n---\nopen text\n",
+        "plan-a.md": "---\nconfidentiality: restricted\n---\nplan a\n",
+        "plan-b.md": "---\nconfidentiality: restricted\n---\nplan b\n"})
+    _, public = key_store.create_key(conn, "public", vaults=["v"], clearance="public", can_index=True)
+
+    def seen_of_a_run() -> dict[str, object]:
+        run = client.post("/v1/index", json={"vaults": ["v"]}, headers=bearer(public)).json()
+        wait_for(client, run["id"], bearer(public))
+        body = client.get(f"/v1/index/{run['id']}", headers=bearer(public)).json()
+        return {k: v for k, v in body.items() if k not in ("id", "created_at", "finished_at")}
+
+    first = seen_of_a_run()
+    (root / "plan-b.md").write_text("---\nconfidentiality: restricted\n---\nplan b, longer now\n\nmore\n")
+    assert seen_of_a_run() == first
+    assert first["status"] == "succeeded" and "files" not in json.dumps(first["progress"])
 
 
 def test_index_runs_need_an_index_key_and_queue_once_per_vault(app, client: TestClient, conn: psycopg.Connection,
