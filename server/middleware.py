@@ -70,10 +70,10 @@ class BodyLimitMiddleware:
         self.max_bytes = max_bytes
 
     async def _reject(self, scope: Scope, send: Send, declared: int | None) -> None:
-        size = f"{declared} bytes" if declared is not None else "more"
+        size = f"is {declared} bytes" if declared is not None else f"is over {self.max_bytes} bytes"
         body = json.dumps(error_body(
             "payload_too_large",
-            f"request body is {size}; the limit is {self.max_bytes} bytes (server.max_body_bytes)")).encode()
+            f"request body {size}; the limit is {self.max_bytes} bytes (server.max_body_bytes)")).encode()
         headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json"),
                                               (b"content-length", str(len(body)).encode()),
                                               (b"connection", b"close")]

@@ -135,7 +135,7 @@ def test_oversize_body_413_before_parsing(make_runtime, seeded: psycopg.Connecti
                 yield b"x" * 200
 
         assert_error(c.post("/v1/search", content=gen(), headers={"content-type": "application/json"}), 413,
-                     "payload_too_large")
+                     "payload_too_large", "request body is over 1024 bytes; the limit is 1024 bytes")
         # just under the limit still parses (and fails validation normally)
         assert c.post("/v1/search", json={"query": ""}).status_code == 400
     assert row_counts(seeded) == before
