@@ -7,7 +7,9 @@ introduces a list ("... the following file types:") carries the list's items wit
 A sentence scores the weighted share of the question's content terms it contains (terms compared
 by a light stem, so "notes" matches "note"). A term's weight is its rarity among the passages the
 answer draws on, `log(1 + n / df)`: a word found in every passage (often the app or project name)
-says less about where the answer is than one found in a single passage. The best sentences (at most
+says less about where the answer is than one found in a single passage. A term the sentence's note
+title holds is left out of its share: it says which note, not which sentence of it (retrieval has
+already weighed it). The best sentences (at most
 `count`, the detail's `answer_sentences`, each scoring at least `min_share_of_best` of the best
 score; or else the top passage's first sentence) are quoted in reading order (passage rank, then
 position), each followed by `[File: name.md, Section: heading]`. A question that asks several things
@@ -162,18 +164,31 @@ def term_weights(terms: Sequence[str], chunks: Sequence[Candidate]) -> dict[str,
 Similarity = Callable[[list[str]], Sequence[float]]
 
 
-def sentence_context(chunk: Candidate) -> str:
-    """What a sentence is about when read alone: its note's title and section ("Obsidian Headless Install",
-    "Cards view Settings > Image fit"). The title is the one indexed (front matter, first H1, else the
-    file name); a section heading that repeats it is not said twice. Masked like the passages: with a
-    remote embedder it leaves the machine."""
+def note_title(chunk: Candidate) -> str:
+    """The title of a passage's note as indexed (front matter, first H1), else its file name."""
     title = (chunk.metadata or {}).get("title")
     if not isinstance(title, str) or not title.strip():
         title = posixpath.splitext(posixpath.basename(chunk.source_path))[0]
+    return title.strip()
+
+
+def sentence_context(chunk: Candidate) -> str:
+    """What a sentence is about when read alone: its note's title and section ("Obsidian Headless Install",
+    "Cards view Settings > Image fit"); a section heading that repeats the title is not said twice.
+    Masked like the passages: with a remote embedder it leaves the machine."""
+    title = note_title(chunk)
     parts = heading_parts(chunk.heading_path)
-    if parts and parts[0].casefold() == title.strip().casefold():
+    if parts and parts[0].casefold() == title.casefold():
         parts = parts[1:]
-    return mask_secrets(f"{title.strip()} {' > '.join(parts)}".strip())
+    return mask_secrets(f"{title} {' > '.join(parts)}".strip())
+
+
+def _beside_title(weights: dict[str, float], chunk: Candidate) -> dict[str, float]:
+    """The term weights a sentence of `chunk` is matched on: a term its note's title holds says which note,
+    not which sentence of it, so it is left out (unless the title holds every term)."""
+    titled = _stems(note_title(chunk))
+    rest = {t: w for t, w in weights.items() if t not in titled}
+    return rest if sum(rest.values()) > 0 else weights
 
 
 def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[Candidate] | None = None, *,
@@ -181,7 +196,8 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
                     with_context: bool = False) -> list[Sentence]:
     """Every sentence of `chunks`, scored by the weighted share of question terms it contains.
 
-    Term weights come from `pool` (default: `chunks`), the passages the answer draws on. With
+    Term weights come from `pool` (default: `chunks`), the passages the answer draws on; a sentence is
+    matched on the terms its note's title does not hold (`_beside_title`). With
     `similarity` (texts -> cosine similarity of each to the question), the score blends
     `(1 - semantic_weight) * term share + semantic_weight * max(similarity, 0)`, so a sentence
     that answers in other words than the question's (a list of "file types" for "formats") counts.
@@ -191,7 +207,7 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
     """
     terms = match_terms(question)
     weights = term_weights(terms, pool if pool is not None else chunks)
-    total = sum(weights.values())
+    own = [_beside_title(weights, c) for c in chunks]
     found = [(ci, pos, text, kind) for ci, c in enumerate(chunks)
              for pos, (text, kind) in enumerate(_sentence_parts(c.content))]
     prompts = [_prompts(c.content) for c in chunks]
@@ -201,8 +217,9 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
         sims = similarity([f"{contexts[ci]}: {text}" if contexts[ci] else text for ci, _, text, _ in found])
     scored = []
     for (ci, pos, text, kind), sim in zip(found, sims, strict=True):
-        words = _stems(text)
-        share = sum(w for t, w in weights.items() if t in words) / total if total else 0.0
+        words, matched = _stems(text), own[ci]
+        total = sum(matched.values())
+        share = sum(w for t, w in matched.items() if t in words) / total if total else 0.0
         if similarity is not None:
             share = (1 - semantic_weight) * share + semantic_weight * max(float(sim), 0.0)
         scored.append(Sentence(ci, pos, text, share, float(sim), prompt=text in prompts[ci], kind=kind,

@@ -218,6 +218,22 @@ def test_a_word_found_in_every_passage_weighs_less():
     assert answer == "Obsidian syncs your vault. [File: b.md, Section: (top of the note)]" and used == [1]
 
 
+def test_a_word_of_the_notes_title_does_not_pick_its_sentences():
+    """A question word that a passage's note title holds says which note, not which of its sentences:
+    those sentences are matched on the question's other words (all of them when the title holds every one)."""
+    chunks = [cand(0, "Import from Google Keep.md", "", "Scroll down and select Keep from the list of Google "
+                                                         "services. Then export."),
+              cand(1, "Publish/Search engines.md", "", "The site is public. You can disallow crawlers from "
+                                                       "indexing your site in the site options.")]
+    scored = {x.text: x.score for x in score_sentences("How do I keep Google crawlers from indexing my site?", chunks)}
+    keep = scored["Scroll down and select Keep from the list of Google services."]
+    disallow = scored["You can disallow crawlers from indexing your site in the site options."]
+    assert disallow > keep and keep == 0.0  # "keep" and "google" are the first note's title
+    # a title that holds every question word: its sentences are matched on all of them
+    alone = [cand(0, "Google Keep.md", "", "Google Keep notes export as one archive. Other text here.")]
+    assert score_sentences("google keep", alone)[0].score == pytest.approx(1.0)
+
+
 def test_sentence_similarity_picks_an_answer_in_other_words():
     chunks = [cand(0, "f.md", "# Formats", "Obsidian supports the following file types: markdown and PDF. "
                                             "Obsidian formats dates in settings.")]
