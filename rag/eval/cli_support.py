@@ -8,7 +8,6 @@ mode and passes it here. Output contract: the report goes to stdout (text, or JS
 from __future__ import annotations
 
 import json
-
 import sys
 from collections.abc import Callable
 from pathlib import Path

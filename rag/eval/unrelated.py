@@ -13,7 +13,6 @@ from typing import Any
 from rag.eval.results import EvalReport
 
 
-
 @dataclass(frozen=True)
 class UnrelatedRun:
     vault: str

@@ -3,9 +3,10 @@
 A note's links are read from its masked text (`rag.obsidian.render_note`) and written with the note,
 in its transaction (`write_links`), unresolved. After every run that changed the vault,
 `resolve_links` resolves every link of the vault again, the way Obsidian resolves names
-(`rag.ingest.link_resolution`), among the notes of the linking note's level or below: a renamed or deleted note leaves its inbound links unresolved (its
-row is gone: `on delete set null`), a new note takes the links that were waiting for its name, and
-a name that became ambiguous stops resolving. Notes indexed before the link graph existed are read
+(`rag.ingest.link_resolution`), among the notes of the linking note's confidentiality level or
+below: a renamed or deleted note leaves its inbound links unresolved (its row is gone: `on delete
+set null`), a new note takes the links that were waiting for its name, and a name that became
+ambiguous stops resolving. Notes indexed before the link graph existed are read
 once more for their links only (`documents_without_links`), without being embedded again.
 """
 

@@ -23,7 +23,7 @@ from rag.ingest.guard import assess_injection
 from rag.ingest.hnsw import BulkLoadPolicy, indexes_rebuilt
 from rag.ingest.links import PreparedLink, write_links
 from rag.secrets import mask_structure, mask_text
-from rag.store.database import Connection, fetch_column
+from rag.store.database import Connection
 from rag.store.models import EmbeddingModelRef
 from rag.tokens import count_tokens
 from rag.types import ChunkSpan

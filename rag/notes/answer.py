@@ -23,14 +23,20 @@ from rag.config import NotesSettings
 from rag.context.assemble import assemble_context
 from rag.errors import LLMError
 from rag.llm import LLM, Message
-from rag.notes.decision import decision_trace
 from rag.notes.citations import file_section_header, match_citations
-from rag.notes.extractive import (Sentence, extractive_answer, favour_parts, favour_shape, score_sentences,
-                                  weigh_by_passage)
-from rag.notes.shapes import answer_shape, asks_for_steps
+from rag.notes.decision import decision_trace
+from rag.notes.extractive import (
+    Sentence,
+    extractive_answer,
+    favour_parts,
+    favour_shape,
+    score_sentences,
+    weigh_by_passage,
+)
 from rag.notes.format import snippet
 from rag.notes.question import query_terms, question_parts
 from rag.notes.results import AnswerDecision, AnsweredBy, AskResponse, Confidence, Reference, RuleName
+from rag.notes.shapes import answer_shape, asks_for_steps
 from rag.prompts import load_prompt
 from rag.runtime import Runtime
 from rag.types import Candidate, RankedChunk

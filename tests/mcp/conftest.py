@@ -4,7 +4,6 @@ database, with API keys of several scopes: what every MCP test reads through the
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -4,7 +4,6 @@ checks — and bad calls answered as tool errors while the server keeps serving.
 
 from __future__ import annotations
 
-
 import subprocess
 import sys
 from collections.abc import Iterator

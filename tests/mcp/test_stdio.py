@@ -12,7 +12,15 @@ import psycopg
 import pytest
 
 from rag.store import keys as key_store
-from tests.mcp.conftest import FILES, INTERNAL_MARK, NOT_MENTIONED, PUBLIC_MARK, RESTRICTED_MARK, WORK_MARK, Corpus
+from tests.mcp.conftest import (
+    FILES,
+    INTERNAL_MARK,
+    NOT_MENTIONED,
+    PUBLIC_MARK,
+    RESTRICTED_MARK,
+    WORK_MARK,
+    Corpus,
+)
 from tests.mcp.session import TOOL_NAMES, data, error_text, stderr_of, stdio_session
 
 SECRET_QUERY = f"tomatoes launch code {RESTRICTED_MARK} watering"
