@@ -4,6 +4,8 @@ line counts kept for citations, file names that stay distinct, front matter mask
 from __future__ import annotations
 
 import string
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -111,3 +113,30 @@ def test_front_matter_values_are_masked_by_their_key() -> None:
     assert masked["notes"] == ["see password=[REDACTED:password]"]
     assert "b3Blbn" not in masked["ssh"] and masked["count"] == 3
     assert mask_structure(masked) == masked
+
+
+# -- linear time: one keyword anywhere enables a rule; a long run of word characters must not make it
+# quadratic (a 40 KB note once took minutes to index) --------------------------------------------------
+
+_HOSTILE_SHAPES = ("a-", "a.", "a_", "eyJa-", "xoxa-", "sk-a", "a:", "a= ", "ab://", "Bearer ")
+_KEYWORDS = ("token", "secret", "password", "pwd", "api_key", "apikey", "secret_access_key", "client_secret",
+             "eyJ", "sk-", "ghp_", "xoxb", "akia", "authorization", "bearer", "://", "-----BEGIN PRIVATE KEY-----")
+
+
+@pytest.mark.security
+def test_masking_a_hostile_note_takes_linear_time() -> None:
+    """Every rule on every shape, 64 KB each, both ways of masking, in a child process that must finish
+    within 60 s (a few seconds when linear; the quadratic rules took about 4 s for 8 KB of one shape,
+    minutes for each of these)."""
+    script = (
+        "import sys, time\n"
+        "from rag.secrets import mask_secrets, mask_text\n"
+        f"shapes, keywords = {_HOSTILE_SHAPES!r}, {_KEYWORDS!r}\n"
+        "worst = 0.0\n"
+        "for k in keywords:\n"
+        "    for unit in shapes:\n"
+        "        text = k + ' ' + unit * (65536 // len(unit))\n"
+        "        t = time.perf_counter(); mask_text(text); mask_secrets(text); worst = max(worst, time.perf_counter() - t)\n"
+        "print(round(worst, 3))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
