@@ -38,7 +38,9 @@ _WIKILINK = re.compile(r"(?P<bang>!?)\[\[(?P<inner>[^\[\]\n]+?)\]\]")
 _MD_LINK = re.compile(r"(?P<bang>!?)\[(?P<label>[^\[\]\n]*)\]\((?P<url><[^>\n]+>|[^()\s]+(?:\([^()\s]*\))?)"
                       r"(?:\s+\"[^\"\n]*\")?\)")
 _HIGHLIGHT = re.compile(r"==(?=\S)(?P<inner>[^=\n]+?)(?<=\S)==")
-_BOLD = re.compile(r"(?P<m>\*\*|__)(?=\S)(?P<inner>.+?)(?<=\S)(?P=m)")
+# The inner text never holds the marker: each marker pairs with the next one (linear; with `.+?` a line of
+# unclosed markers was read to its end from every one of them).
+_BOLD = re.compile(r"(?P<m>\*\*|__)(?=\S)(?P<inner>(?:(?!(?P=m))[^\n])+?)(?<=\S)(?P=m)")
 _ITALIC = re.compile(r"(?<![\w*])\*(?=\S)(?P<inner>[^*\n]+?)(?<=\S)\*(?![\w*])|(?<![\w_])_(?=\S)(?P<inner2>[^_\n]+?)(?<=\S)_(?![\w_])")
 _STRIKE = re.compile(r"~~(?=\S)(?P<inner>[^~\n]+?)(?<=\S)~~")
 _CODE_SPAN = re.compile(r"(?P<ticks>`+)(?P<inner>.+?)(?P=ticks)")

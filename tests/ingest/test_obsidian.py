@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from rag.obsidian import LinkRef, render_note, render_text
@@ -104,3 +107,24 @@ def test_inline_and_nested_tags() -> None:
 def test_render_text_of_a_sentence() -> None:
     assert render_text("On the [[Plans and storage limits|Obsidian Sync plan]] your notes are kept.") == \
         "On the Obsidian Sync plan your notes are kept."
+
+
+def test_bold_pairs_markers_without_crossing_another():
+    assert render_text("**bold** and __also__, **a **b**") == "bold and also, **a b"
+
+
+_HOSTILE_LINES = ("**a ", "__a ", "==a ", "~~a ", "*a ", "_a ", "`a ", "``a ", "[[a ", "![[a ", "[a](", "%%a ",
+                  "<a ", "#a ", "^a ", "> [!a] ", "[a] ", "a|", "- [ ] a ", "| a ")
+
+
+@pytest.mark.security
+def test_rendering_a_hostile_note_takes_linear_time() -> None:
+    """A line of unclosed markers, 128 KB per shape, rendered in a child process that must finish within
+    60 s (a few seconds when linear; unclosed bold markers took 4 s for 32 KB, an hour for 1 MB)."""
+    script = (
+        "from rag.obsidian import render_note, render_text\n"
+        f"for unit in {_HOSTILE_LINES!r}:\n"
+        "    text = '# T\\n\\n' + unit * (131072 // len(unit)) + '\\n'\n"
+        "    render_note(text); render_text(text)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
