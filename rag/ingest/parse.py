@@ -12,16 +12,16 @@ closing fence: the whole file is body.
 Fail closed: whenever the frontmatter cannot be trusted to say what the note asked for (it does not
 parse, or `confidentiality` is present but not one known level given once), the note is stored at
 the most restricted level and `failed_closed` is set, so the run summary can count it. So is a note
-that starts with something that looks like front matter but is not parsed as such: a `+++` (TOML)
-fence, a `---` after blank lines or indented, or a `confidentiality:` line without fences. Its
-whole text is indexed, at the most restricted level, with a warning naming the file.
+whose text may have asked for a level the parse did not read (rag.ingest.lookalikes: a fence that is
+not on line 1, a `confidentiality:` line outside or below the front matter, a key that reads as
+`confidentiality` without being it). Its whole text is indexed, at the most restricted level, with a
+warning naming the file.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
-import itertools
 import math
 import re
 from dataclasses import dataclass, field
@@ -31,13 +31,14 @@ from typing import Any, cast
 import yaml
 
 from rag.access import CONFIDENTIALITY_LEVELS
+from rag.ingest.lookalikes import LEVEL_KEY, level_key_lookalike, level_set_below, lookalike_frontmatter
 
 # libyaml's safe loader when PyYAML was built with it: the same documents, ~5x faster than the
 # pure-Python one (frontmatter was a fifth of parsing time on the help vault). Its error messages
 # are worded differently, so a document it rejects is loaded again by the pure-Python loader, whose
 # message is the one reported.
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
-_CONFIDENTIALITY_KEY = "confidentiality"
+_CONFIDENTIALITY_KEY = LEVEL_KEY
 
 
 _SafeLoaderClass = type[yaml.SafeLoader] | type[yaml.CSafeLoader]
@@ -129,7 +130,7 @@ def parse_document(text: str, source_path: str) -> ParsedDocument:
     text = normalise_line_endings(text)
     lines = text.split("\n")
     raw, body_line, problem = _split_frontmatter(lines)
-    lookalike = raw is None and problem is None and (problem := _lookalike_frontmatter(lines)) is not None
+    lookalike = raw is None and problem is None and (problem := lookalike_frontmatter(lines)) is not None
     frontmatter: dict[str, Any] = {}
     if problem is None and raw is not None:
         try:
@@ -158,6 +159,9 @@ def parse_document(text: str, source_path: str) -> ParsedDocument:
             # reading, store it at the most restricted level.
             confidentiality = UNKNOWN_CONFIDENTIALITY
             conf_problem = "a confidentiality line that is not a top-level key"
+        doubt = level_key_lookalike(frontmatter) or level_set_below(lines[body_line:])
+        if doubt:
+            confidentiality, conf_problem = UNKNOWN_CONFIDENTIALITY, doubt
         if conf_problem:
             warnings.append(f"unknown confidentiality in {source_path}: {conf_problem} (treated as {confidentiality})")
     return ParsedDocument(
@@ -193,26 +197,6 @@ def _split_frontmatter(lines: list[str]) -> tuple[str | None, int, str | None]:
             return "\n".join(lines[1:i]), i + 1, None
     # Without a closing fence there is no telling where metadata ends; keep everything as body.
     return None, 0, "no closing '---' fence"
-
-
-_FENCE_LOOKALIKE = re.compile(r"^\s*(?:-{3,}|\+{3,}|\.{3})\s*$")
-_SETS_CONFIDENTIALITY = re.compile(r"confidentiality\s*['\"]?\s*[:=]", re.IGNORECASE)
-
-
-def _lookalike_frontmatter(lines: list[str]) -> str | None:
-    """Why a note without parsed front matter may still have meant some: its first non-blank line is
-    a fence (`+++`, or `---` after blank lines or spaces), or its first paragraph sets a level."""
-    for i, line in enumerate(lines):
-        line = line.lstrip("\ufeff")
-        if not line.strip():
-            continue
-        if _FENCE_LOOKALIKE.match(line):
-            return f"line {i + 1} looks like a front matter fence, but front matter must start with '---' on line 1"
-        paragraph = itertools.takewhile(str.strip, lines[i:])
-        if any(_SETS_CONFIDENTIALITY.search(p) for p in paragraph):
-            return "a confidentiality line outside front matter"
-        return None
-    return None
 
 
 def _safe_load(raw: str) -> Any:

@@ -85,6 +85,17 @@ LOOKALIKES = {
     "bom then blank line": "\ufeff\n---\nconfidentiality: restricted\n---\nbody text\n",
     "no fences at all": "confidentiality: restricted\ntitle: plan\n\nbody text\n",
     "public in toml": "+++\nconfidentiality = 'public'\n+++\nbody text\n",
+    # after a parsed block: a level Obsidian reads (it closes front matter with '---' only) or a second
+    # block, as a template applied to a note that already had front matter leaves it
+    "after a block closed by dots": "---\ntitle: Dot close\n...\nconfidentiality: restricted\n---\nbody text\n",
+    "a second block": "---\ntitle: Two blocks\n---\n---\nconfidentiality: restricted\n---\nbody text\n",
+    "a second block after an empty one": "---\n---\nconfidentiality: restricted\n---\nbody text\n",
+    "a second block with a spaced fence": "---\ntitle: x\n---\n--- \nconfidentiality: internal\n---\nbody text\n",
+    # a key that only looks like the level's key, or misspells it
+    "zero-width space in the key": "---\nconfiden\u200btiality: restricted\n---\nbody text\n",
+    "cyrillic i in the key": "---\nconf\u0456dentiality: restricted\n---\nbody text\n",
+    "fullwidth key": "---\n\uff43onfidentiality: restricted\n---\nbody text\n",
+    "misspelt key": "---\nconfidentialty: restricted\n---\nbody text\n",
 }
 
 
@@ -114,6 +125,7 @@ def test_front_matter_with_any_line_ending_parses(text: str) -> None:
     "---\ntitle: Plan\nconfidentiality: internal\n---\nbody text\n",
     "# Plan\n\nbody text\n",
     "plain words first\n\n---\n\nmore\n",
+    "---\ntitle: Plan\n---\n---\n\nA thematic break under the properties, then text.\n",
     "",
 ])
 def test_ordinary_notes_are_unchanged(text: str) -> None:

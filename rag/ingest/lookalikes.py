@@ -1,0 +1,79 @@
+"""Text that may have asked for a confidentiality level without saying it the way the parser reads it.
+
+A note is stored at the most restricted level (fail closed) when any of these holds, since each may
+have meant a level stricter than the default (rag.ingest.parse):
+- without parsed front matter, its first non-blank line looks like a fence (`+++`, or `---` after
+  blank lines or spaces), or its first paragraph sets a level (`lookalike_frontmatter`);
+- below parsed front matter, the body's first paragraph (after a fence-like line, if it opens with one)
+  sets a level: Obsidian closes front matter with `---` only, so a level after a block closed by `...`
+  is one it reads, and a template applied to a note that had front matter leaves a second block
+  (`level_set_below`);
+- a front matter key is not `confidentiality` but reads as it: a zero-width or other format character,
+  a Cyrillic, Greek or fullwidth letter, or a misspelling by a letter or two (`level_key_lookalike`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+from collections.abc import Iterable
+
+LEVEL_KEY = "confidentiality"
+
+_FENCE_LOOKALIKE = re.compile(r"^\s*(?:-{3,}|\+{3,}|\.{3})\s*$")
+_SETS_LEVEL = re.compile(r"confidentiality\s*['\"]?\s*[:=]", re.IGNORECASE)
+# Latin look-alikes of Cyrillic and Greek letters (NFKC leaves them as they are), after casefolding.
+_CONFUSABLES = str.maketrans({"а": "a", "е": "e", "і": "i", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x",
+                              "ѕ": "s", "ј": "j", "ԁ": "d", "ӏ": "l", "к": "k", "т": "t", "н": "h",
+                              "α": "a", "ε": "e", "ι": "i", "ν": "v", "ο": "o", "τ": "t", "κ": "k"})
+_MAX_KEY_TYPOS = 2
+
+
+def lookalike_frontmatter(lines: list[str]) -> str | None:
+    """Why a note without parsed front matter may still have meant some, or None."""
+    for i, line in enumerate(lines):
+        line = line.lstrip("\ufeff")
+        if not line.strip():
+            continue
+        if _FENCE_LOOKALIKE.match(line):
+            return f"line {i + 1} looks like a front matter fence, but front matter must start with '---' on line 1"
+        paragraph = itertools.takewhile(str.strip, lines[i:])
+        if any(_SETS_LEVEL.search(p) for p in paragraph):
+            return "a confidentiality line outside front matter"
+        return None
+    return None
+
+
+def level_set_below(body: list[str]) -> str | None:
+    """Why a note whose front matter parsed may still ask for a level below it, or None."""
+    rest = list(itertools.dropwhile(lambda line: not line.strip(), body))
+    if rest and _FENCE_LOOKALIKE.match(rest[0]):
+        rest = list(itertools.dropwhile(lambda line: not line.strip(), rest[1:]))
+    if any(_SETS_LEVEL.search(line) for line in itertools.takewhile(str.strip, rest)):
+        return "a confidentiality line below the front matter"
+    return None
+
+
+def level_key_lookalike(keys: Iterable[object]) -> str | None:
+    """The first front matter key that reads as `confidentiality` without being it, as a reason; or None."""
+    for key in keys:
+        name = str(key)
+        if name.lower() == LEVEL_KEY:
+            continue
+        shown = "".join(ch for ch in unicodedata.normalize("NFKC", name) if unicodedata.category(ch) != "Cf")
+        if _edit_distance(shown.casefold().translate(_CONFUSABLES), LEVEL_KEY) <= _MAX_KEY_TYPOS:
+            return f"the key {name!r} reads as {LEVEL_KEY!r}"
+    return None
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance, or more than _MAX_KEY_TYPOS as soon as the lengths say so."""
+    if abs(len(a) - len(b)) > _MAX_KEY_TYPOS:
+        return _MAX_KEY_TYPOS + 1
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
