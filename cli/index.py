@@ -154,7 +154,7 @@ def _emit(report: IndexReport, json_out: bool) -> None:
 def _exit_on_failure(report: IndexReport) -> None:
     failed = report.failed
     for v in failed:
-        info(f"error: vault '{v.vault}': {v.error}")
+        info(f"error: vault '{v.vault}': {v.shown_error}")
     if failed:
         raise typer.Exit(failed[0].error_code or 1)
 
@@ -202,7 +202,7 @@ def watch(
             _emit(report, False)
             sys.stdout.flush()
         for v in report.failed:
-            info(f"error: vault '{v.vault}': {v.error}")
+            info(f"error: vault '{v.vault}': {v.shown_error}")
 
     if not quiet:
         info(f"Watching (debounce {settings.ingest.watch_debounce_ms} ms); Ctrl-C to stop.")
@@ -214,5 +214,5 @@ def _warn(report: IndexReport) -> None:
     for v in report.vaults:
         for skip in v.skipped:
             info(f"warning: {v.vault}: {skip.message}")
-        for warning in v.warnings:
+        for warning in v.shown_warnings:
             info(f"warning: {v.vault}: {warning}")

@@ -7,6 +7,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from rag.secrets import mask_secrets
+
 
 def peak_rss_mb() -> float:
     """This process's peak resident memory so far, in MiB (ru_maxrss is KiB on Linux, bytes on macOS)."""
@@ -22,11 +24,16 @@ class SkipRecord:
     disk_path: str = ""  # the real relative path, for looking on disk; never reported
 
     @property
+    def shown_detail(self) -> str:
+        """The detail as reports show it: it may quote the file, so it is masked like all that is shown."""
+        return mask_secrets(self.detail) if self.detail else ""
+
+    @property
     def message(self) -> str:
-        return f"skipped {self.path}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
+        return f"skipped {self.path}: {self.reason}" + (f" ({self.shown_detail})" if self.detail else "")
 
     def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "reason": self.reason, "detail": self.detail}
+        return {"path": self.path, "reason": self.reason, "detail": self.shown_detail}
 
 
 @dataclass
@@ -47,6 +54,15 @@ class VaultReport:
     error_code: int = 0
     lexical_backend: str | None = None  # rag.store.lexical_backend: sql or pg_textsearch, once the run finished
 
+    @property
+    def shown_warnings(self) -> list[str]:
+        """The warnings as printed and stored: they quote front matter values, masked like all that is shown."""
+        return [mask_secrets(w) for w in self.warnings]
+
+    @property
+    def shown_error(self) -> str | None:
+        return None if self.error is None else mask_secrets(self.error)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "vault": self.vault, "lexical_backend": self.lexical_backend, "files_seen": self.files_seen, "files_indexed": self.files_indexed,
@@ -54,8 +70,8 @@ class VaultReport:
             "files_removed": self.files_removed, "files_failed_closed": self.files_failed_closed,
             "chunks_written": self.chunks_written,
             "chunks_reembedded": self.chunks_reembedded, "skipped": [s.to_dict() for s in self.skipped],
-            "warnings": self.warnings, "seconds": round(self.seconds, 3),
-            "embedding_model": self.embedding_model, "error": self.error,
+            "warnings": self.shown_warnings, "seconds": round(self.seconds, 3),
+            "embedding_model": self.embedding_model, "error": self.shown_error,
         }
 
 
