@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from rag.errors import AuthError, InputError
 
-CONFIDENTIALITY_LEVELS: tuple[str, ...] = ("public", "internal", "confidential", "restricted")
+Level = Literal["public", "internal", "confidential", "restricted"]  # lowest first
+CONFIDENTIALITY_LEVELS: tuple[str, ...] = get_args(Level)
 
 
 def levels_up_to(clearance: str) -> tuple[str, ...]:

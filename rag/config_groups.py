@@ -22,6 +22,8 @@ from pydantic import (
     PositiveInt,
 )
 
+from rag.access import Level
+
 #: A share, fraction or weight between 0 and 1.
 ZeroToOne = Annotated[float, Field(ge=0, le=1)]
 
@@ -56,6 +58,10 @@ class IngestSettings(Group):
     max_pdf_bytes: PositiveInt = 50 * 1024 * 1024
     """PDF files larger than this (bytes; default 50 MiB) are skipped, with the reason in the index report.
     PDFs are read only with the optional extra ragpg[pdf]."""
+    pdf_confidentiality: Level = "restricted"
+    """The level a PDF is stored at: it has no front matter to say one, so the most restricted level keeps
+    a restricted note's attachment from every key and console role below it. Set it lower for a vault
+    whose PDFs every reader may see."""
     max_pdf_pages: PositiveInt = 1000
     """PDF files with more pages than this are skipped, with the reason in the index report (each page is a
     section of its own; a passage cites its page)."""

@@ -358,7 +358,8 @@ def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,
     doc = store.PreparedDocument(
         source_path=f.source_path, folder="" if folder == "." else folder, title=parsed.title, url=parsed.url,
         doc_type=parsed.doc_type, persona=parsed.persona, tags=list(parsed.tags), project=parsed.project,
-        confidentiality=parsed.confidentiality, doc_date=doc_date, document_version=version,
+        confidentiality=settings.ingest.pdf_confidentiality if f.kind == "pdf" else parsed.confidentiality,
+        doc_date=doc_date, document_version=version,
         size_bytes=len(data), metadata=dict(parsed.frontmatter), failed_closed=parsed.failed_closed,
         aliases=list(parsed.aliases), date_source=date_source,
     )

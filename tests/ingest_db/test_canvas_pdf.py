@@ -128,3 +128,27 @@ def test_without_the_pdf_extra_pdfs_are_skipped_with_the_install_hint_and_kept(
     assert skipped == {"report.pdf": ("needs_extra", hint), "later.pdf": ("needs_extra", hint)}
     indexed = {r["source_path"] for r in aconn.execute("select source_path from documents")}
     assert indexed == {"report.pdf", "note.md"}  # what an earlier run read from the PDF stays
+
+
+@pytest.mark.security
+def test_a_pdf_is_stored_at_the_attachment_level(aconn: psycopg.Connection, settings: Settings,
+                                                 tmp_path: Path) -> None:
+    """A PDF cannot say its level (no front matter): it is stored at `ingest.pdf_confidentiality`,
+    restricted unless set lower, so a restricted note's attachment is never public by default."""
+    root = write_files(tmp_path / "v", {
+        "HR/salaries.pdf": pdf_bytes([["Salaries", "The CEO salary is confidential."]]),
+        "HR/Salaries.md": "---\nconfidentiality: restricted\n---\n# Salaries\n\n![[salaries.pdf]]\n",
+        "open.md": NOTE})
+    add(aconn, "v", root)
+    assert not index(settings).failed
+
+    def levels() -> dict[str, tuple[str, set[str]]]:
+        return {r["source_path"]: (r["confidentiality"], set(r["chunk_levels"])) for r in aconn.execute(
+            "select d.source_path, d.confidentiality, array_agg(distinct c.metadata ->> 'confidentiality') as "
+            "chunk_levels from documents d join chunks c on c.document_id = d.id group by 1, 2")}
+
+    assert levels() == {"HR/salaries.pdf": ("restricted", {"restricted"}),
+                        "HR/Salaries.md": ("restricted", {"restricted"}), "open.md": ("public", {"public"})}
+    (root / "HR" / "salaries.pdf").write_bytes(pdf_bytes([["Salaries", "Published pay bands."]]))
+    assert not index(with_settings(settings, ingest={"pdf_confidentiality": "public"})).failed
+    assert levels()["HR/salaries.pdf"] == ("public", {"public"})
