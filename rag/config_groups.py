@@ -61,7 +61,7 @@ class IngestSettings(Group):
     pdf_confidentiality: Level = "restricted"
     """The level a PDF is stored at: it has no front matter to say one, so the most restricted level keeps
     a restricted note's attachment from every key and console role below it. Set it lower for a vault
-    whose PDFs every reader may see."""
+    whose PDFs every reader may see; the next index run stores every PDF at the new level."""
     max_pdf_pages: PositiveInt = 1000
     """PDF files with more pages than this are skipped, with the reason in the index report (each page is a
     section of its own; a passage cites its page)."""

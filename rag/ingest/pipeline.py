@@ -54,6 +54,9 @@ class Source:
     path: str
     read: Callable[[], bytes | SkipRecord]
     prepare: Callable[[bytes, str], tuple[store.PreparedDocument, list[str]]]  # (bytes, version)
+    # Part of the stored version beside the bytes' sha256: what else decides the document (a PDF's
+    # level comes from a setting, so changing it indexes each PDF again at the next run).
+    decided_by: str = ""
 
 
 def index_vaults(settings: Settings, names: Sequence[str] | None = None, *,
@@ -209,7 +212,7 @@ class _VaultRun:
             self.report.skipped.append(data)
             self.progress.files_done(1)
             return data.reason in KEEP_ON_SKIP
-        version = hashlib.sha256(data).hexdigest()
+        version = hashlib.sha256(data).hexdigest() + source.decided_by
         if stored.get(source.path) == version:
             self.report.files_unchanged += 1
             self.links.unchanged(source.path, data)
@@ -338,7 +341,8 @@ def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
     def prepare(data: bytes, version: str) -> tuple[store.PreparedDocument, list[str]]:
         return prepare_file(f, data, version, vault.name, settings)
 
-    return Source(f.source_path, read, prepare)
+    decided_by = f" level={settings.ingest.pdf_confidentiality}" if f.kind == "pdf" else ""
+    return Source(f.source_path, read, prepare, decided_by)
 
 
 def prepare_file(f: VaultFile, data: bytes, version: str, vault_name: str,

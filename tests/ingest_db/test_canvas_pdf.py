@@ -134,7 +134,8 @@ def test_without_the_pdf_extra_pdfs_are_skipped_with_the_install_hint_and_kept(
 def test_a_pdf_is_stored_at_the_attachment_level(aconn: psycopg.Connection, settings: Settings,
                                                  tmp_path: Path) -> None:
     """A PDF cannot say its level (no front matter): it is stored at `ingest.pdf_confidentiality`,
-    restricted unless set lower, so a restricted note's attachment is never public by default."""
+    restricted unless set lower, so a restricted note's attachment is never public by default; a
+    change of the setting reaches every PDF at the next run."""
     root = write_files(tmp_path / "v", {
         "HR/salaries.pdf": pdf_bytes([["Salaries", "The CEO salary is confidential."]]),
         "HR/Salaries.md": "---\nconfidentiality: restricted\n---\n# Salaries\n\n![[salaries.pdf]]\n",
@@ -149,6 +150,7 @@ def test_a_pdf_is_stored_at_the_attachment_level(aconn: psycopg.Connection, sett
 
     assert levels() == {"HR/salaries.pdf": ("restricted", {"restricted"}),
                         "HR/Salaries.md": ("restricted", {"restricted"}), "open.md": ("public", {"public"})}
-    (root / "HR" / "salaries.pdf").write_bytes(pdf_bytes([["Salaries", "Published pay bands."]]))
-    assert not index(with_settings(settings, ingest={"pdf_confidentiality": "public"})).failed
+    # the setting changed, the file not: the next run stores the PDF at the new level, and only the PDF
+    report = index(with_settings(settings, ingest={"pdf_confidentiality": "public"}))
+    assert report.vaults[0].files_indexed == 1 and report.vaults[0].files_unchanged == 2
     assert levels()["HR/salaries.pdf"] == ("public", {"public"})
