@@ -8,6 +8,7 @@ firing per batch instead of one per chunk. Vectors are COPYed in binary.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,13 +24,15 @@ from rag.ingest.guard import assess_injection
 from rag.ingest.hnsw import BulkLoadPolicy, indexes_rebuilt
 from rag.ingest.links import PreparedLink, write_links
 from rag.secrets import mask_structure, mask_text
-from rag.store.database import Connection
+from rag.store.database import Connection, fetch_column
 from rag.store.models import EmbeddingModelRef
+from rag.store.vaults import vault_label
 from rag.tokens import count_tokens
 from rag.types import ChunkSpan
 
 # First key of the two-key advisory lock that serialises index runs of one vault ("RAGP").
-_INDEX_LOCK_CLASS = 0x52414750
+log = logging.getLogger(__name__)
+INDEX_LOCK_CLASS = 0x52414750
 
 
 @dataclass(frozen=True)
@@ -101,13 +104,19 @@ def embedding_text(heading_path: str, content: str) -> str:
 
 @contextmanager
 def vault_lock(conn: Connection, vault_id: int) -> Iterator[None]:
-    """Serialise index runs of one vault across processes (watch + cron): session advisory lock."""
-    conn.execute("select pg_advisory_lock(%s::int, %s::int)", (_INDEX_LOCK_CLASS, vault_id))
+    """Serialise index runs of one vault across processes (watch + cron): session advisory lock. A run that
+    finds the vault busy says so (a warning on stderr, so cron logs show why it took long), then waits."""
+    free = fetch_column(conn, bool, "select pg_try_advisory_lock(%s::int, %s::int)", (INDEX_LOCK_CLASS, vault_id))
+    if free != [True]:
+        names = fetch_column(conn, str, "select name from vaults where id = %s", (vault_id,))
+        log.warning("waiting for another index run of vault %s to finish (it holds the vault's lock)",
+                    vault_label(names[0] if names else str(vault_id)))
+        conn.execute("select pg_advisory_lock(%s::int, %s::int)", (INDEX_LOCK_CLASS, vault_id))
     try:
         yield
     finally:
         if not conn.closed:
-            conn.execute("select pg_advisory_unlock(%s::int, %s::int)", (_INDEX_LOCK_CLASS, vault_id))
+            conn.execute("select pg_advisory_unlock(%s::int, %s::int)", (INDEX_LOCK_CLASS, vault_id))
 
 
 def stored_versions(conn: Connection, vault_id: int) -> dict[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import psycopg
 
 from rag.config import Settings
 from rag.ingest.pipeline import index_vaults
-from tests.ingest_db.helpers import add, embedding_count, index, snapshot, with_settings
+from tests.ingest_db.helpers import RAGPG, add, cli_env, embedding_count, index, snapshot, with_settings
 from tests.support.files import write_files
 
 NOTE = """---
@@ -200,3 +201,26 @@ def test_chunks_are_embedded_in_length_order_and_each_vector_lands_on_its_chunk(
     for r in rows:
         expected = embedder.embed_documents([embedding_text(r["heading_path"], r["content"])])[0]
         assert np.allclose(np.asarray(r["embedding"], dtype=np.float32), expected, atol=1e-6)
+
+
+def test_a_run_waiting_for_another_says_so_and_then_runs(db_url: str, aconn: psycopg.Connection,
+                                                         tmp_path: Path) -> None:
+    """A second run of a vault (cron while `watch` indexes) waits for the first; it says so on stderr rather
+    than hanging silently, and goes on once the first is done."""
+    from rag.ingest.store import INDEX_LOCK_CLASS
+
+    root = write_files(tmp_path / "v", {"a.md": "# A\nSome text.\n"})
+    env = cli_env(db_url, tmp_path)
+    assert subprocess.run([*RAGPG, "vault", "add", "v", str(root)], env=env, capture_output=True).returncode == 0
+    vault_id = aconn.execute("select id from vaults where name = 'v'").fetchone()["id"]
+    aconn.execute("select pg_advisory_lock(%s::int, %s::int)", (INDEX_LOCK_CLASS, vault_id))
+    run = subprocess.Popen([*RAGPG, "index", "v", "--quiet"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert run.stderr is not None
+        line = run.stderr.readline()  # the waiting run's first line, before it can do anything
+        assert "waiting for another index run of vault 'v'" in line
+        assert run.poll() is None  # still waiting
+    finally:
+        aconn.execute("select pg_advisory_unlock(%s::int, %s::int)", (INDEX_LOCK_CLASS, vault_id))
+    assert run.wait(timeout=60) == 0
+    assert aconn.execute("select count(*) as n from documents").fetchone()["n"] == 1
