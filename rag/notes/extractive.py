@@ -45,7 +45,9 @@ _PSEUDO_HEADING = re.compile(r"^ {0,3}(\*\*|__)[^\n]*?[^.!\n]\1:?[ \t]*$", re.MU
 # A line of links only ("See [[A]], [[B]]" style navigation), which answers nothing. A list item of links
 # stays: after a sentence ending in ':' it is what the sentence introduces ("refunds for: - [[Sync]]").
 _LINK = r"(?:!?\[\[[^\]]+\]\]|!?\[[^\]]*\]\([^)]*\))"
-_LINK_ONLY = re.compile(rf"^(?![ \t]*[-*+][ \t])\s*(?:[\w ]{{1,24}}:\s*)?{_LINK}(?:[\s,;|·–-]*{_LINK})*\s*[.]?\s*$",
+# (Its start reads spaces and tabs only: `\s*` there crossed line breaks, so from each of many blank lines
+# it read all the rest.)
+_LINK_ONLY = re.compile(rf"^(?![ \t]*[-*+][ \t])[ \t]*(?:[\w ]{{1,24}}:[ \t]*)?{_LINK}(?:[\s,;|·–-]*{_LINK})*\s*[.]?\s*$",
                         re.MULTILINE)
 # Quote markers of blockquotes and callouts; a callout's title line ("> [!tip] Title") is a heading.
 _QUOTE_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)

@@ -380,3 +380,17 @@ def test_fixed_notes_the_answer_comes_from_the_note_that_has_it(fixed_notes, run
     assert lines_of(resp.answer) == [
         "To restore a note, open the version history and pick an older version. [File: backups.md, Section: Restore]"]
     assert resp.references[0].source_path == "backup/backups.md"
+
+
+@pytest.mark.security
+def test_reading_sentences_of_a_hostile_passage_takes_linear_time() -> None:
+    """Blank lines, spaces and link-like lines, 64 KB each, read into sentences in a child process that
+    must finish within 60 s (a line-only rule that crossed line breaks took 3 s for 8 KB of blank lines)."""
+    import subprocess
+    import sys
+
+    script = ("from rag.notes.extractive import _sentence_parts\n"
+              "for unit in ('\\n\\n', ' \\n', '\\n ', '[[a]]\\n', 'a: [[b]]\\n\\n', '- [[a]]\\n', '**a**\\n', '|a|\\n'):\n"
+              "    _sentence_parts(unit * (65536 // len(unit)))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
