@@ -17,6 +17,7 @@ from typing import Any
 
 from rag.access import Scope
 from rag.errors import InputError
+from rag.secrets import mask_secrets
 
 Check = Callable[[str, str, Any], None]  # (function, argument, value) -> None, or raises InputError
 
@@ -156,12 +157,14 @@ def check_query_length(text: str, max_chars: int, what: str = "query") -> None:
 
 def query_text(value: str, max_chars: int, what: str = "query") -> str:
     """The text a search runs on, stripped: not blank, and within the length limit. Every entry point
-    (compute_context, ask, search, `ragpg embed`) checks its query here, with one message."""
+    (compute_context, ask, search, `ragpg embed`) checks its query here, with one message, and gets it
+    with secrets masked: the notes hold only masked text, so nothing is lost, and the question is then
+    embedded (perhaps remotely), cached, logged and quoted in explanations only in its masked form."""
     text = value.strip()
     if not text:
         raise InputError(f"the {what} is empty")
     check_query_length(value, max_chars, what)
-    return text
+    return mask_secrets(text)
 
 
 def whole_number(fn: str, name: str, value: Any) -> None:
