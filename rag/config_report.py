@@ -21,12 +21,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from rag.config import default_config_path, load_settings
+from rag.store.database import mask_url as mask_connection_password
 
 ENV_PREFIX = "RAGPG_"
 MASK = "********"
 SECRET_NAME = re.compile(r"(?:^|_)(?:api_key|secret|secret_key|password|token)$")
-URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]+:)(?P<pw>[^@\s]+)(?P<tail>@)", re.IGNORECASE)
-DSN_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'[^']*'|\S+)", re.IGNORECASE)
 # Top-level settings read from other environment names than RAGPG_<NAME>.
 ENV_ALIASES = {"database_url": ("DATABASE_URL", "RAGPG_DATABASE_URL")}
 
@@ -54,16 +53,15 @@ class ConfigReport:
 
 
 def mask_url(url: str) -> str:
-    """A connection string with its password replaced by the mask."""
-    url = URL_PASSWORD.sub(lambda m: m["head"] + MASK + m["tail"], url)
-    return DSN_PASSWORD.sub(lambda m: m["head"] + MASK, url)
+    """A connection string or URL with its password replaced by the mask (rag.store.database's rule)."""
+    return mask_connection_password(url, MASK)
 
 
 def _masked(name: str, value: Any) -> Any:
     leaf = name.rsplit(".", 1)[-1]
     if value is not None and SECRET_NAME.search(leaf):
         return MASK
-    if leaf in ("database_url", "read_database_url") and isinstance(value, str):
+    if isinstance(value, str):  # any URL setting may carry credentials (a proxy's api_base, a tracing host)
         return mask_url(value)
     return value
 

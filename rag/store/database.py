@@ -22,10 +22,16 @@ CONNECT_TIMEOUT_S = DbSettings().connect_timeout_s  # for callers without settin
 T = TypeVar("T")
 
 
-def mask_url(url: str) -> str:
-    """Hide the password in a connection URL or conninfo string."""
-    url = re.sub(r"(://[^:/@]+:)([^@]*)(@)", r"\1***\3", url)
-    return re.sub(r"(password\s*=\s*)(\S+)", r"\1***", url)
+# A URL's user info (the user name may be empty: `postgresql://:pw@host` is a password), and a conninfo
+# or query-string password (a quoted conninfo value may hold spaces and escaped quotes).
+_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?P<tail>@)", re.IGNORECASE)
+_KEY_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'?|[^\s&]+)", re.IGNORECASE)
+
+
+def mask_url(url: str, mask: str = "***") -> str:
+    """Hide the password in a connection URL or conninfo string (errors, `ragpg db`, `ragpg config show`)."""
+    url = _URL_PASSWORD.sub(lambda m: m["head"] + mask + m["tail"], url)
+    return _KEY_PASSWORD.sub(lambda m: m["head"] + mask, url)
 
 
 def sqlalchemy_url(url: str) -> str:

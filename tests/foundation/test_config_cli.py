@@ -68,10 +68,27 @@ def test_show_without_a_config_file_and_with_a_bad_one(clean_env: Path, capsys) 
         f"error: unknown setting 'embedding.no_such_setting' (config file {clean_env})")
 
 
-@pytest.mark.parametrize("url", ["postgresql://u:p%40ss@h:5/d?sslmode=require", "host=h user=u password=s3cret dbname=d"])
-def test_mask_url(url: str) -> None:
-    masked = mask_url(url)
-    assert MASK in masked and "p%40ss" not in masked and "s3cret" not in masked
+@pytest.mark.parametrize(("url", "secret"), [
+    ("postgresql://u:p%40ss@h:5/d?sslmode=require", "p%40ss"),
+    ("host=h user=u password=s3cret dbname=d", "s3cret"),
+    ("postgresql://:EMPTYUSERPW@localhost:5999/db", "EMPTYUSERPW"),  # no user name: psycopg reads a password
+    ("host=localhost port=5999 password='my secret phrase' sslmode=bogus", "secret phrase"),
+    ("host=h password='it\\'s s3cret' dbname=d", "s3cret"),
+    ("postgresql://h/d?user=u&password=qp%20s3cret&sslmode=require", "s3cret"),
+])
+def test_mask_url(url: str, secret: str) -> None:
+    from rag.store.database import mask_url as mask_in_errors
+
+    for masked in (mask_url(url), mask_in_errors(url)):  # one rule: config show and error messages
+        assert secret not in masked and ("***" in masked), masked
+
+
+def test_show_masks_credentials_in_any_url_setting(clean_env: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("RAGPG_LLM__API_BASE", "https://bob:ProxyPassw0rd99@llm-proxy.internal/v1")
+    monkeypatch.setenv("RAGPG_TRACING__LANGFUSE_HOST", "https://lf:LfPassw0rd@lf.internal")
+    code, out, err = run_in_process(capsys, "--config", str(clean_env), "config", "show", "--json")
+    assert code == 0, err
+    assert "ProxyPassw0rd99" not in out and "LfPassw0rd" not in out and "llm-proxy.internal" in out
 
 
 def test_init_writes_a_commented_file_that_loads_as_the_defaults(clean_env: Path, capsys) -> None:
