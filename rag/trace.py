@@ -96,6 +96,10 @@ class _LiveSpan(Span):
             self._tracer.failed(exc)
 
 
+class TracedError(Exception):
+    """What a span records of an error: its type and masked message."""
+
+
 class Tracer:
     """Build with `Tracer.from_settings(settings)`; `Tracer()` is the no-op tracer."""
 
@@ -161,7 +165,10 @@ class Tracer:
             if exc is None:
                 manager.__exit__(None, None, None)
             else:
-                manager.__exit__(type(exc), exc, exc.__traceback__)
+                # The span records a stand-in: an error message may quote the caller's arguments (a folder
+                # or vault name holding a token), so it is masked like every attribute, and no stack is kept.
+                stand_in = TracedError(mask_secrets(f"{type(exc).__name__}: {exc}"))
+                manager.__exit__(TracedError, stand_in, None)
         except BaseException as error:
             if error is not exc and isinstance(error, Exception):
                 self.failed(error)

@@ -134,3 +134,19 @@ def test_decision_signature_is_short_stable_and_order_sensitive():
     assert sig != decision_signature(["auto", "correct", "rewrite", "hyde", "hyde"])
     assert decision_signature(["a b"]) != decision_signature(["a", "b"])
     assert decision_signature([]) == decision_signature(())
+
+
+@pytest.mark.security
+def test_an_error_is_recorded_with_its_secrets_masked(captured):
+    """An error message may quote the caller's arguments (a folder or vault name holding a token): the span's
+    status, its exception event and stack text are masked like every other attribute."""
+    tracer, exporter = captured
+    token = "ghp_" + "Zy9Xw8Vu7T" * 4
+    with pytest.raises(ValueError, match="no folder named"):  # the caller still gets the real error
+        with tracer.root(request_id="r", query="q"):
+            raise ValueError(f"no folder named '{token}'")
+    tracer.flush()
+    recorded = [str(s.status.description) for s in exporter.get_finished_spans()]
+    recorded += [str(dict(e.attributes or {})) for s in exporter.get_finished_spans() for e in s.events]
+    assert recorded and any("no folder named" in r for r in recorded)
+    assert not [r for r in recorded if token in r]
