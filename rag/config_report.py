@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rag.config import default_config_path, load_settings
-from rag.store.database import mask_url as mask_connection_password
+from rag.secrets import mask_url as mask_connection_password
 
 ENV_PREFIX = "RAGPG_"
 MASK = "********"

@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from rag.config import LLMSettings
 from rag.errors import LLMError
-from rag.secrets import mask_secrets
+from rag.secrets import mask_secrets, mask_url
 
 if TYPE_CHECKING:
     from types import ModuleType
 
 _litellm: ModuleType | None = None
 _import_lock = threading.Lock()
+# A configured key shorter than this is not looked for in error text (it would match ordinary words).
+_MIN_KEY_CHARS = 8
 
 
 def import_litellm() -> ModuleType:
@@ -70,8 +72,11 @@ class LiteLLM:
             )
             text = response.choices[0].message.content
         except Exception as exc:  # litellm raises many provider-specific types; all mean "no answer"
+            said = mask_url(mask_secrets(str(exc)))
+            if s.api_key and len(s.api_key) >= _MIN_KEY_CHARS:  # a provider may echo the key, of any shape
+                said = said.replace(s.api_key, "[REDACTED:api_key]")
             raise LLMError(f"LLM call to {s.model} failed: {type(exc).__name__}: "
-                           f"{mask_secrets(str(exc)).splitlines()[0][:200] if str(exc) else ''}") from None
+                           f"{said.splitlines()[0][:200] if said else ''}") from None
         if not isinstance(text, str) or not text.strip():
             raise LLMError(f"LLM {s.model} returned an empty or malformed answer")
         return text.strip()

@@ -264,3 +264,17 @@ def _mask_segment(segment: str) -> str:
         return segment
     digest = hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest()[:PATH_HASH_CHARS]
     return _MARKER.sub(lambda m: f"[REDACTED:{m[1]}~{digest}]", masked)
+
+
+# --- connection strings ---------------------------------------------------------------------------
+
+# A URL's user info (the user name may be empty: `postgresql://:pw@host` is a password), and a conninfo
+# or query-string password (a quoted conninfo value may hold spaces and escaped quotes).
+_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?P<tail>@)", re.IGNORECASE)
+_KEY_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'?|[^\s&]+)", re.IGNORECASE)
+
+
+def mask_url(url: str, mask: str = "***") -> str:
+    """Hide the password in a connection URL or conninfo string (errors, `ragpg db`, `ragpg config show`)."""
+    url = _URL_PASSWORD.sub(lambda m: m["head"] + mask + m["tail"], url)
+    return _KEY_PASSWORD.sub(lambda m: m["head"] + mask, url)

@@ -13,6 +13,7 @@ from psycopg.rows import DictRow, dict_row, scalar_row
 
 from rag.config import DbSettings
 from rag.errors import DatabaseError
+from rag.secrets import mask_url as mask_url  # where connection errors and `ragpg db` find it
 
 #: Every connection ragpg opens (open_connection, the runtime's pool) returns rows as dicts.
 Connection: TypeAlias = psycopg.Connection[DictRow]
@@ -20,18 +21,6 @@ Connection: TypeAlias = psycopg.Connection[DictRow]
 CONNECT_TIMEOUT_S = DbSettings().connect_timeout_s  # for callers without settings at hand
 
 T = TypeVar("T")
-
-
-# A URL's user info (the user name may be empty: `postgresql://:pw@host` is a password), and a conninfo
-# or query-string password (a quoted conninfo value may hold spaces and escaped quotes).
-_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?P<tail>@)", re.IGNORECASE)
-_KEY_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'?|[^\s&]+)", re.IGNORECASE)
-
-
-def mask_url(url: str, mask: str = "***") -> str:
-    """Hide the password in a connection URL or conninfo string (errors, `ragpg db`, `ragpg config show`)."""
-    url = _URL_PASSWORD.sub(lambda m: m["head"] + mask + m["tail"], url)
-    return _KEY_PASSWORD.sub(lambda m: m["head"] + mask, url)
 
 
 def sqlalchemy_url(url: str) -> str:

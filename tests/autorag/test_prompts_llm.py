@@ -36,3 +36,16 @@ def test_unreachable_llm_raises_llm_error_quickly():
     with pytest.raises(LLMError) as err:
         llm.complete([Message("user", "hello")])
     assert "sk-secret-123" not in str(err.value)
+
+
+def test_an_llm_error_never_shows_the_configured_key(llm_stub):
+    """A provider may echo the key it was sent (a 401 body): the key is removed from the error text
+    whatever its shape (pattern masking only knows known shapes), and so are credentials in api_base."""
+    key = "MYLLMKEYzq9Xw7Vt"
+    llm_stub.fail_status, llm_stub.fail_message = 401, f"Incorrect API key provided: {key}"
+    base = llm_stub.url.replace("http://", "http://proxyuser:ProxyPassw0rd99@") + "/v1"
+    llm = LiteLLM(LLMSettings(model="openai/stub", api_base=base, api_key=key, timeout_s=5, max_retries=0))
+    with pytest.raises(LLMError) as err:
+        llm.complete([Message("user", "hello")])
+    assert "401" in str(err.value) or "Authentication" in str(err.value) or "Incorrect" in str(err.value)
+    assert key not in str(err.value) and "ProxyPassw0rd99" not in str(err.value)

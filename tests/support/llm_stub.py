@@ -49,6 +49,7 @@ class LLMStub:
     delay_s: float = 0.0
     fail_status: int | None = None
     fail_count: int | None = None
+    fail_message: str | None = None  # the failing answer's error message (default "stub failure <status>")
     malformed: bool = False
     default_reply: str = "stub reply"
     received: list[StubRequest] = field(default_factory=list, init=False)
@@ -212,7 +213,7 @@ def _handler_for(stub: LLMStub) -> type[BaseHTTPRequestHandler]:
             status = stub._record(StubRequest(path, {k.lower(): v for k, v in self.headers.items()}, body))
             stub._wait()
             if status is not None:
-                self._send(status, {"error": {"message": f"stub failure {status}", "type": "stub_error",
+                self._send(status, {"error": {"message": stub.fail_message or f"stub failure {status}", "type": "stub_error",
                                               "code": str(status)}})
                 return
             if stub.malformed:
