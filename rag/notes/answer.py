@@ -14,6 +14,7 @@ passages the answer cites, then, up to the detail's number of sources, the other
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -213,5 +214,12 @@ def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[Ranke
                        abstain_reason=None, answered_by="llm", confidence=band), ""
 
 
+# What a model puts before the sentence it was asked to say: markdown emphasis, quotes, a label.
+_DRESSING = re.compile(r"^[\s*_>#`\"'“”‘’-]*(?:answer\s*:\s*)?[\s*_`\"'“”‘’]*", re.IGNORECASE)
+
+
 def _declined(text: str) -> bool:
-    return " ".join(text.split()).lower().startswith(ABSTAIN_ANSWER.rstrip(".").lower())
+    """The answer is the sentence the prompt asks for when the passages do not answer: as written, or
+    dressed (bold, quoted, "Answer: ...") or contracted ("couldn't")."""
+    said = _DRESSING.sub("", " ".join(text.split())).lower().replace("couldn't", "could not")
+    return said.startswith(ABSTAIN_ANSWER.rstrip(".").lower())

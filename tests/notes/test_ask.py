@@ -329,6 +329,11 @@ def test_only_cited_passages_are_sources_up_to_the_detail(notes, llm_runtime, ll
     "I could not find this information in the available documents.",
     "I could not find this information in the available documents",
     "  I could not find this information in the available   documents. The notes only discuss the budget.",
+    # the same sentence dressed up as models do: bold, quoted, labelled, contracted
+    "**I could not find this information in the available documents.**",
+    "\"I could not find this information in the available documents.\"",
+    "Answer: I could not find this information in the available documents.",
+    "I couldn't find this information in the available documents.",
 ])
 def test_the_llm_declining_is_an_abstention(notes, llm_runtime, llm_stub, notes_config, declined):
     two_notes(notes)
