@@ -124,6 +124,11 @@ _PEM_BLOCK = re.compile(rf"(?P<begin>-----BEGIN {_PEM_LABEL}-----)[\s\S]*?(?:(?P
 _PEM_TAIL = re.compile(rf"\A(?P<begin>){_B64_LINES}(?P<end>-----END {_PEM_LABEL}-----)")
 
 
+# A URL up to its password: scheme (starting a run, read without backtracking), `://`, a user name (which
+# may be empty: `postgresql://:pw@host` holds a password) and `:`.
+_URL_USERINFO = r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*+://[^\s:/@]*+:"
+
+
 def _optional_dashes(*words: str) -> list[str]:
     """Each way of joining `words` with nothing, `_` or `-` between them (fixed-width endings)."""
     out = [words[0]]
@@ -163,8 +168,7 @@ def _rules(keep_lines: bool) -> tuple[Rule, ...]:
         (re.compile(r"(?P<head>\bBearer[ \t]+)(?!\[REDACTED:)(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{8,}=*"),
          lambda m: f"{m['head']}{_REDACTED.format('bearer_token')}"),
         # Credentials inside URLs: postgres://user:secret@host
-        (re.compile(r"(?P<head>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*+://[^\s:/@]++:)(?!\[REDACTED:)[^\s@/]++(?=@)",
-                    re.IGNORECASE),
+        (re.compile(rf"(?P<head>{_URL_USERINFO})(?!\[REDACTED:)[^\s@/]++(?=@)", re.IGNORECASE),
          lambda m: f"{m['head']}{_REDACTED.format('password')}"),
     )
 
@@ -270,7 +274,7 @@ def _mask_segment(segment: str) -> str:
 
 # A URL's user info (the user name may be empty: `postgresql://:pw@host` is a password), and a conninfo
 # or query-string password (a quoted conninfo value may hold spaces and escaped quotes).
-_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?P<tail>@)", re.IGNORECASE)
+_URL_PASSWORD = re.compile(rf"(?P<head>{_URL_USERINFO})(?P<pw>[^@\s]*+)(?P<tail>@)", re.IGNORECASE)
 _KEY_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'?|[^\s&]+)", re.IGNORECASE)
 
 
