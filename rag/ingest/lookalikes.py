@@ -23,6 +23,8 @@ LEVEL_KEY = "confidentiality"
 
 _FENCE_LOOKALIKE = re.compile(r"^\s*(?:-{3,}|\+{3,}|\.{3})\s*$")
 _SETS_LEVEL = re.compile(r"confidentiality\s*['\"]?\s*[:=]", re.IGNORECASE)
+# A line that sets something (`key: value`, `key = value`): its key is checked as a front matter key is.
+_KEY_LINE = re.compile(r"^\s*['\"]?(?P<key>[^\s:='\"][^:='\"\n]{0,40}?)['\"]?\s*[:=]")
 # Latin look-alikes of Cyrillic and Greek letters (NFKC leaves them as they are), after casefolding.
 _CONFUSABLES = str.maketrans({"а": "a", "е": "e", "і": "i", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x",
                               "ѕ": "s", "ј": "j", "ԁ": "d", "ӏ": "l", "к": "k", "т": "t", "н": "h",
@@ -38,8 +40,7 @@ def lookalike_frontmatter(lines: list[str]) -> str | None:
             continue
         if _FENCE_LOOKALIKE.match(line):
             return f"line {i + 1} looks like a front matter fence, but front matter must start with '---' on line 1"
-        paragraph = itertools.takewhile(str.strip, lines[i:])
-        if any(_SETS_LEVEL.search(p) for p in paragraph):
+        if any(_sets_level(p) for p in itertools.takewhile(str.strip, lines[i:])):
             return "a confidentiality line outside front matter"
         return None
     return None
@@ -50,9 +51,15 @@ def level_set_below(body: list[str]) -> str | None:
     rest = list(itertools.dropwhile(lambda line: not line.strip(), body))
     if rest and _FENCE_LOOKALIKE.match(rest[0]):
         rest = list(itertools.dropwhile(lambda line: not line.strip(), rest[1:]))
-    if any(_SETS_LEVEL.search(line) for line in itertools.takewhile(str.strip, rest)):
+    if any(_sets_level(line) for line in itertools.takewhile(str.strip, rest)):
         return "a confidentiality line below the front matter"
     return None
+
+
+def _sets_level(line: str) -> bool:
+    """Whether a line outside parsed front matter sets a level: `confidentiality:` or a key reading as it."""
+    key = _KEY_LINE.match(line)
+    return bool(_SETS_LEVEL.search(line)) or (key is not None and level_key_lookalike([key["key"]]) is not None)
 
 
 def level_key_lookalike(keys: Iterable[object]) -> str | None:

@@ -96,6 +96,9 @@ LOOKALIKES = {
     "cyrillic i in the key": "---\nconf\u0456dentiality: restricted\n---\nbody text\n",
     "fullwidth key": "---\n\uff43onfidentiality: restricted\n---\nbody text\n",
     "misspelt key": "---\nconfidentialty: restricted\n---\nbody text\n",
+    # both at once: a second block whose key only looks like the level's (found by hand after the fixes)
+    "a second block with a zero-width key": "---\ntitle: x\n---\n---\nconfiden\u200btiality: restricted\n---\nbody text\n",
+    "no fences and a cyrillic key": "conf\u0456dentiality: restricted\n\nbody text\n",
 }
 
 
