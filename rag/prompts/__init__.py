@@ -8,9 +8,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
+from typing import Final
 
 from rag.errors import ConfigError
+
+# Resolved: the README's editable install links each file into a tree of its own (setup.cfg), so a
+# template added after the install is found in the source folder.
+PROMPTS_DIR: Final = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,7 @@ class Prompt:
 @cache
 def load_prompt(name: str) -> Prompt:
     try:
-        raw = (resources.files("rag.prompts") / f"{name}.txt").read_text(encoding="utf-8")
+        raw = (PROMPTS_DIR / f"{name}.txt").read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"no prompt named '{name}'") from None
     header, sep, body = raw.partition("\n---\n")

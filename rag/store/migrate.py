@@ -29,13 +29,19 @@ MIN_PGVECTOR = (0, 7, 0)
 MIGRATION_LOCK_KEY = 0x2D1C6A7E41B3F905
 
 
+def _db_package_dir() -> Path:
+    """The folder of rag.db's files. Through a file of the package, resolved: the README's editable
+    install links each file into a tree of its own (setup.cfg), so a file added to db/ after the
+    install is found where it is, not missed in that tree."""
+    return Path(str(resources.files("rag.db") / "__init__.py")).resolve().parent
+
+
 def migrations_dir() -> Path:
-    return Path(str(resources.files("rag.db") / "migrations"))
+    return _db_package_dir() / "migrations"
 
 
 def sql_files() -> list[Path]:
-    folder = Path(str(resources.files("rag.db") / "sql"))
-    return sorted(folder.glob("*.sql"))
+    return sorted((_db_package_dir() / "sql").glob("*.sql"))
 
 
 def alembic_config() -> Config:

@@ -87,3 +87,57 @@ def test_the_image_context_leaves_out_venvs_and_history() -> None:
     assert {"rag", "db", "server", "cli", "pyproject.toml", "requirements"} <= names
     assert not {".git", ".venv", "venv", "tests", "bench"} & names
     assert sum(p.stat().st_size for p in kept) < 20 * 1024 * 1024  # the sources and the lock, not a venv
+
+
+def _extra_pins(lock: str) -> dict[tuple[str, frozenset[str]], tuple[str, frozenset[str]]]:
+    """(name, extras) -> (version, hashes) for the lock's `name[extras]==version` lines"""
+    pins: dict[tuple[str, frozenset[str]], tuple[str, frozenset[str]]] = {}
+    for block in re.split(r"\n(?=[A-Za-z0-9])", (ROOT / "requirements" / lock).read_text()):
+        head = re.match(r"([A-Za-z0-9._-]+)\[([^\]]+)\]==([^\s\\;]+)", block)
+        if head:
+            extras = frozenset(e.strip() for e in head[2].split(","))
+            pins[(canonicalize_name(head[1]), extras)] = (head[3], frozenset(re.findall(r"sha256:\w+", block)))
+    return pins
+
+
+def _base_hashes(lock: str, name: str, version: str) -> frozenset[str]:
+    text = (ROOT / "requirements" / lock).read_text()
+    for block in re.split(r"\n(?=[A-Za-z0-9])", text):
+        head = re.match(r"([A-Za-z0-9._-]+)==([^\s\\;]+)", block)
+        if head and canonicalize_name(head[1]) == name and head[2] == version:
+            return frozenset(re.findall(r"sha256:\w+", block))
+    return frozenset()
+
+
+@pytest.mark.parametrize("lock", sorted(LOCKS))
+def test_each_extra_line_repeats_its_base_pin_and_hashes(lock: str) -> None:
+    extra_pins = _extra_pins(lock)
+    assert extra_pins, "no name[extra]==version line: pip 23.2.1 refuses the lock (requirements/pin_extras.py)"
+    for (name, _), (version, hashes) in extra_pins.items():
+        assert _pins(lock)[name][0] == version, f"{name}[...]=={version} differs from its base pin"
+        assert hashes == _base_hashes(lock, name, version), f"{name}[...] hashes differ from its base line"
+
+
+def test_every_extra_a_locked_package_asks_for_is_pinned_for_old_pips() -> None:
+    """pip < 23.3 (ensurepip's 23.2.1 on Python 3.11) treats `httpx[http2]` asked for by litellm as a
+    requirement of its own and refuses the lock in hash mode unless a `httpx[http2]==` line pins it.
+    Read from the installed packages' own metadata (this venv installed the dev lock)."""
+    from importlib import metadata
+
+    from packaging.markers import default_environment
+
+    pins, extra_pins = _pins("dev.lock"), _extra_pins("dev.lock")
+    missing: list[str] = []
+    for name in pins:
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue  # a platform-only pin not installed here
+        for requirement in map(Requirement, requires):
+            environment = {**default_environment(), "extra": ""}
+            if not requirement.extras or (requirement.marker and not requirement.marker.evaluate(environment)):
+                continue
+            wanted = canonicalize_name(requirement.name)
+            if wanted in pins and not any(n == wanted and set(requirement.extras) <= e for n, e in extra_pins):
+                missing.append(f"{name} -> {requirement}")
+    assert not missing, f"run requirements/pin_extras.py: {missing}"
