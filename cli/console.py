@@ -21,7 +21,7 @@ def _login(settings: Settings, clearance: str, vaults: list[str]) -> ConsoleLogi
     with open_connection(url) as conn:
         resolve_vault_names(conn, vaults)
         return console_login(conn, url, clearance, sorted(set(vaults)) or None,
-                             settings.db.console_login_valid_h)
+                             settings.db.console_login_valid_h, settings.db)
 
 
 def open_console(settings: Settings, clearance: str, vaults: list[str], psql_args: list[str], *,

@@ -210,6 +210,17 @@ class DbSettings(Group):
     whether the database is back; service resumes within about this long of its return."""
     console_login_valid_h: PositiveFloat = 12.0
     """Hours a `ragpg db console` login (a role bound by clearance and vaults) keeps working."""
+    console_statement_timeout_s: PositiveFloat = 60.0
+    """Seconds one statement of a console login may run (its role's statement_timeout). A default the
+    login may change in its own session (docs/security.md): the hard limits are the next two."""
+    console_temp_file_limit_mb: PositiveInt = 1024
+    """Megabytes of temporary files (sorts, hashes) one session of a console login may write (its role's
+    temp_file_limit, which only a superuser may change). Setting it needs a superuser or `grant set on
+    parameter temp_file_limit` to the owner; without either, `ragpg db console` refuses."""
+    console_work_mem_mb: PositiveInt = 16
+    """Megabytes a console login's sort or hash may use in memory before spilling to temporary files."""
+    console_connection_limit: PositiveInt = 4
+    """Sessions a console login may hold at once (its role's connection limit)."""
     replica_wait_s: NonNegativeFloat = 30.0
     """With a read replica: an index run waits up to this many seconds for the replica to replay what it
     wrote, so searches right after it see the run; past it the run still succeeds, with a warning. 0: never

@@ -781,6 +781,36 @@ end
 $$;
 
 --
+-- Name: ragpg_close_console_write_paths(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_close_console_write_paths() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_fn regprocedure;
+begin
+    if exists (select 1 from pg_catalog.pg_database d where d.datname = current_database()
+               and (d.datdba = (select oid from pg_catalog.pg_roles where rolname = current_user)
+                    or (select rolsuper from pg_catalog.pg_roles where rolname = current_user))) then
+        execute format('grant temporary on database %I to %I', current_database(), current_user);
+        execute format('revoke temporary on database %I from public', current_database());
+    end if;
+    if not (select rolsuper from pg_catalog.pg_roles where rolname = current_user) then
+        return;
+    end if;
+    for v_fn in select p.oid::regprocedure from pg_catalog.pg_proc p
+                where p.pronamespace = 'pg_catalog'::regnamespace
+                  and (p.proname like 'lo\_%' or p.proname in ('lowrite', 'loread')
+                       or p.proname like 'pg\_%advisory\_%') loop
+        execute format('revoke execute on function %s from public', v_fn);
+        execute format('grant execute on function %s to %I', v_fn, current_user);
+    end loop;
+end
+$$;
+
+--
 -- Name: ragpg_compile_filter(jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -815,6 +845,34 @@ begin
         predicate := v_part.expr::jsonpath;
     end if;
 end
+$$;
+
+--
+-- Name: ragpg_console_write_paths(name); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_console_write_paths(p_role name) RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce(array_agg(w.path order by w.path), '{}') from (
+        select 'large objects (lo_create)' as path
+        where pg_catalog.has_function_privilege(p_role, 'pg_catalog.lo_create(oid)', 'execute')
+           or pg_catalog.has_function_privilege(p_role, 'pg_catalog.lo_from_bytea(oid, bytea)', 'execute')
+        union all
+        select 'advisory locks (pg_advisory_lock)'
+        where pg_catalog.has_function_privilege(p_role, 'pg_catalog.pg_advisory_lock(bigint)', 'execute')
+        union all
+        select 'temporary tables (TEMPORARY on the database)'
+        where pg_catalog.has_database_privilege(p_role, current_database(), 'temporary')
+        union all
+        select 'new schemas (CREATE on the database)'
+        where pg_catalog.has_database_privilege(p_role, current_database(), 'create')
+        union all
+        select format('new tables in schema %s', n.nspname) from pg_catalog.pg_namespace n
+        where n.nspname not like 'pg\_temp\_%' and n.nspname not like 'pg\_toast\_temp\_%'
+          and pg_catalog.has_schema_privilege(p_role, n.oid, 'create')
+    ) w
 $$;
 
 --
@@ -1390,6 +1448,7 @@ begin
     values (v_role, p_clearance, v_vaults)
     on conflict (role_name) do update set clearance = excluded.clearance, vaults = excluded.vaults;
     perform ragpg_grant_console_select(v_role, t) from ragpg_content_tables() t;
+    perform ragpg_close_console_write_paths();
     return v_role;
 end
 $$;

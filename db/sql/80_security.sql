@@ -250,6 +250,66 @@ begin
 end
 $$;
 
+-- What a console login may write or hold besides its session (issue 47): large objects outlive it,
+-- temporary tables have no size limit (temp_file_limit does not count them), an advisory lock can hold
+-- an index run's vault lock forever. Each is taken from PUBLIC where this login can (temporary tables
+-- as the database's owner; pg_catalog's functions as a superuser only) and given back to the login
+-- running this (the owner: index runs take advisory locks). Run again by every `ragpg db console`, as
+-- a database cloned from a template or restored from a dump starts with its default grants.
+create or replace function ragpg_close_console_write_paths() returns void
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_fn regprocedure;
+begin
+    if exists (select 1 from pg_catalog.pg_database d where d.datname = current_database()
+               and (d.datdba = (select oid from pg_catalog.pg_roles where rolname = current_user)
+                    or (select rolsuper from pg_catalog.pg_roles where rolname = current_user))) then
+        execute format('grant temporary on database %I to %I', current_database(), current_user);
+        execute format('revoke temporary on database %I from public', current_database());
+    end if;
+    if not (select rolsuper from pg_catalog.pg_roles where rolname = current_user) then
+        return;
+    end if;
+    for v_fn in select p.oid::regprocedure from pg_catalog.pg_proc p
+                where p.pronamespace = 'pg_catalog'::regnamespace
+                  and (p.proname like 'lo\_%' or p.proname in ('lowrite', 'loread')
+                       or p.proname like 'pg\_%advisory\_%') loop
+        execute format('revoke execute on function %s from public', v_fn);
+        execute format('grant execute on function %s to %I', v_fn, current_user);
+    end loop;
+end
+$$;
+revoke all on function ragpg_close_console_write_paths() from public;
+
+-- The write paths (and lasting holds) `p_role` still has: empty when ragpg_close_console_write_paths
+-- could close them all. `ragpg db console` refuses a login while any is left (fail closed).
+create or replace function ragpg_console_write_paths(p_role name) returns text[]
+language sql stable
+set search_path = pg_catalog, pg_temp
+as $$
+    select coalesce(array_agg(w.path order by w.path), '{}') from (
+        select 'large objects (lo_create)' as path
+        where pg_catalog.has_function_privilege(p_role, 'pg_catalog.lo_create(oid)', 'execute')
+           or pg_catalog.has_function_privilege(p_role, 'pg_catalog.lo_from_bytea(oid, bytea)', 'execute')
+        union all
+        select 'advisory locks (pg_advisory_lock)'
+        where pg_catalog.has_function_privilege(p_role, 'pg_catalog.pg_advisory_lock(bigint)', 'execute')
+        union all
+        select 'temporary tables (TEMPORARY on the database)'
+        where pg_catalog.has_database_privilege(p_role, current_database(), 'temporary')
+        union all
+        select 'new schemas (CREATE on the database)'
+        where pg_catalog.has_database_privilege(p_role, current_database(), 'create')
+        union all
+        select format('new tables in schema %s', n.nspname) from pg_catalog.pg_namespace n
+        where n.nspname not like 'pg\_temp\_%' and n.nspname not like 'pg\_toast\_temp\_%'
+          and pg_catalog.has_schema_privilege(p_role, n.oid, 'create')
+    ) w
+$$;
+revoke all on function ragpg_console_write_paths(name) from public;
+
 -- `ragpg db console`: the login role for a clearance and a set of vaults (null: every vault), made or
 -- updated, recorded and granted read access. Needs CREATEROLE; the password is set by the caller.
 create or replace function ragpg_ensure_console_role(p_clearance text, p_vaults text[]) returns name
@@ -280,6 +340,7 @@ begin
     values (v_role, p_clearance, v_vaults)
     on conflict (role_name) do update set clearance = excluded.clearance, vaults = excluded.vaults;
     perform ragpg_grant_console_select(v_role, t) from ragpg_content_tables() t;
+    perform ragpg_close_console_write_paths();
     return v_role;
 end
 $$;
@@ -311,6 +372,7 @@ select pg_temp.ragpg_ensure_role('ragpg_reader', 'nologin noinherit',
                                  'requests with a scoped API key will fail until it can');
 
 select ragpg_secure_content_table(t) from ragpg_content_tables() t;
+select ragpg_close_console_write_paths();
 
 -- Row counts that row-level security cannot hide (issue 29). PostgreSQL's activity statistics count
 -- every row of a table, hidden or not (pg_stat_user_tables and its kin: live, dead, inserted and

@@ -19,6 +19,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from rag.config import DbSettings
 from rag.errors import DatabaseError
 from rag.store.database import Connection
 
@@ -71,8 +72,9 @@ class ConsoleLogin:
 
 
 def console_login(conn: Connection, url: str, clearance: str, vaults: list[str] | None,
-                  valid_h: float) -> ConsoleLogin:
-    """Make (or refresh) the console role for `clearance` and `vaults`, with a new password."""
+                  valid_h: float, limits: DbSettings | None = None) -> ConsoleLogin:
+    """Make (or refresh) the console role for `clearance` and `vaults`, with a new password and the
+    resource limits of `limits` (the db settings; their defaults when None)."""
     password = secrets.token_urlsafe(24)
     valid_until = datetime.now(UTC) + timedelta(hours=valid_h)
     try:
@@ -82,9 +84,35 @@ def console_login(conn: Connection, url: str, clearance: str, vaults: list[str] 
             role = row["role"]
             conn.execute(sql.SQL("alter role {} password {} valid until {}").format(
                 sql.Identifier(role), sql.Literal(password), sql.Literal(valid_until.isoformat())))
-    except psycopg.errors.InsufficientPrivilege:
+            _limit_console_role(conn, role, limits or DbSettings())
+            _refuse_open_write_paths(conn, role)
+    except psycopg.errors.InsufficientPrivilege as e:
+        if e.diag.message_primary and "temp_file_limit" in e.diag.message_primary:
+            raise DatabaseError("limiting a console login's temporary files needs a superuser: run `ragpg db "
+                                "console` as one, or have one run `grant set on parameter temp_file_limit to "
+                                "<owner>`") from None
         raise DatabaseError("making a console role needs CREATEROLE: run this as the database owner") from None
     return ConsoleLogin(role, password, console_conninfo(url, role), valid_until)
+
+
+def _limit_console_role(conn: Connection, role: str, limits: DbSettings) -> None:
+    """The role's connection limit and its sessions' defaults. temp_file_limit only a superuser may
+    change, so the login cannot lift it; statement_timeout and work_mem it can (docs/security.md)."""
+    who = sql.Identifier(role)
+    conn.execute(sql.SQL("alter role {} connection limit {}").format(who, sql.Literal(limits.console_connection_limit)))
+    for name, value in (("statement_timeout", f"{round(limits.console_statement_timeout_s * 1000)}ms"),
+                        ("work_mem", f"{limits.console_work_mem_mb}MB"),
+                        ("temp_file_limit", f"{limits.console_temp_file_limit_mb}MB")):
+        conn.execute(sql.SQL("alter role {} set {} = {}").format(who, sql.Identifier(name), sql.Literal(value)))
+
+
+def _refuse_open_write_paths(conn: Connection, role: str) -> None:
+    """Fail closed: no login while it could store data that outlives it or hold an index run's lock."""
+    row = conn.execute("select ragpg_console_write_paths(%s) as paths", (role,)).fetchone()
+    paths = list(row["paths"]) if row else []
+    if paths:
+        raise DatabaseError(f"a console login could still use {', '.join(paths)}: have a superuser run "
+                            "`ragpg db upgrade` (it takes them from PUBLIC), then run this again")
 
 
 # What of the owner's connection string a console login may carry: where the server is and how to

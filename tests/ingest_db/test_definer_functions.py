@@ -2,7 +2,8 @@
 
 A console role of clearance public creates temp tables, functions, operators and types named like
 everything the scope functions use (`ragpg_console_roles`, `vaults`, `ragpg_level_rank`, `=` ...) and
-reads no more than before; every definer function pins its search path (pg_catalog first, pg_temp
+reads no more than before (console logins have no TEMPORARY privilege since issue 47: these tests give
+it back, as a database whose owner granted it again would); every definer function pins its search path (pg_catalog first, pg_temp
 last) and belongs to a role that is neither a superuser nor able to log in.
 """
 
@@ -87,7 +88,14 @@ def test_every_definer_function_pins_its_path_and_is_owned_by_an_unprivileged_ro
     assert owners_views == []
 
 
-def test_temp_objects_do_not_steer_the_scope(cli) -> None:
+def allow_temp(owner: psycopg.Connection, conn: psycopg.Connection) -> None:
+    """Give the console role temporary objects again (taken from it by ragpg_close_console_write_paths)."""
+    role = conn.execute("select current_user as r").fetchone()["r"]
+    owner.execute(psycopg.sql.SQL("grant temporary on database {} to {}").format(
+        psycopg.sql.Identifier(owner.info.dbname), psycopg.sql.Identifier(role)))
+
+
+def test_temp_objects_do_not_steer_the_scope(cli, aconn: psycopg.Connection) -> None:
     with console_conn(cli, "--clearance", "public", "--vault", "notes") as conn:
         before = visible(conn)
     assert before["documents"] == PUBLIC_NOTES and before["levels"] == {"public"}
@@ -95,6 +103,7 @@ def test_temp_objects_do_not_steer_the_scope(cli) -> None:
 
     # a fresh session: the shadows exist before any plan of the scope functions is cached
     with console_conn(cli, "--clearance", "public", "--vault", "notes") as conn:
+        allow_temp(aconn, conn)
         shadow(conn)
         assert visible(conn) == before
         assert lexical_hits(conn) == PUBLIC_NOTES
@@ -102,8 +111,9 @@ def test_temp_objects_do_not_steer_the_scope(cli) -> None:
             conn.execute("create table public.ragpg_console_roles_x (x int)")
 
 
-def test_a_temp_vaults_table_alone_widens_nothing(cli) -> None:
+def test_a_temp_vaults_table_alone_widens_nothing(cli, aconn: psycopg.Connection) -> None:
     with console_conn(cli, "--clearance", "public", "--vault", "notes") as conn:
+        allow_temp(aconn, conn)
         conn.execute("create temp table vaults (id bigint, name text)")
         conn.execute("insert into vaults select g, 'notes' from generate_series(1, 200) g")
         found = visible(conn)
