@@ -26,6 +26,8 @@ _SHOWN_CHARS = 80
 # of JSON; these only keep a hostile value from costing the encoders, the driver or the compiler.
 MAX_JSON_DEPTH = 64
 MAX_JSON_NODES = 1000
+# Far above any model's context window; the HTTP API's bound too (server/models.py).
+MAX_BUDGET_TOKENS = 200_000
 
 
 def _got(value: Any) -> str:
@@ -173,10 +175,12 @@ def whole_number(fn: str, name: str, value: Any) -> None:
 
 
 def token_budget(fn: str, name: str, value: Any) -> None:
-    """A token budget: a whole number, 0 or more (0 gives an empty context, not an error)."""
+    """A token budget: a whole number from 0 (an empty context, not an error) to MAX_BUDGET_TOKENS."""
     whole_number(fn, name, value)
     if value < 0:
         raise InputError(f"{fn}: '{name}' must be 0 or more, got {value}")
+    if value > MAX_BUDGET_TOKENS:
+        raise InputError(f"{fn}: '{name}' must be at most {MAX_BUDGET_TOKENS}, got a larger number")
 
 
 def flag(fn: str, name: str, value: Any) -> None:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from rag.arguments import json_problem, text_problem
+from rag.arguments import MAX_BUDGET_TOKENS, json_problem, text_problem
 from rag.notes.question import DETAILS
 from rag.notes.results import AskResponse
 from rag.types import Mode
@@ -63,7 +63,7 @@ class ContextRequest(_Request):
     filters: Filter | None = Field(None, description="A JSONB metadata filter (see docs/sql-console.md).")
     profile: Annotated[str, Field(pattern=PROFILE_NAME_PATTERN)] = "chat"
     mode: Mode = "auto"
-    budget_tokens: int = Field(4000, ge=0, le=200_000)
+    budget_tokens: int = Field(4000, ge=0, le=MAX_BUDGET_TOKENS)
 
 
 class AskRequest(_Request):

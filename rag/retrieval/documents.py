@@ -79,11 +79,16 @@ limit %(limit)s
 """).format(readable=READABLE)
 
 
+# Line numbers are PostgreSQL integers: a larger one was "database error: integer out of range".
+MAX_LINE = 2_147_483_647
+
+
 def _line(value: int | None, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{name} must be a whole number of at least 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LINE:
+        shown = value if not isinstance(value, int) or abs(value) <= MAX_LINE else "a larger number"
+        raise InputError(f"{name} must be a whole number from 1 to {MAX_LINE}, got {shown!r}")
     return value
 
 

@@ -36,7 +36,17 @@ BAD_CALLS: list[tuple[str, dict[str, Any], list[str] | None, str]] = [
      "error: invalid source_path '../work/meeting.md': path traversal ('..') is not allowed; use the path "
      "relative to the vault root"),
     ("read_note", {"vault": "garden", "path": "tomatoes.md", "start_line": 0}, None,
-     "error: start_line must be a whole number of at least 1, got 0"),
+     "error: start_line must be a whole number from 1 to 2147483647, got 0"),
+    # issue 47: numbers past what the database holds get the library's line, not "integer out of range"
+    ("read_note", {"vault": "garden", "path": "tomatoes.md", "end_line": 10**30}, None,
+     "error: end_line must be a whole number from 1 to 2147483647, got 'a larger number'"),
+    ("get_context", {"query": "tomatoes", "budget_tokens": 10**30}, None,
+     "error: compute_context: 'budget_tokens' must be at most 200000, got a larger number"),
+    ("search_notes", {"query": "tomatoes", "k": 10**30}, ["search", "tomatoes", "--k", str(10**30)],
+     f"error: k must be a whole number between 1 and 100, got {10**30}"),
+    ("related_notes", {"vault": "garden", "path": "tomatoes.md", "k": 10**30},
+     ["related", "tomatoes.md", "--vault", "garden", "--k", str(10**30)],
+     f"error: k must be a whole number from 1 to 1000, got {10**30}"),
     # not the schema's type, not in the schema, missing, no such tool: caught before the library
     ("search_notes", {"query": "tomatoes", "k": "ten"}, None, "error: invalid 'k': Input should be a valid integer"),
     ("search_notes", {"query": "tomatoes", "vaults": "garden"}, None,

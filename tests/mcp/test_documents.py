@@ -50,8 +50,12 @@ def test_a_vault_outside_the_scope_is_refused(conn: psycopg.Connection, corpus: 
 @pytest.mark.parametrize(("path", "lines", "message"), [
     ("../work/meeting.md", {}, "path traversal"),
     ("/etc/passwd", {}, "relative to the vault root"),
-    ("tomatoes.md", {"start_line": 0}, "start_line must be a whole number of at least 1, got 0"),
+    ("tomatoes.md", {"start_line": 0}, "start_line must be a whole number from 1 to 2147483647, got 0"),
     ("tomatoes.md", {"start_line": 5, "end_line": 2}, r"end_line \(2\) is before start_line \(5\)"),
+    # issue 47: a line number beyond PostgreSQL's integer was "database error: integer out of range"
+    pytest.param("tomatoes.md", {"end_line": 10**30}, "end_line must be a whole number from 1 to 2147483647, "
+                 "got 'a larger number'", marks=pytest.mark.security),
+    pytest.param("tomatoes.md", {"start_line": 2**31}, "start_line must be", marks=pytest.mark.security),
 ])
 def test_bad_input(conn: psycopg.Connection, corpus: Corpus, path: str, lines: dict[str, int], message: str) -> None:
     with pytest.raises(InputError, match=message):

@@ -65,6 +65,18 @@ def test_wrong_types(client: TestClient, unchanged: Keys, path: str, field: str,
     assert err["details"][0]["field"].split(".")[0] == field
 
 
+@pytest.mark.security
+@pytest.mark.parametrize("path, field", [("/v1/context", "budget_tokens"), ("/v1/ask", "k"), ("/v1/search", "k")])
+def test_numbers_past_their_bounds_are_400(client: TestClient, unchanged: Keys, path: str, field: str) -> None:
+    """Issue 47: a number the database cannot hold (10**30) is the field's own error, never a database one."""
+    for value in (10**30, -(10**30)):
+        err = assert_error(client.post(path, json={**VALID[path], field: value}, headers=bearer(unchanged.admin)),
+                           400, "invalid_request", f"'{field}")
+        assert "database" not in err["message"]
+    code = client.get(f"/v1/chunks/alpha/notes/public.md/{10**30}", headers=bearer(unchanged.admin)).status_code
+    assert code in (400, 422)
+
+
 def test_unknown_fields(client: TestClient, unchanged: Keys) -> None:
     for path, body in VALID.items():
         for extra in ("top_k", "clearance", "scope"):  # nothing widens a key's scope by asking
