@@ -200,7 +200,10 @@ def _file_text(target: str, anchor: str | None, alias: str | None) -> str:
 def _markdown_link(m: re.Match[str], line: int, links: list[LinkRef]) -> str:
     url = m["url"].strip("<>")
     label = m["label"]
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a web address urllib cannot read (a masked password: `//u:[REDACTED:password]@h`)
+        return label or url
     if parts.scheme or url.startswith("//"):  # a web address: shown by its words
         return label or url
     target = unquote(parts.path)

@@ -27,44 +27,44 @@ from typing import Any
 MASK_CACHE_SIZE = 4096  # texts whose masked form is remembered (chunk texts repeat across packs and requests)
 PATH_HASH_CHARS = 8  # hex digits of sha256(real name) in a masked name: keeps two masked names apart
 
-# --- secrets ----------------------------------------------------------------------------------
+# --- secrets ---------------------------------------------------------------------------------
 
 _REDACTED = "[REDACTED:{}]"
 _MARKER = re.compile(r"\[REDACTED:([a-z_]+)\]")
-# A quoted value runs to its closing quote; a bare one to the end of its words on that line
-# (a YAML value may hold spaces, so stopping at the first space would leak the rest).
-_QUOTED_OR_BARE = (r"(?P<q>[\"'])?(?P<value>(?(q)(?:(?!(?P=q))[^\n])+|"
-                   r"[^\s\"'`,;&}\]]+(?:[ \t]+[^\s\"'`,;&}\]#]+)*))")
 _SEPARATOR = r"(?P<sep>[\"']?[ \t]*[:=][ \t]*)"
+# A value on a line of its own (YAML, an .ini or .env line: the key starts the line, `:` or an `=` with a
+# space beside it) may hold spaces and runs to the line's end or a ` #` comment; anywhere else a bare value
+# is one word (`password=hunter2 must be rotated` keeps its last three words).
+_LINE_LEAD = r"^(?P<lead>[ \t]*+(?:[-*+>][ \t]++)*+(?:export[ \t]++)?+[\"']?)"
+_LINE_SEPARATOR = r"(?P<sep>[\"']?(?:[ \t]*:|[ \t]+=|=(?=[ \t]))[ \t]*)"
+_QUOTED_OR = r"(?P<q>[\"'])?(?P<value>(?(q)(?:(?!(?P=q))[^\n])+|{})"
+_WORD = r"[^\s\"'`,;&]++)"
+_WORDS = r"[^\s\"'`#]\S*+(?:[ \t]++(?!#)\S++)*+)"
 # A value after `token:` or `secret:` (not `=`) is masked only when it looks like a credential:
 # one word of at least this many characters, or a shorter one mixing letters and digits. "Token:
 # the smallest unit of text" is prose; "token: 9f8e7d6c5b4a" is not.
 _CREDENTIAL_MIN_CHARS = 16
 _MIXED_CREDENTIAL_MIN_CHARS = 8
+# A token glued into a word (`risk-Sk-…`) is masked only when it looks generated: letters of both cases,
+# digits, and a run of this many letters and digits (`risk-assessment-2024-q3` is a file name).
+_GLUED_RANDOM_RUN_CHARS = 20
 
-Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str], tuple[str, ...]]
 
 
-def _token(kind: str, pattern: str, flags: int = 0) -> Rule:
-    return re.compile(pattern, flags), lambda m: _REDACTED.format(kind)
+def _token(kind: str, pattern: str, *literals: str) -> Rule:
+    """A token known by its shape alone, found wherever it stands (no word boundary: `deploy_ghp_…`,
+    `key_AKIA…`). Each repeat is possessive, so a long run is read once."""
+    return re.compile(pattern), lambda m: _REDACTED.format(kind), literals
 
 
-def _key_ending(*endings: str) -> str:
+def _key_named(*names: str) -> str:
     """A key (a run of word characters, dots and dashes, as `aws.secret_access_key`) that ends with one of
-    `endings` (each of fixed width). Matched in linear time: the run is read once from its start and
-    never backtracked into, and the ending is checked behind it (a lazy `[\\w.-]*?keyword` restarted
-    at every word boundary of a long run: a 40 KB note took minutes)."""
-    behind = "|".join(f"(?<={e})" for e in endings)
-    return rf"(?<![\w.-])[\w.-]*+(?:{behind})"
-
-
-def _assignment(kind: str, key: str) -> Rule:
-    def replace(m: re.Match[str]) -> str:
-        if m["value"].startswith("[REDACTED:"):
-            return m[0]
-        return f"{m['key']}{m['sep']}{m['q'] or ''}{_REDACTED.format(kind)}"
-
-    return re.compile(f"(?P<key>{key})" + _SEPARATOR + _QUOTED_OR_BARE, re.IGNORECASE), replace
+    `names`, perhaps followed by a word saying it holds the value (`secret_value`, `PASSWORD_STR`). Read only
+    from the run's start, so each run is read once (a lazy scan from every word boundary took minutes on a
+    40 KB note)."""
+    return (rf"(?<![\w.-])[\w.-]*?(?:{'|'.join(names)})"
+            r"(?:[_-]?(?:value|val|str|string|text|data|plain|raw))?(?![\w.-])")
 
 
 def _credential_like(word: str) -> bool:
@@ -78,23 +78,65 @@ def _credential_like(word: str) -> bool:
 # `TOKEN=$GITHUB_TOKEN`, `secret == None`, `token: <your token>`. Left as written (code stays readable).
 _REFERENCE = re.compile(r"^=|[(\[{$<]")
 _NON_VALUES = frozenset({"none", "null", "nil", "true", "false", "undefined"})
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
 
 
-def _generic_assignment(kind: str, key: str) -> Rule:
-    """`secret=...` and `token=...` always; `secret: ...` only when the value looks like a credential."""
+def _split_trailing(word: str) -> tuple[str, str]:
+    """A one-word value and the punctuation after it that belongs to the sentence: a final `.`, `:`, `!`,
+    `?`, and closing brackets the value did not open (`(password=hunter2)`, `password=[hunter2]`)."""
+    unclosed = {c: word.count(c) - word.count(o) for c, o in _CLOSERS.items()}
+    end = len(word)
+    while end and (word[end - 1] in ".:!?" or unclosed.get(word[end - 1], 0) > 0):
+        if word[end - 1] in unclosed:
+            unclosed[word[end - 1]] -= 1
+        end -= 1
+    return word[:end], word[end:]
+
+
+def _parts(m: re.Match[str]) -> tuple[str, str, str]:
+    """(the text before the value, the value, the text after it that stays)."""
+    head = f"{m.groupdict().get('lead') or ''}{m['key']}{m['sep']}{m['q'] or ''}"
+    if m["q"] or "lead" in m.groupdict():
+        return head, m["value"], ""
+    value, tail = _split_trailing(m["value"])
+    return head, value, tail
+
+
+def _assignment(kind: str, key: str, generic: bool = False, *literals: str) -> tuple[Rule, Rule]:
+    """`key: value` on a line of its own, then anywhere. `generic`: `secret=…` always, `secret: …` only when
+    the value looks like a credential; else every value is masked."""
     def replace(m: re.Match[str]) -> str:
-        value = m["value"]
-        if value.startswith("[REDACTED:") or _REFERENCE.search(value) or value.lower() in _NON_VALUES:
+        head, value, tail = _parts(m)
+        if not value or value.startswith("[REDACTED:"):
             return m[0]
-        head, marker = f"{m['key']}{m['sep']}{m['q'] or ''}", _REDACTED.format(kind)
+        marker = _REDACTED.format(kind)
+        if not generic:
+            return head + marker + tail
+        if _REFERENCE.search(value) or value.lower() in _NON_VALUES:
+            return m[0]
         if "=" in m["sep"]:
-            return head + marker
+            return head + marker + tail
         if m["q"]:
-            return head + marker if _credential_like(value) else m[0]
+            return head + marker + tail if _credential_like(value) else m[0]
         first, *rest = re.split(r"(?=[ \t])", value, maxsplit=1)  # the rest of a line of prose stays
-        return head + marker + "".join(rest) if _credential_like(first) else m[0]
+        return head + marker + "".join(rest) + tail if _credential_like(first) else m[0]
 
-    return re.compile(f"(?P<key>{key})" + _SEPARATOR + _QUOTED_OR_BARE, re.IGNORECASE), replace
+    line = re.compile(_LINE_LEAD + f"(?P<key>{key})" + _LINE_SEPARATOR + _QUOTED_OR.format(_WORDS),
+                      re.IGNORECASE | re.MULTILINE)
+    anywhere = re.compile(f"(?P<key>{key})" + _SEPARATOR + _QUOTED_OR.format(_WORD), re.IGNORECASE)
+    return (line, replace, literals), (anywhere, replace, literals)
+
+
+def _generated(m: re.Match[str]) -> str:
+    """An `sk-` key: it holds a digit; glued into a word (`risk-…`) it must also look generated."""
+    body = m["body"]
+    glued = m.start() > 0 and (m.string[m.start() - 1].isalnum() or m.string[m.start() - 1] in "_-")
+    random_run = re.search(f"[A-Za-z0-9]{{{_GLUED_RANDOM_RUN_CHARS}}}", body)
+    looks_generated = (random_run is not None and any(c.isupper() for c in body)
+                       and any(c.islower() for c in body))
+    if any(c.isdigit() for c in body) and (looks_generated or not glued):
+        return _REDACTED.format("api_key")
+    return m[0]
 
 
 def _pem(keep_lines: bool) -> Callable[[re.Match[str]], str]:
@@ -124,72 +166,63 @@ _PEM_BLOCK = re.compile(rf"(?P<begin>-----BEGIN {_PEM_LABEL}-----)[\s\S]*?(?:(?P
 _PEM_TAIL = re.compile(rf"\A(?P<begin>){_B64_LINES}(?P<end>-----END {_PEM_LABEL}-----)")
 
 
-# A URL up to its password: scheme (starting a run, read without backtracking), `://`, a user name (which
-# may be empty: `postgresql://:pw@host` holds a password) and `:`.
-_URL_USERINFO = r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*+://[^\s:/@]*+:"
-
-
-def _optional_dashes(*words: str) -> list[str]:
-    """Each way of joining `words` with nothing, `_` or `-` between them (fixed-width endings)."""
-    out = [words[0]]
-    for word in words[1:]:
-        out = [f"{head}{joint}{word}" for head in out for joint in ("", "[_-]")]
-    return out
+# A URL up to its password: scheme (a whole run, read without backtracking: `x.https://` is a URL too),
+# `://`, a user name (which may be empty: `postgresql://:pw@host` holds a password) and `:`.
+_URL_USERINFO = r"(?<![a-z0-9+.-])[a-z0-9+.-]++://[^\s:/@]*+:"
+_SECRET_PAIRS = (r"client[_-]?secret", r"secret[_-]?key", r"access[_-]?token", r"auth[_-]?token", r"refresh[_-]?token")
 
 
 def _rules(keep_lines: bool) -> tuple[Rule, ...]:
-    """Order matters: whole blocks first, then specific token shapes (they name a precise kind),
-    then key=value forms, whose callbacks leave already-redacted values alone. Only the key
-    blocks span lines; with `keep_lines` their replacement keeps every line break."""
+    """Order matters: whole blocks first, then token shapes (they name a precise kind; the longer shapes
+    first, so one glued inside another cannot split it), then key=value forms, whose callbacks leave
+    already-redacted values alone. Only the key blocks span lines; with `keep_lines` their replacement
+    keeps every line break. Each rule comes with the lower-case literals one of which every match holds:
+    most text holds none, and a substring test is far cheaper than a scan."""
+    bearer = lambda m: f"{m['head']}{_REDACTED.format('bearer_token')}"  # noqa: E731
     return (
-        (_PEM_BLOCK, _pem(keep_lines)),
-        (_PEM_TAIL, _pem_tail(keep_lines)),
-        # (a header of at most 1 KB, read without backtracking: a run of "eyJa-" is linear)
-        _token("jwt", r"\beyJ[A-Za-z0-9_-]{5,1024}+\.eyJ[A-Za-z0-9_-]{5,}+\.[A-Za-z0-9_-]{5,}+"),
-        _token("jwt", r"\beyJ[A-Za-z0-9_-]{5,1024}+\.[A-Za-z0-9_-]{5,}+\.[A-Za-z0-9_-]{5,}+"),
-        _token("api_key", r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-|live-|test-|svcacct-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
-        _token("api_key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
-        _token("api_key", r"\bAIza[0-9A-Za-z_-]{35}"),
-        _token("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
-        _token("slack_token", r"\b(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,}"),
-        _token("slack_webhook", r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+"),
-        _token("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-        _assignment("aws_secret_access_key", _key_ending(*_optional_dashes("secret", "access", "key"))),
-        _assignment("password", _key_ending("password", "passwd", "passphrase", "pwd")),
-        _assignment("api_key", _key_ending(*_optional_dashes("api", "key"))),
-        _assignment("secret", _key_ending(*(e for pair in (("client", "secret"), ("secret", "key"), ("access", "token"),
-                                                           ("auth", "token"), ("refresh", "token"))
-                                            for e in _optional_dashes(*pair)))),
-        _generic_assignment("secret", _key_ending("secret")),
-        _generic_assignment("token", _key_ending("token")),
-        (re.compile(r"(?P<head>\bAuthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:Bearer|Basic|Token)[ \t]+)(?!\[REDACTED:)"
-                    r"[^\s\"']+", re.IGNORECASE),
-         lambda m: f"{m['head']}{_REDACTED.format('bearer_token')}"),
-        (re.compile(r"(?P<head>\bBearer[ \t]+)(?!\[REDACTED:)(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{8,}=*"),
-         lambda m: f"{m['head']}{_REDACTED.format('bearer_token')}"),
+        (_PEM_BLOCK, _pem(keep_lines), ("-----begin",)),
+        (_PEM_TAIL, _pem_tail(keep_lines), ("-----end",)),
+        # (a header of at most 1 KB, read without backtracking: a run of "eyJa" is linear)
+        _token("jwt", r"eyJ[A-Za-z0-9_-]{5,1024}+\.[A-Za-z0-9_-]{5,}+\.[A-Za-z0-9_-]{5,}+", "eyj"),
+        _token("github_token", r"github_pat_[A-Za-z0-9_]{30,}+|gh[pousr]_[A-Za-z0-9]{30,}+",
+               "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        _token("gitlab_token", r"gl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|oas|agent)-[A-Za-z0-9_-]{20,}+", "gl"),
+        _token("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]++",
+               "hooks.slack.com"),
+        _token("slack_token", r"(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,}+", "xox", "xapp-"),
+        _token("sendgrid_key", r"SG\.[A-Za-z0-9_-]{16,}+\.[A-Za-z0-9_-]{16,}+", "sg."),
+        (re.compile(r"sk-(?P<body>[A-Za-z0-9_-]{20,}+)"), _generated, ("sk-",)),
+        _token("api_key", r"(?:[rs]k_(?:live|test)_|whsec_)[A-Za-z0-9]{16,}+", "k_live_", "k_test_", "whsec_"),
+        _token("api_key", r"AIza[0-9A-Za-z_-]{35,}+", "aiza"),
+        _token("npm_token", r"npm_[A-Za-z0-9]{30,}+", "npm_"),
+        _token("huggingface_token", r"(?:hf_|api_org_)[A-Za-z0-9]{30,}+", "hf_", "api_org_"),
+        _token("aws_access_key_id", r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{16,}+",
+               "akia", "asia", "abia", "acca", "a3t"),
+        *_assignment("aws_secret_access_key", _key_named(r"secret[_-]?access[_-]?key"), False, "secret"),
+        *_assignment("password", _key_named("password", "passwd", "passphrase", "pwd"), False,
+                     "password", "passwd", "passphrase", "pwd"),
+        *_assignment("api_key", _key_named(r"api[_-]?key"), False, "apikey", "api_key", "api-key"),
+        *_assignment("secret", _key_named(*_SECRET_PAIRS), False, "secret", "token"),
+        # short names only as a whole key or its last part (`pw`, `DB_PASS`; never `bypass`, `compass`)
+        *_assignment("password", r"(?<![\w.-])(?:[\w.-]*?[_.-])?(?:pass|pw)(?![\w.-])", True, "pass", "pw"),
+        *_assignment("api_key", r"(?<![\w.-])api[ \t]+key(?![\w.-])", True, "key"),
+        *_assignment("secret", r"(?<![\w.-])(?:secret|access)[ \t]+key(?![\w.-])", True, "key"),
+        *_assignment("secret", _key_named("secret"), True, "secret"),
+        *_assignment("token", _key_named("token"), True, "token"),
+        (re.compile(r"(?P<head>(?<![^\W_])Authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:Bearer|Basic|Token)[ \t]+)"
+                    r"(?!\[REDACTED:)[^\s\"']+", re.IGNORECASE), bearer, ("authorization",)),
+        (re.compile(r"(?P<head>(?<![^\W_])Bearer[ \t]+)(?!\[REDACTED:)(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{8,}=*"),
+         bearer, ("bearer",)),
         # Credentials inside URLs: postgres://user:secret@host
-        (re.compile(rf"(?P<head>{_URL_USERINFO})(?!\[REDACTED:)[^\s@/]++(?=@)", re.IGNORECASE),
-         lambda m: f"{m['head']}{_REDACTED.format('password')}"),
+        # (`//[REDACTED:github_token]@` is a masked user name, not a password)
+        (re.compile(rf"(?P<head>{_URL_USERINFO})(?<!\[REDACTED:)(?!\[REDACTED:)[^\s@/]++(?=@)", re.IGNORECASE),
+         lambda m: f"{m['head']}{_REDACTED.format('password')}", ("://",)),
     )
 
 
 _SECRET_RULES = _rules(keep_lines=False)
 _SECRET_RULES_KEEPING_LINES = _rules(keep_lines=True)
-
-# For each rule (same order): lower-case literals one of which every match must contain. Most text
-# holds none of them, and a substring test is far cheaper than the regex scan (masking runs on every
-# note indexed and every prompt sent).
-_SECRET_RULE_LITERALS: tuple[tuple[str, ...], ...] = (
-    ("-----begin",), ("-----end",), ("eyj",), ("eyj",), ("sk-",), ("k_live_", "k_test_"), ("aiza",),
-    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), ("xox", "xapp-"), ("hooks.slack.com",),
-    ("akia", "asia"), ("secret",),
-    ("password", "passwd", "passphrase", "pwd"), ("apikey", "api_key", "api-key"), ("secret", "token"),
-    ("secret",), ("token",), ("authorization",), ("bearer",), ("://",),
-)
-assert len(_SECRET_RULE_LITERALS) == len(_SECRET_RULES)
-
-
-_ALL_SECRET_LITERALS = tuple(sorted({x for xs in _SECRET_RULE_LITERALS for x in xs}))
+_ALL_SECRET_LITERALS = tuple(sorted({x for _, _, xs in _SECRET_RULES for x in xs}))
 
 
 def _mask(text: str, rules: tuple[Rule, ...]) -> str:
@@ -197,7 +230,7 @@ def _mask(text: str, rules: tuple[Rule, ...]) -> str:
     found = {literal for literal in _ALL_SECRET_LITERALS if literal in lowered}
     if not found:
         return text
-    for (pattern, replace), literals in zip(rules, _SECRET_RULE_LITERALS, strict=True):
+    for pattern, replace, literals in rules:
         if not found.isdisjoint(literals):
             text = pattern.sub(replace, text)
     return text

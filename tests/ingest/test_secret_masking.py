@@ -22,7 +22,7 @@ PEM = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAA
     ("secret=s3cr3t", "secret=[REDACTED:secret]"),
     ("MY_SECRET = 'abc'", "MY_SECRET = '[REDACTED:secret]'"),
     ("token=abc", "token=[REDACTED:token]"),
-    ("GITHUB_TOKEN=xyz ./deploy.sh", "GITHUB_TOKEN=[REDACTED:token]"),
+    ("GITHUB_TOKEN=xyz ./deploy.sh", "GITHUB_TOKEN=[REDACTED:token] ./deploy.sh"),  # one word: the command stays
     ("token: 9f8e7d6c5b4a then more words", "token: [REDACTED:token] then more words"),
     ('{"session_token": "abcdef12"}', '{"session_token": "[REDACTED:token]"}'),
     ("secret: Kq2mZ8vXr4tLp9wN", "secret: [REDACTED:secret]"),
