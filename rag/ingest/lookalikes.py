@@ -9,7 +9,10 @@ have meant a level stricter than the default (rag.ingest.parse):
   is one it reads, and a template applied to a note that had front matter leaves a second block
   (`level_set_below`);
 - a front matter key is not `confidentiality` but reads as it: a zero-width or other format character,
-  a Cyrillic, Greek or fullwidth letter, or a misspelling by a letter or two (`level_key_lookalike`).
+  a Cyrillic, Greek or fullwidth letter, or a misspelling by a letter or two (`level_key_lookalike`);
+- a front matter key names a level in other words (`classification`, `sensitivity`, `clearance`,
+  `security_level`, `TLP` ...) with any value but `public`, or flags the note (`confidential`, `secret`,
+  `private`, `restricted` ...) with any value but a no (`false`, `no`, `off`, `0`) (`level_key_synonym`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 LEVEL_KEY = "confidentiality"
 
@@ -30,6 +34,17 @@ _CONFUSABLES = str.maketrans({"а": "a", "е": "e", "і": "i", "о": "o", "р": 
                               "ѕ": "s", "ј": "j", "ԁ": "d", "ӏ": "l", "к": "k", "т": "t", "н": "h",
                               "α": "a", "ε": "e", "ι": "i", "ν": "v", "ο": "o", "τ": "t", "κ": "k"})
 _MAX_KEY_TYPOS = 2
+# Keys (casefolded, without spaces, '_', '-' or '.') that name a level in other words, or hold part of
+# one of these words; and keys that flag a note as not for everyone. Issue 47.
+_LEVEL_WORD_KEYS = frozenset({"classification", "classified", "sensitivity", "security", "securitylevel",
+                              "clearance", "accesslevel", "privacy", "privacylevel", "visibility", "tlp",
+                              "marking", "protectivemarking", "handling"})
+_LEVEL_WORD_PARTS = ("confidential", "classification", "sensitivity")
+_FLAG_KEYS = frozenset({"confidential", "secret", "topsecret", "sensitive", "private", "restricted", "internal",
+                        "classified", "nda", "needtoknow"})
+_SAYS_PUBLIC = frozenset({"public", "unclassified", "none", "open"})
+_SAYS_NO = frozenset({"false", "no", "off", "0", "n"})
+_KEY_SEPARATORS = re.compile(r"[\s_.\-]+")
 
 
 def lookalike_frontmatter(lines: list[str]) -> str | None:
@@ -72,6 +87,28 @@ def level_key_lookalike(keys: Iterable[object]) -> str | None:
         if _edit_distance(shown.casefold().translate(_CONFUSABLES), LEVEL_KEY) <= _MAX_KEY_TYPOS:
             return f"the key {name!r} reads as {LEVEL_KEY!r}"
     return None
+
+
+def level_key_synonym(frontmatter: Mapping[Any, object]) -> str | None:
+    """The first front matter key that asks for a level in other words (see the module's docstring), as
+    a reason; or None. `confidentiality` itself and its look-alikes are the other rules' business."""
+    for key, value in frontmatter.items():
+        name = _plain_key(str(key))
+        shown = "" if value is None else str(value).strip().casefold()
+        if name == LEVEL_KEY:
+            continue
+        if name in _FLAG_KEYS:
+            if shown not in _SAYS_NO:
+                return f"the key {str(key)!r} marks the note {str(value)[:40]!r}"
+        elif (name in _LEVEL_WORD_KEYS or any(part in name for part in _LEVEL_WORD_PARTS)) and shown not in _SAYS_PUBLIC:
+            return f"the key {str(key)!r} names a level ({str(value)[:40]!r})"
+    return None
+
+
+def _plain_key(name: str) -> str:
+    """A key as read: NFKC, no format characters, casefolded, Latin for its look-alikes, no separators."""
+    shown = "".join(ch for ch in unicodedata.normalize("NFKC", name) if unicodedata.category(ch) != "Cf")
+    return _KEY_SEPARATORS.sub("", shown.casefold().translate(_CONFUSABLES))
 
 
 def _edit_distance(a: str, b: str) -> int:

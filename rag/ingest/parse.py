@@ -31,7 +31,13 @@ from typing import Any, cast
 import yaml
 
 from rag.access import CONFIDENTIALITY_LEVELS
-from rag.ingest.lookalikes import LEVEL_KEY, level_key_lookalike, level_set_below, lookalike_frontmatter
+from rag.ingest.lookalikes import (
+    LEVEL_KEY,
+    level_key_lookalike,
+    level_key_synonym,
+    level_set_below,
+    lookalike_frontmatter,
+)
 
 # libyaml's safe loader when PyYAML was built with it: the same documents, ~5x faster than the
 # pure-Python one (frontmatter was a fifth of parsing time on the help vault). Its error messages
@@ -159,7 +165,7 @@ def parse_document(text: str, source_path: str) -> ParsedDocument:
             # reading, store it at the most restricted level.
             confidentiality = UNKNOWN_CONFIDENTIALITY
             conf_problem = "a confidentiality line that is not a top-level key"
-        doubt = level_key_lookalike(frontmatter) or level_set_below(lines[body_line:])
+        doubt = level_key_lookalike(frontmatter) or level_key_synonym(frontmatter) or level_set_below(lines[body_line:])
         if doubt:
             confidentiality, conf_problem = UNKNOWN_CONFIDENTIALITY, doubt
         if conf_problem:

@@ -111,6 +111,56 @@ def test_lookalike_front_matter_fails_closed_with_a_warning(name: str) -> None:
     assert "body text" in doc.body(LOOKALIKES[name])  # nothing is lost: the whole note is indexed
 
 
+# Issue 47: a key other than `confidentiality` that names a level, or flags the note as confidential,
+# was stored public. Each fails closed.
+SYNONYMS = {
+    "classification": "---\nclassification: restricted\n---\nbody text\n",
+    "classification with a space": "---\nClassification Level: secret\n---\nbody text\n",
+    "confidential flag": "---\nconfidential: true\n---\nbody text\n",
+    "confidential yes": "---\nConfidential: yes\n---\nbody text\n",
+    "sensitivity": "---\nsensitivity: high\n---\nbody text\n",
+    "secret flag": "---\nsecret: true\n---\nbody text\n",
+    "private flag": "---\nprivate: true\n---\nbody text\n",
+    "restricted flag": "---\nrestricted: 1\n---\nbody text\n",
+    "security level": "---\nsecurity_level: internal\n---\nbody text\n",
+    "clearance": "---\nclearance: confidential\n---\nbody text\n",
+    "confidentiality level": "---\nconfidentiality-level: internal\n---\nbody text\n",
+    "data classification": "---\ndata_classification: confidential\n---\nbody text\n",
+    "tlp": "---\nTLP: amber\n---\nbody text\n",
+    "an empty classification": "---\nclassification:\n---\nbody text\n",
+    "a cyrillic classification": "---\n\u0441lassification: restricted\n---\nbody text\n",
+    "a lower level beside it": "---\nconfidentiality: public\nclassification: restricted\n---\nbody text\n",
+}
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("name", SYNONYMS)
+def test_a_key_that_names_a_level_or_flags_a_secret_fails_closed(name: str) -> None:
+    doc = parse_document(SYNONYMS[name], "notes/plan.md")
+    assert doc.confidentiality == "restricted" and doc.failed_closed
+    assert [w for w in doc.warnings if "notes/plan.md" in w and "(treated as restricted)" in w]
+
+
+@pytest.mark.parametrize("text", [
+    "---\nclassification: public\n---\nbody text\n",
+    "---\nprivate: false\nsecret: no\nconfidential: off\n---\nbody text\n",
+    "---\npublish: false\npermalink: x\ncssclasses: [wide]\n---\nbody text\n",  # Obsidian's own keys
+    "---\nconfidentiality: internal\nsensitivity: public\n---\nbody text\n",
+])
+def test_a_key_that_says_public_or_no_changes_nothing(text: str) -> None:
+    doc = parse_document(text, "n.md")
+    assert not doc.failed_closed and doc.warnings == []
+
+
+def test_no_help_vault_note_changes_level(shared_data) -> None:
+    root = shared_data / "obsidian-help"
+    if not root.is_dir():
+        pytest.skip(f"{root} is absent")
+    levels = {p.name: parse_document(p.read_text(encoding="utf-8"), p.name).confidentiality
+              for p in root.rglob("*.md")}
+    assert len(levels) > 100 and set(levels.values()) == {"public"}
+
+
 @pytest.mark.security
 @pytest.mark.parametrize("text", [
     "---\rconfidentiality: restricted\r---\rbody text\r",  # CR-only (classic Mac)
