@@ -167,3 +167,24 @@ async def _mcp_answers(db_url: str, tmp_path: Path, paths: list[str]) -> list[st
         for path in paths:
             texts.append(json.dumps(data(await s.call_tool("related_notes", {"vault": "glue", "path": path}))))
     return texts
+
+
+@pytest.mark.security
+def test_a_public_note_edited_to_link_a_url_with_a_password_stays_readable(
+        conn: psycopg.Connection, settings: Settings, client: TestClient, tmp_path: Path) -> None:
+    """The edit made the note fail to parse, so it was kept only as `restricted`: gone for public readers."""
+    root = tmp_path / "edit"
+    root.mkdir()
+    note = root / "garden.md"
+    note.write_text(f"# {WORDS}\n\nThe {WORDS} garden plan.\n", encoding="utf-8")
+    add_vault(conn, NewVault(name="edit", path=root))
+    conn.commit()
+    assert not index_vaults(settings, ["edit"]).failed
+    key = bearer(key_store.create_key(conn, "public-reader", vaults=["edit"], clearance="public")[1])
+    note.write_text(f"# {WORDS}\n\nThe {WORDS} garden plan, see [site](https://user:{CORES['url_password']}"
+                    "@example.com/).\n", encoding="utf-8")
+    report = index_vaults(settings, ["edit"])
+    assert report.vaults[0].files_indexed == 1 and not report.vaults[0].skipped, report.to_dict()
+    found = client.post("/v1/search", json={"query": f"{WORDS} garden plan"}, headers=key)
+    assert found.status_code == 200 and [i["source_path"] for i in found.json()["items"]] == ["garden.md"], found.text
+    assert leaked(found.text) == []
