@@ -26,9 +26,10 @@ if TYPE_CHECKING:
     from rag.ingest.report import IndexReport
 
 JSON_HELP = "Print a machine-readable JSON summary."
-ALLOW_EMPTY_HELP = ("Confirm that a vault folder found empty (or without the .obsidian folder it had) was really "
-                    "emptied: remove its documents. Without it such a vault is reported unavailable (an "
-                    "unmounted share looks empty) and nothing is removed.")
+ALLOW_EMPTY_HELP = ("Confirm that a vault folder found empty (without the .obsidian folder it had, or lacking more "
+                    "than ingest.max_gone_share of its indexed files) was really emptied: remove its documents. "
+                    "Without it such a vault is reported unavailable (an unmounted share looks empty) and "
+                    "nothing is removed.")
 QUIET_HELP = "No progress bars."
 
 

@@ -58,6 +58,10 @@ class IngestSettings(Group):
     max_pdf_bytes: PositiveInt = 50 * 1024 * 1024
     """PDF files larger than this (bytes; default 50 MiB) are skipped, with the reason in the index report.
     PDFs are read only with the optional extra ragpg[pdf]."""
+    max_gone_share: ZeroToOne = 0.5
+    """Most of a vault's indexed files (a share, 0 to 1) one run may find gone before it refuses to remove
+    them, as an unmounted or replaced folder (say, one holding only a README) looks: nothing is removed
+    unless `--allow-empty` confirms. 1: only an empty folder is refused."""
     pdf_confidentiality: Level = "restricted"
     """The level a PDF is stored at: it has no front matter to say one, so the most restricted level keeps
     a restricted note's attachment from every key and console role below it. Set it lower for a vault

@@ -148,7 +148,9 @@ class _VaultRun:
         self.progress.begin_vault(self.vault.name, len(sources))
         stored = store.stored_versions(self.conn, self.vault.id)
         self.links = links.VaultLinks(self.conn, self.vault.id, self.settings.ingest.link_sentence_max_chars)
-        marker = self.check_available(len(sources) + len(skipped), len(stored))
+        gone = presence.not_seen(stored, [s.path for s in sources] + [s.path for s in skipped],
+                                 [s.path for s in skipped if s.reason == "unreadable"])
+        marker = self.check_available(len(sources) + len(skipped), len(stored), len(gone))
         keep = {s.path for s in skipped if s.reason in KEEP_ON_SKIP}
         bulk.Deferral.finish_leftovers(self.conn, self.vault.id)  # what a killed run or load left deferred
         self.new_documents = sum(1 for s in sources if s.path not in stored)
@@ -182,13 +184,14 @@ class _VaultRun:
             store.record_root_marker(self.conn, self.vault.id, marker)
         mark_indexed(self.conn, self.vault.id)
 
-    def check_available(self, files_found: int, stored_documents: int) -> bool | None:
+    def check_available(self, files_found: int, stored_documents: int, files_gone: int) -> bool | None:
         """Whether a folder vault's root holds its marker (None for a BEIR vault); raises, before
         anything is written or deleted, when the root looks unmounted (rag.ingest.presence)."""
         if self.vault.kind == "beir":
             return None
         return presence.check_available(
             self.vault.root, self.vault.name, files_found=files_found, stored_documents=stored_documents,
+            files_gone=files_gone, max_gone_share=self.settings.ingest.max_gone_share,
             had_marker=self.vault.settings.get(store.MARKER_SETTING) is True, allow_empty=self.allow_empty)
 
     def deletable(self, stored: dict[str, str], keep: set[str]) -> list[str]:

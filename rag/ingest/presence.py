@@ -4,9 +4,10 @@ An index run deletes a stored document only on positive evidence that its file i
 folder that could be read: the walk listed the folder and the name was not there, or (for a file
 that vanished between the walk and the read) the folder, listed again, no longer holds it. A folder
 that vanished mid-run, or a vault root that changed identity (an unmounted disk, a moved folder),
-aborts the vault's run before anything is deleted. So does a root that holds no file at all, or lost
-the `.obsidian` folder it had at the last run, while the index holds documents of it (what an
-unmounted share looks like), unless the run is told `allow_empty`.
+aborts the vault's run before anything is deleted. So does a root that holds no file at all, lost
+the `.obsidian` folder it had at the last run, or no longer holds more than `ingest.max_gone_share` of
+the files the index holds for it (what an unmounted share, or another folder mounted there, looks
+like), unless the run is told `allow_empty`.
 """
 
 from __future__ import annotations
@@ -58,14 +59,15 @@ MARKER = ".obsidian"  # Obsidian's settings folder: its loss says another folder
 ALLOW_EMPTY_OPTION = "--allow-empty"
 
 
-def check_available(root: Path, vault: str, *, files_found: int, stored_documents: int, had_marker: bool,
-                    allow_empty: bool) -> bool:
+def check_available(root: Path, vault: str, *, files_found: int, stored_documents: int, files_gone: int,
+                    max_gone_share: float, had_marker: bool, allow_empty: bool) -> bool:
     """Whether the root holds the marker now; raises VaultUnavailableError, before anything is
-    deleted, when the index holds documents of a root that is empty or lost the marker it had.
+    deleted, when the index holds documents of a root that is empty, lost the marker it had, or lacks
+    more than `max_gone_share` of them (`files_gone`: stored documents the walk did not see).
 
-    An unmounted network share or disk shows an empty folder at the mount point: taken at its word,
-    the nightly reindex would remove the whole vault. Only the user can tell a real emptying apart,
-    by running the index again with `--allow-empty`."""
+    An unmounted network share or disk shows an empty folder at the mount point, and a folder put in
+    its place may hold a file or two: taken at its word, the nightly reindex would remove the whole
+    vault. Only the user can tell a real emptying apart, by running the index again with `--allow-empty`."""
     has_marker = (root / MARKER).is_dir()
     if allow_empty or stored_documents == 0:
         return has_marker
@@ -77,7 +79,18 @@ def check_available(root: Path, vault: str, *, files_found: int, stored_document
     if had_marker and not has_marker:
         raise VaultUnavailableError(f"vault folder {root} has lost the {MARKER} folder it had at the last run "
                                     f"(another folder mounted there?); {confirm}")
+    if files_gone > max_gone_share * stored_documents:
+        raise VaultUnavailableError(f"vault folder {root} no longer holds {files_gone} of the {stored_documents} "
+                                    f"files indexed from it (more than ingest.max_gone_share, "
+                                    f"{max_gone_share:.0%}; another folder mounted there?); {confirm}")
     return has_marker
+
+
+def not_seen(stored: Iterable[str], seen: Iterable[str], unreadable: list[str]) -> set[str]:
+    """Stored paths the walk did not see (`seen`: its files' and skips' paths), below no folder it could
+    not read (`unreadable`: those documents are kept, so they are not gone)."""
+    found = set(seen)
+    return {p for p in stored if p not in found and not under_any(p, unreadable)}
 
 
 def under_any(path: str, folders: Iterable[str]) -> bool:

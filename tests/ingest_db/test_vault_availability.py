@@ -125,3 +125,33 @@ def test_an_empty_vault_that_never_held_notes_indexes_quietly(aconn: psycopg.Con
     assert cli("vault", "add", "v", str(tmp_path / "v"))[0] == 0
     code, out, err = cli("index", "v")
     assert code == 0, err
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("command", [("index", "v"), ("reindex",)])
+def test_a_root_replaced_by_a_folder_holding_a_readme_is_treated_as_unavailable(
+        aconn: psycopg.Connection, cli, tmp_path: Path, command: tuple[str, ...]) -> None:
+    """Issue 47: a folder holding one README.md in the root's place passed the empty-root guard ("2 removed",
+    exit 0): more than ingest.max_gone_share of the indexed files gone in one run is refused too."""
+    root = indexed(aconn, cli, tmp_path, NOTES)
+    empty(root)
+    write_files(root, {"README.md": "# Mount point\nThe share is mounted here.\n"})
+    code, out, err = cli(*command)
+    assert code != 0, out
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "no longer holds 2 of the 2 files" in errors[0], err
+    assert "nothing was deleted" in errors[0] and "--allow-empty" in errors[0]
+    assert stored_paths(aconn, "v") == set(NOTES)
+
+    assert cli(*command, "--allow-empty")[0] == 0
+    assert stored_paths(aconn, "v") == {"README.md"}
+
+
+def test_removing_up_to_the_share_needs_no_confirmation(aconn: psycopg.Connection, cli, tmp_path: Path) -> None:
+    files = {f"n{i}.md": f"The walnut grove, note {i}.\n" for i in range(4)}
+    root = indexed(aconn, cli, tmp_path, files)
+    for name in ("n0.md", "n1.md"):  # half of them: what a user tidying up does
+        (root / name).unlink()
+    code, out, err = cli("index", "v")
+    assert code == 0, err
+    assert stored_paths(aconn, "v") == {"n2.md", "n3.md"}
