@@ -212,6 +212,9 @@ class _VaultRun:
         """Handle one candidate; True when its document stays (indexed or unchanged)."""
         data = source.read()
         if isinstance(data, SkipRecord):
+            if data.reason == "vanished" and self.identity is not None:
+                # a moved or unmounted root makes every file vanish: one error, not a warning per file
+                presence.check_root_unchanged(self.vault.root, self.identity)
             self.report.skipped.append(data)
             self.progress.files_done(1)
             return data.reason in KEEP_ON_SKIP

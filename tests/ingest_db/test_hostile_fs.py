@@ -193,3 +193,27 @@ def test_denylist_with_many_globstars_stays_fast(aconn: psycopg.Connection, sett
     report = index(settings).vaults[0]
     assert [(s.path, s.reason) for s in report.skipped] == [(f"{deep}/b-secret.md", "denylisted")]
     assert set(contents(aconn)) == {f"{deep}/note.md"}
+
+
+MANY = {f"n/{i:03}.md": f"note {i}\n" for i in range(40)}
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("first_run", [True, False], ids=["first-run", "later-run"])
+def test_a_root_moved_during_a_run_is_one_error_line(aconn: psycopg.Connection, cli, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch, first_run: bool) -> None:
+    """Issue 47: a root moved during a first run exited 0 with a 'vanished' warning per file; moved during
+    a later run it printed those warnings before its one error. Now: exit 1, one line, nothing deleted."""
+    root = write_files(tmp_path / "v", MANY)
+    assert cli("vault", "add", "v", str(root))[0] == 0
+    if not first_run:
+        assert cli("index", "v")[0] == 0
+        for rel in MANY:  # changed files, so every one is read after the walk
+            (root / rel).write_text("edited " + MANY[rel])
+    after_walk(monkeypatch, lambda: root.rename(tmp_path / "elsewhere"))
+    code, out, err = cli("index", "v")
+    assert code == 1, (out, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: vault 'v': "), err
+    assert "is gone or unreadable" in lines[0] and "nothing was deleted" in lines[0]
+    assert set(contents(aconn)) == (set() if first_run else set(MANY))
