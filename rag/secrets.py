@@ -1,11 +1,13 @@
 """Secret masking: the one rule for credentials in note text, applied when a note is indexed.
 
 `mask_secrets` replaces the secret part of credentials with `[REDACTED:<kind>]`, keeping the key
-name so the text stays readable. It is idempotent: masked text passes through unchanged. Detected:
-private-key blocks, GitHub, AWS (access key id, and the secret key by its name), Slack (tokens and
-webhooks), OpenAI/Stripe/Google API keys, JWTs, bearer and basic authorization, credentials in URLs,
-and `password=`, `secret=`, `token=`, `api_key=` style assignments (`key: value` counts too when the
-value looks like a credential rather than prose).
+name and the text around it as written. It is idempotent: masked text passes through unchanged.
+Detected: private-key blocks; by their shape, wherever they stand (glued to a word by `_`, to letters,
+digits or punctuation, in a URL): GitHub, GitLab, AWS access key ids, Slack tokens and webhooks,
+OpenAI/Anthropic, Stripe, Google, npm, Hugging Face and SendGrid keys, JWTs; bearer and basic
+authorization, credentials in URLs; and `password=`, `secret=`, `token=`, `api_key=`, `API key:`,
+`pw=`, `pass:` style assignments (`key: value` counts for the looser names only when the value looks
+like a credential rather than prose).
 
 The indexer masks everything it writes, before it is embedded or stored (rag/ingest/pipeline.py,
 store.py and beir.py):
@@ -48,6 +50,7 @@ _MIXED_CREDENTIAL_MIN_CHARS = 8
 # A token glued into a word (`risk-Sk-…`) is masked only when it looks generated: letters of both cases,
 # digits, and a run of this many letters and digits (`risk-assessment-2024-q3` is a file name).
 _GLUED_RANDOM_RUN_CHARS = 20
+_RANDOM_RUN = re.compile(f"[A-Za-z0-9]{{{_GLUED_RANDOM_RUN_CHARS}}}")
 
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str], tuple[str, ...]]
 
@@ -59,12 +62,10 @@ def _token(kind: str, pattern: str, *literals: str) -> Rule:
 
 
 def _key_named(*names: str) -> str:
-    """A key (a run of word characters, dots and dashes, as `aws.secret_access_key`) that ends with one of
-    `names`, perhaps followed by a word saying it holds the value (`secret_value`, `PASSWORD_STR`). Read only
-    from the run's start, so each run is read once (a lazy scan from every word boundary took minutes on a
-    40 KB note)."""
-    return (rf"(?<![\w.-])[\w.-]*?(?:{'|'.join(names)})"
-            r"(?:[_-]?(?:value|val|str|string|text|data|plain|raw))?(?![\w.-])")
+    """The end of a key (a run of word characters, dots and dashes, as `aws.secret_access_key`): one of
+    `names`, perhaps followed by a word saying it holds the value (`secret_value`, `PASSWORD_STR`). The match
+    starts at the name, so the scan looks for its letters alone, and the run before it stays as written."""
+    return rf"(?:{'|'.join(names)})(?:[_-]?(?:value|val|str|string|text|data|plain|raw))?(?![\w.-])"
 
 
 def _credential_like(word: str) -> bool:
@@ -102,9 +103,11 @@ def _parts(m: re.Match[str]) -> tuple[str, str, str]:
     return head, value, tail
 
 
-def _assignment(kind: str, key: str, generic: bool = False, *literals: str) -> tuple[Rule, Rule]:
-    """`key: value` on a line of its own, then anywhere. `generic`: `secret=…` always, `secret: …` only when
-    the value looks like a credential; else every value is masked."""
+def _assignment(kind: str, key: str, literals: tuple[str, ...], *, generic: bool = False,
+                key_start: str = r"[\w.-]*?") -> tuple[Rule, Rule]:
+    """`key: value` on a line of its own (`key_start` is what may come before `key` after the line's lead,
+    read lazily from there: one start per line), then anywhere. `generic`: `secret=…` always, `secret: …`
+    only when the value looks like a credential; else every value is masked."""
     def replace(m: re.Match[str]) -> str:
         head, value, tail = _parts(m)
         if not value or value.startswith("[REDACTED:"):
@@ -121,7 +124,7 @@ def _assignment(kind: str, key: str, generic: bool = False, *literals: str) -> t
         first, *rest = re.split(r"(?=[ \t])", value, maxsplit=1)  # the rest of a line of prose stays
         return head + marker + "".join(rest) + tail if _credential_like(first) else m[0]
 
-    line = re.compile(_LINE_LEAD + f"(?P<key>{key})" + _LINE_SEPARATOR + _QUOTED_OR.format(_WORDS),
+    line = re.compile(_LINE_LEAD + f"(?P<key>{key_start}{key})" + _LINE_SEPARATOR + _QUOTED_OR.format(_WORDS),
                       re.IGNORECASE | re.MULTILINE)
     anywhere = re.compile(f"(?P<key>{key})" + _SEPARATOR + _QUOTED_OR.format(_WORD), re.IGNORECASE)
     return (line, replace, literals), (anywhere, replace, literals)
@@ -131,8 +134,7 @@ def _generated(m: re.Match[str]) -> str:
     """An `sk-` key: it holds a digit; glued into a word (`risk-…`) it must also look generated."""
     body = m["body"]
     glued = m.start() > 0 and (m.string[m.start() - 1].isalnum() or m.string[m.start() - 1] in "_-")
-    random_run = re.search(f"[A-Za-z0-9]{{{_GLUED_RANDOM_RUN_CHARS}}}", body)
-    looks_generated = (random_run is not None and any(c.isupper() for c in body)
+    looks_generated = (_RANDOM_RUN.search(body) is not None and any(c.isupper() for c in body)
                        and any(c.islower() for c in body))
     if any(c.isdigit() for c in body) and (looks_generated or not glued):
         return _REDACTED.format("api_key")
@@ -159,6 +161,10 @@ def _pem_tail(keep_lines: bool) -> Callable[[re.Match[str]], str]:
     return replace
 
 
+def _bearer(m: re.Match[str]) -> str:
+    return f"{m['head']}{_REDACTED.format('bearer_token')}"
+
+
 _PEM_LABEL = r"(?:RSA |DSA |EC |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?"
 _B64_LINES = r"(?:[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+"
 _PEM_BLOCK = re.compile(rf"(?P<begin>-----BEGIN {_PEM_LABEL}-----)[\s\S]*?(?:(?P<end>-----END {_PEM_LABEL}-----)|\Z)")
@@ -166,9 +172,11 @@ _PEM_BLOCK = re.compile(rf"(?P<begin>-----BEGIN {_PEM_LABEL}-----)[\s\S]*?(?:(?P
 _PEM_TAIL = re.compile(rf"\A(?P<begin>){_B64_LINES}(?P<end>-----END {_PEM_LABEL}-----)")
 
 
-# A URL up to its password: scheme (a whole run, read without backtracking: `x.https://` is a URL too),
-# `://`, a user name (which may be empty: `postgresql://:pw@host` holds a password) and `:`.
-_URL_USERINFO = r"(?<![a-z0-9+.-])[a-z0-9+.-]++://[^\s:/@]*+:"
+# A URL's user info up to its password: `://` after a scheme's last character (the scan looks for `://`
+# alone; the scheme before it stays as written), a user name (which may be empty: `postgresql://:pw@host`
+# holds a password) and `:`.
+_URL_USERINFO = r"://(?<=[A-Za-z0-9+.-]://)[^\s:/@]*+:"
+_GITLAB_KINDS = ("pat", "dt", "rt", "ptt", "ft", "soat", "cbt", "imt", "oas", "agent")  # glpat-, gldt-, …
 _SECRET_PAIRS = (r"client[_-]?secret", r"secret[_-]?key", r"access[_-]?token", r"auth[_-]?token", r"refresh[_-]?token")
 
 
@@ -178,7 +186,6 @@ def _rules(keep_lines: bool) -> tuple[Rule, ...]:
     already-redacted values alone. Only the key blocks span lines; with `keep_lines` their replacement
     keeps every line break. Each rule comes with the lower-case literals one of which every match holds:
     most text holds none, and a substring test is far cheaper than a scan."""
-    bearer = lambda m: f"{m['head']}{_REDACTED.format('bearer_token')}"  # noqa: E731
     return (
         (_PEM_BLOCK, _pem(keep_lines), ("-----begin",)),
         (_PEM_TAIL, _pem_tail(keep_lines), ("-----end",)),
@@ -186,7 +193,8 @@ def _rules(keep_lines: bool) -> tuple[Rule, ...]:
         _token("jwt", r"eyJ[A-Za-z0-9_-]{5,1024}+\.[A-Za-z0-9_-]{5,}+\.[A-Za-z0-9_-]{5,}+", "eyj"),
         _token("github_token", r"github_pat_[A-Za-z0-9_]{30,}+|gh[pousr]_[A-Za-z0-9]{30,}+",
                "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        _token("gitlab_token", r"gl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|oas|agent)-[A-Za-z0-9_-]{20,}+", "gl"),
+        _token("gitlab_token", rf"gl(?:{'|'.join(_GITLAB_KINDS)})-[A-Za-z0-9_-]{{20,}}+",
+               *(f"gl{k}-" for k in _GITLAB_KINDS)),
         _token("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]++",
                "hooks.slack.com"),
         _token("slack_token", r"(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,}+", "xox", "xapp-"),
@@ -198,24 +206,27 @@ def _rules(keep_lines: bool) -> tuple[Rule, ...]:
         _token("huggingface_token", r"(?:hf_|api_org_)[A-Za-z0-9]{30,}+", "hf_", "api_org_"),
         _token("aws_access_key_id", r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{16,}+",
                "akia", "asia", "abia", "acca", "a3t"),
-        *_assignment("aws_secret_access_key", _key_named(r"secret[_-]?access[_-]?key"), False, "secret"),
-        *_assignment("password", _key_named("password", "passwd", "passphrase", "pwd"), False,
-                     "password", "passwd", "passphrase", "pwd"),
-        *_assignment("api_key", _key_named(r"api[_-]?key"), False, "apikey", "api_key", "api-key"),
-        *_assignment("secret", _key_named(*_SECRET_PAIRS), False, "secret", "token"),
-        # short names only as a whole key or its last part (`pw`, `DB_PASS`; never `bypass`, `compass`)
-        *_assignment("password", r"(?<![\w.-])(?:[\w.-]*?[_.-])?(?:pass|pw)(?![\w.-])", True, "pass", "pw"),
-        *_assignment("api_key", r"(?<![\w.-])api[ \t]+key(?![\w.-])", True, "key"),
-        *_assignment("secret", r"(?<![\w.-])(?:secret|access)[ \t]+key(?![\w.-])", True, "key"),
-        *_assignment("secret", _key_named("secret"), True, "secret"),
-        *_assignment("token", _key_named("token"), True, "token"),
+        *_assignment("aws_secret_access_key", _key_named(r"secret[_-]?access[_-]?key"), ("secret",)),
+        *_assignment("password", _key_named("password", "passwd", "passphrase", "pwd"),
+                     ("password", "passwd", "passphrase", "pwd")),
+        *_assignment("api_key", _key_named(r"api[_-]?key"), ("apikey", "api_key", "api-key")),
+        *_assignment("secret", _key_named(*_SECRET_PAIRS), ("secret", "token")),
+        # short names only as a whole key or its last part (`pw`, `DB_PASS`; never `bypass`, `compass`). Each
+        # key below starts with a plain letter, which the scan looks for before anything costlier.
+        *_assignment("password", r"p(?<![^\W_]p)(?:ass|w)(?![\w.-])", ("pass", "pw"), generic=True,
+                     key_start=r"(?:[\w.-]*?[_.-])?"),
+        *_assignment("api_key", r"a(?<![\w.-]a)pi[ \t]+key(?![\w.-])", ("api",), generic=True, key_start=""),
+        *_assignment("secret", r"(?:s(?<![\w.-]s)ecret|a(?<![\w.-]a)ccess)[ \t]+key(?![\w.-])", ("secret", "access"),
+                     generic=True, key_start=""),
+        *_assignment("secret", _key_named("secret"), ("secret",), generic=True),
+        *_assignment("token", _key_named("token"), ("token",), generic=True),
         (re.compile(r"(?P<head>(?<![^\W_])Authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:Bearer|Basic|Token)[ \t]+)"
-                    r"(?!\[REDACTED:)[^\s\"']+", re.IGNORECASE), bearer, ("authorization",)),
+                    r"(?!\[REDACTED:)[^\s\"']+", re.IGNORECASE), _bearer, ("authorization",)),
         (re.compile(r"(?P<head>(?<![^\W_])Bearer[ \t]+)(?!\[REDACTED:)(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{8,}=*"),
-         bearer, ("bearer",)),
+         _bearer, ("bearer",)),
         # Credentials inside URLs: postgres://user:secret@host
         # (`//[REDACTED:github_token]@` is a masked user name, not a password)
-        (re.compile(rf"(?P<head>{_URL_USERINFO})(?<!\[REDACTED:)(?!\[REDACTED:)[^\s@/]++(?=@)", re.IGNORECASE),
+        (re.compile(rf"(?P<head>{_URL_USERINFO})(?<!\[REDACTED:)(?!\[REDACTED:)[^\s@/]++(?=@)"),
          lambda m: f"{m['head']}{_REDACTED.format('password')}", ("://",)),
     )
 
