@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 _I = re.IGNORECASE | re.MULTILINE
 _PRIOR = r"(?:previous|prior|above|earlier|preceding|foregoing|original|initial)"
-_RULES = r"(?:instructions?|prompts?|directions?|directives?|rules|messages?|context|guidelines|guardrails)"
+_RULES = r"(?:instructions?|prompts?|directions?|directives?|rules|messages?|context|guidelines|guidance|guardrails)"
 _POSSESSIVE = r"(?:your|the\s+system(?:'s)?|its|the\s+assistant's|any|all\s+(?:of\s+)?(?:your|the))"
 
 _PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
@@ -46,6 +46,14 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         r"\b(?:reveal|print|show|repeat|output|display|leak|dump)\s+(?:me\s+)?(?:your|the\s+(?:hidden|secret|initial|"
         r"original))\s+(?:(?:full|entire|exact|original|initial|hidden|secret)\s+)*(?:system\s+)?(?:prompt|instructions|"
         r"system\s+message)\b",
+        # issue 47: "new system prompt", "new instructions from the administrator", "ignore the rules
+        # above", "override safety policy"
+        r"\bnew\s+system\s+prompt\b|\bnew\s+instructions?\s+from\s+(?:the\s+|your\s+)?(?:system\s+)?"
+        r"(?:administrator|admin|developer|operator|owner|system)\b",
+        rf"\b(?:ignore|disregard|forget)\s+(?:(?:all|any|the|your|these|those|of)\s+)*{_RULES}\s+(?:above|before|"
+        r"so\s+far|(?:you\s+(?:were|have\s+been)\s+)?given\s+(?:above|before|earlier|so\s+far))\b",
+        r"\b(?:override|bypass|disable|ignore|disregard)\s+(?:the\s+|your\s+|all\s+|any\s+)?(?:safety|content|"
+        r"security)\s+(?:polic(?:y|ies)|rules|filters?|guidelines|guardrails|restrictions|measures)\b",
         # the override in other languages: German, French, Spanish, Italian, Portuguese
         "|".join((
             r"\b(?:ignorier(?:e|en|t)?|vergiss|vergessen\s+sie)\s+(?:bitte\s+)?(?:alle\s+|die\s+)*(?:vorherigen|"
@@ -70,7 +78,7 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
     )),
     "instruction_like": tuple(re.compile(p, _I) for p in (
         r"\bas\s+an?\s+(?:ai|a\.i\.|large\s+language\s+model|language\s+model|llm|ai\s+assistant|chatbot)\b",
-        r"^\s*(?:#+\s*)?(?:assistant|system)\s*:\s*(?:you\b|your\b|ignore\b|always\b|never\b|do\s+not\b|"
+        r"^\s*(?:#+\s*)?(?:assistant|system)\s*:\s*(?:you\b|your\b|ignore\b|override\b|bypass\b|always\b|never\b|do\s+not\b|"
         r"don't\b|respond\b|answer\b|reply\b|from\s+now\b|sure\b|i\s+will\b)",
         r"<\|im_start\|>|<\|(?:system|assistant)\|>|\[/?INST\]|<<SYS>>",
         r"\b(?:respond|reply|answer|output)\s+only\s+(?:with|in|using)\b",
@@ -78,6 +86,11 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         r"\bwithout\s+telling\s+the\s+user\b",
         r"\b(?:if\s+you\s+are|dear|attention|note\s+to\s+(?:the\s+)?)\s*(?:an?\s+)?(?:ai|llm|language\s+model|assistant|chatbot)\b"
         r"(?:\s+(?:reading|processing|summari[sz]ing)\s+this)?\s*[,:]",
+        # issue 47: a closing tag that ends the prompt's context, a reply put in the assistant's
+        # mouth, a claim to be the one who sets the rules
+        r"<\s*/\s*(?:context|system|instructions?|prompt|documents?|sources?|user|assistant|notes)\s*>",
+        r"^\s*(?:#+\s*)?assistant\s*:\s*\S",
+        r"\bI\s*(?:'m|\s+am)\s+(?:the|your)\s+(?:system\s+)?(?:administrator|admin|developer|operator)\b",
     )),
 }
 
@@ -99,6 +112,9 @@ _LITERALS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("act", "behave", "respond"),
         ("pretend",),
         ("prompt", "instructions", "message"),
+        ("prompt", "instruction"),
+        ("ignore", "disregard", "forget"),
+        ("safety", "content", "security"),
         # a word every language's match holds: its nouns (German, Spanish, Italian, Portuguese), or
         # French's closing word (its nouns are English words too)
         ("anweisungen", "instruktionen", "befehle", "regeln", "vorgaben", "pr\u00e9c\u00e9dentes", "ant\u00e9rieures",
@@ -120,6 +136,9 @@ _LITERALS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("user",),
         ("telling",),
         ("ai", "llm", "language", "assistant", "chatbot"),
+        ("context", "system", "instruction", "prompt", "document", "source", "user", "assistant", "notes"),
+        ("assistant",),
+        ("administrator", "admin", "developer", "operator"),
     ),
 }
 _RULES_WITH_LITERALS: dict[str, tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]] = {
