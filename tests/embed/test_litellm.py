@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -99,11 +98,11 @@ def test_malformed_response(llm_stub: LLMStub) -> None:
 
 
 def test_timeout(llm_stub: LLMStub) -> None:
+    # The stub would answer after its delay: the error, not a reply, shows the timeout cut the call (no
+    # wall-time bound: a loaded machine may take seconds to start the call, issue 47).
     llm_stub.delay_s = 3.0
-    started = time.monotonic()
     with pytest.raises(EmbeddingError, match="(?i)time"):
         make(llm_stub, timeout_s=0.3, max_retries=0).embed_documents(["x"])
-    assert time.monotonic() - started < 2.5
 
 
 def test_connection_refused_is_an_embedding_error() -> None:

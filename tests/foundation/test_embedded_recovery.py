@@ -74,10 +74,12 @@ def test_first_start_killed_at_any_moment_recovers(data_dir: Path) -> None:
                          ids=["refused", "unroutable"])
 @pytest.mark.parametrize("command", [("search", "foo"), ("index",), ("db", "upgrade")])
 def test_unreachable_database_url_is_one_line_exit_3_fast(url: str, command: tuple[str, ...]) -> None:
-    """Item 12."""
+    """Item 12. "Fast": within db.connect_timeout_s (2 s), not the minutes an unroutable address takes
+    without it. The bound is several times that plus start-up, so a loaded 2-core machine meets it
+    (4.5 s failed there three times, issue 47); the exact figure is a benchmark's business."""
     started = time.monotonic()
     out = ragpg(*command, env={"DATABASE_URL": url, "RAGPG_EMBEDDING__MODEL": "hash"})
-    assert time.monotonic() - started < 3 + 1.5  # + interpreter start-up
+    assert time.monotonic() - started < 30
     assert out.returncode == 3, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: cannot connect to the database"), out.stderr
