@@ -10,7 +10,7 @@ TYPE_CHECKING). Each entry point checks its own arguments (rag.arguments), once.
 
 Layout (each folder's `__init__` says what it owns and what it may import; tests/layout checks it):
 the shared basics sit at the top (`config`, `errors`, `extras`, `types`, `access`, `arguments`, `text`,
-`tokens`, `llm`, `trace`) and import no stage; `runtime` builds what an entry point hands the stages
+`tokens`, `llm`, `llm_budget`, `trace`) and import no stage; `runtime` builds what an entry point hands the stages
 (docs/architecture.md has the table); the stages, in data-flow order, are
 `store/` (database, migrations, registries) → `ingest/` and `embed/` → `retrieval/` (SQL calls,
 Auto-RAG, ranking) → `context/` (assembly, evidence) → `notes/`; `compute` is the
@@ -20,9 +20,15 @@ HTTP server (`ragpg_server`) sit on top and are never imported from here.
 
 from __future__ import annotations
 
+import pkgutil
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# rag.db is the repository's db/ folder (pyproject.toml's package-dir), so a checkout's rag/ holds no db/.
+# When rag is imported from a checkout on sys.path (pytest from the repository root) while the package is
+# installed as a link tree (setup.cfg), rag.db is found in the installed tree beside it.
+__path__ = pkgutil.extend_path(__path__, __name__)
 
 if TYPE_CHECKING:  # what a type checker sees: the real signatures and types (no import at run time)
     from rag.compute import acompute_context as acompute_context
