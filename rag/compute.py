@@ -19,6 +19,7 @@ from rag.arguments import check_context_arguments, query_text
 from rag.context.assemble import assemble_context
 from rag.context.evidence import evidence_full, evidence_llm
 from rag.context.result import ContextResult
+from rag.llm import llm_request
 from rag.retrieval import autorag
 from rag.retrieval.profiles import get_profile, load_profiles
 from rag.retrieval.rank import rank_candidates
@@ -45,7 +46,8 @@ def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters:
     scope = scope or Scope.unrestricted()
     request_id = request_id or uuid.uuid4().hex
     started = time.perf_counter()
-    with rt.tracer.root(request_id=request_id, query=query, profile=profile, mode=mode) as root:
+    with llm_request(rt.settings.llm), rt.tracer.root(request_id=request_id, query=query, profile=profile,
+                                                      mode=mode) as root:
         with rt.connection(autocommit=True, scope=scope, read=True) as conn:  # reads only, as the caller
             names = resolve_vault_names(conn, scope.check_vaults(vaults))
             filter_ = scope.restrict_filter(filters, names)

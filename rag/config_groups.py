@@ -195,8 +195,12 @@ class LLMSettings(Group):
     """The provider's API key, when it is not in the provider's usual environment variable. Masked in
     `ragpg config show`."""
     timeout_s: PositiveFloat = 20.0
-    """Seconds an LLM call may take; a slower or failed call is never an error: the answer quotes the notes
-    and retrieval keeps its first pass."""
+    """Seconds the provider may stay silent during one LLM call (its read timeout); a slower or failed call is
+    never an error: the answer quotes the notes and retrieval keeps its first pass."""
+    deadline_s: PositiveFloat = 20.0
+    """Seconds of wall clock for all the LLM work of one request (`ask`, `compute_context`: folder ranking,
+    corrections, the answer), however the provider sends its reply; past it every LLM step falls back (a
+    quoted answer, the first retrieval pass) and the decision record says "llm deadline"."""
     max_retries: NonNegativeInt = 0
     """Retries of a failed LLM call."""
     temperature: float = Field(0.0, ge=0, le=2)
@@ -282,6 +286,11 @@ class ServerSettings(Group):
     queue_size: NonNegativeInt = 64
     """Requests that may wait for a free slot; past concurrency + queue_size a request is refused at once
     with 429 and Retry-After."""
+    llm_concurrency: PositiveInt = 4
+    """Of the `concurrency` slots, how many requests that may wait on the language model may hold (`/v1/ask`,
+    `/v1/context`, the MCP tools ask_notes and get_context, when an LLM is configured); more wait for one of
+    these (within queue_size, then 429), so the other slots stay free for routes that never call the model.
+    At most concurrency - 1 (with concurrency 1, they share its one slot)."""
     retry_after_s: NonNegativeInt = 1
     """Seconds the Retry-After header of a 429 or 503 asks the client to wait."""
     max_body_bytes: PositiveInt = 1024 * 1024

@@ -1,19 +1,23 @@
 """LLM calls behind one small interface; litellm is the built-in provider.
 
 Every caller treats an LLMError as "no help from the LLM this time" and degrades gracefully;
-nothing here is required for ragpg to work.
+nothing here is required for ragpg to work. Each call is bounded by the request's LLM budget
+(`rag.llm_budget`: `llm.deadline_s` for all the LLM work of one `ask` or `compute_context`).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rag.config import LLMSettings
 from rag.errors import LLMError
+from rag.llm_budget import Budget, current_budget, llm_deadline, llm_is_off, wait_within
 from rag.secrets import mask_secrets, mask_url
 
 if TYPE_CHECKING:
@@ -36,8 +40,23 @@ def import_litellm() -> ModuleType:
             import litellm
 
             litellm.suppress_debug_info = True
+            # LLM calls are async (rag.llm_budget); over httpx, as the sync calls are, an api_base with
+            # credentials or a proxy from the environment works the same for both.
+            litellm.disable_aiohttp_transport = True
+            _preload_provider_modules()
             _litellm = litellm
     return _litellm
+
+
+def _preload_provider_modules() -> None:
+    """The OpenAI client's resources, which litellm's OpenAI-compatible providers load on their first
+    call (hundreds of modules, seconds on a busy machine): loaded here, before a request's LLM budget
+    starts (`llm_request`), so that the first call of a process does not spend the budget importing."""
+    try:
+        importlib.import_module("openai.resources")
+        importlib.import_module("openai.types.chat")
+    except ImportError:  # another provider's client: it loads what it needs on its first call
+        pass
 
 
 @dataclass(frozen=True)
@@ -64,13 +83,20 @@ class LiteLLM:
         litellm = import_litellm()
         s = self._settings
         payload = [{"role": m.role, "content": mask_secrets(m.content)} for m in messages]
-        try:
-            response = litellm.completion(
+        budget = current_budget(s.deadline_s)
+
+        def call(remaining_s: float) -> Any:
+            return litellm.acompletion(
                 model=s.model, messages=payload, api_base=s.api_base, api_key=s.api_key,
-                timeout=s.timeout_s, num_retries=s.max_retries, temperature=s.temperature,
+                timeout=min(s.timeout_s, remaining_s), num_retries=s.max_retries, temperature=s.temperature,
                 max_tokens=max_tokens,
             )
+
+        try:
+            response = wait_within(budget, call)
             text = response.choices[0].message.content
+        except LLMError:  # the budget ran out or the request was cancelled: said as is
+            raise
         except Exception as exc:  # litellm raises many provider-specific types; all mean "no answer"
             said = mask_url(mask_secrets(str(exc)))
             if s.api_key and len(s.api_key) >= _MIN_KEY_CHARS:  # a provider may echo the key, of any shape
@@ -83,7 +109,18 @@ class LiteLLM:
 
 
 def get_llm(settings: LLMSettings) -> LLM | None:
-    """The configured LLM, or None when no model is configured (every LLM step then degrades)."""
-    if not settings.model:
+    """The configured LLM, or None when no model is configured or the caller runs `without_llm()`
+    (every LLM step then degrades)."""
+    if not settings.model or llm_is_off():
         return None
     return LiteLLM(settings)
+
+
+@contextmanager
+def llm_request(settings: LLMSettings) -> Iterator[Budget]:
+    """The one LLM budget of a request (`llm.deadline_s`). litellm is imported before its clock starts:
+    the import takes seconds, once per process, and is no wait on the model."""
+    if settings.model and not llm_is_off():
+        import_litellm()
+    with llm_deadline(settings.deadline_s) as budget:
+        yield budget

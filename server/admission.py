@@ -3,7 +3,9 @@
 A request that finds `concurrency + queue_size` already admitted is refused at once with an
 AdmissionError (→ 429 + Retry-After) instead of piling up. Admitted work runs in a worker thread
 through a CapacityLimiter of `concurrency` tokens, so at most `concurrency` threads hold database
-connections (the pool is sized ≥ concurrency) and waiting requests hold none.
+connections (the pool is sized ≥ concurrency) and waiting requests hold none. Requests that may
+wait on a language model run in a lane (`run(..., within=...)`): a second admission whose slots are
+taken before the main one's threads, so at most `server.llm_concurrency` threads wait on the model.
 """
 
 from __future__ import annotations
@@ -66,12 +68,19 @@ class Admission:
         with self._lock:
             self._in_flight -= 1
 
-    async def run(self, fn: Callable[[], T]) -> T:
-        """Admit (or refuse) the request, then run `fn` in a worker thread once a slot is free."""
+    async def run(self, fn: Callable[[], T], *, within: Admission | None = None) -> T:
+        """Admit (or refuse) the request, then run `fn` in a worker thread once a slot is free.
+
+        With `within`, this admission is a lane of that one: a request takes a slot here, then one of
+        `within`'s threads, so the lane never holds more than `concurrency` of them (requests that wait
+        on a language model cannot take every thread from those that do not)."""
         self._enter()
         try:
             # Not abandoned on cancellation: the slot is held until the thread (and its
             # database connection) is really done.
-            return await anyio.to_thread.run_sync(fn, limiter=self._limiter())
+            if within is None:
+                return await anyio.to_thread.run_sync(fn, limiter=self._limiter())
+            async with self._limiter():
+                return await anyio.to_thread.run_sync(fn, limiter=within._limiter())
         finally:
             self._leave()

@@ -59,6 +59,12 @@ def pool_size_for(concurrency: int) -> int:
     return concurrency + POOL_HEADROOM
 
 
+def llm_slots(server_settings: ServerSettings) -> int:
+    """How many request threads may wait on the LLM: server.llm_concurrency, leaving at least one of
+    server.concurrency to the routes that never call it (none to leave when concurrency is 1)."""
+    return max(1, min(server_settings.llm_concurrency, server_settings.concurrency - 1))
+
+
 def create_app(runtime: Runtime, *, lifespan_close: bool = False) -> FastAPI:
     """The app over `runtime`. The runtime's pool must hold at least `server.concurrency` connections."""
     server_settings = runtime.settings.server
@@ -83,6 +89,7 @@ def create_app(runtime: Runtime, *, lifespan_close: bool = False) -> FastAPI:
     app.state.ragpg = ServerState(
         runtime=runtime,
         admission=Admission(server_settings.concurrency, server_settings.queue_size, server_settings.retry_after_s),
+        llm_admission=Admission(llm_slots(server_settings), server_settings.queue_size, server_settings.retry_after_s),
         schema_head=migrate.head_revision(),
         health_admission=Admission(1, min(server_settings.queue_size, HEALTH_QUEUE), server_settings.retry_after_s),
     )

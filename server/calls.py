@@ -3,6 +3,7 @@ ONE rag function in a worker thread → hand the result back for serialisation."
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -11,6 +12,7 @@ from fastapi import Request
 
 from rag.access import Scope
 from rag.config import Settings
+from rag.llm_budget import Cancellation, llm_cancellation
 from rag.runtime import Runtime
 from ragpg_server.admission import Admission
 from ragpg_server.auth import authorize_vaults, presented_key, resolve_principal
@@ -22,6 +24,7 @@ T = TypeVar("T")
 class ServerState:
     runtime: Runtime
     admission: Admission  # /v1 requests
+    llm_admission: Admission  # the lane of those that may wait on the LLM (server.llm_concurrency)
     health_admission: Admission  # /healthz: one check at a time
     schema_head: str | None = None
     index_runner: Any = None  # rag.ingest.index_runs.IndexRunner, created on first use
@@ -50,7 +53,7 @@ def request_id(request: Request) -> str:
 
 
 async def call(request: Request, op: Callable[[Call], T], *, vaults: Sequence[str] | None = None,
-               trace: str | None = None) -> T:
+               trace: str | None = None, uses_llm: bool = False) -> T:
     """Run `op` for this request under admission control, with the caller's scope.
 
     Authentication touches the database, so it runs inside the admitted worker thread too: a
@@ -78,4 +81,25 @@ async def call(request: Request, op: Callable[[Call], T], *, vaults: Sequence[st
         with rt.tracer.root(request_id=rid, query=f"{request.method} {request.url.path}", mode=trace):
             return op(c)
 
+    if uses_llm and st.settings.llm.model:
+        return await run_llm_bound(st, work, request)
     return await st.admission.run(work)
+
+
+async def run_llm_bound(st: ServerState, work: Callable[[], T], request: Request | None = None) -> T:
+    """`work` in the LLM lane (server.llm_concurrency of the admission's threads at most, so routes that
+    never call the model keep the rest); a client that hangs up cancels its LLM calls in flight."""
+    with llm_cancellation() as cancellation:  # seen by the worker thread (contextvars are copied)
+        watcher = asyncio.ensure_future(_cancel_on_disconnect(request, cancellation)) if request else None
+        try:
+            return await st.llm_admission.run(work, within=st.admission)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+
+async def _cancel_on_disconnect(request: Request, cancellation: Cancellation) -> None:
+    # The body is read by now: what the server receives next is the client going away.
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    cancellation.cancel()

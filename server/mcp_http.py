@@ -30,7 +30,7 @@ from starlette.types import Receive, Scope, Send
 from rag.access import Scope as AccessScope
 from rag.errors import AuthError
 from ragpg_server.auth import presented_key, resolve_principal
-from ragpg_server.calls import ServerState
+from ragpg_server.calls import ServerState, run_llm_bound
 from ragpg_server.errors import REQUEST_ID_HEADER, classify
 from ragpg_server.mcp_server import build_server
 from ragpg_server.mcp_tools import Caller
@@ -47,13 +47,16 @@ class HttpGate:
     def __init__(self, state: ServerState) -> None:
         self.state = state
 
-    async def run(self, ctx: ServerRequestContext[Any, Any], work: Callable[[Caller], T]) -> T:
+    async def run(self, ctx: ServerRequestContext[Any, Any], work: Callable[[Caller], T], *,
+                  uses_llm: bool = False) -> T:
         request_state = getattr(getattr(ctx, "request", None), "state", None)
         scope = getattr(request_state, SCOPE_STATE_KEY, None)
         if not isinstance(scope, AccessScope):  # fails closed: no authenticated request, no data
             raise AuthError("this call did not come through an authenticated /mcp request")
         rid = getattr(request_state, "request_id", None) or uuid.uuid4().hex
         caller = Caller(scope, self.state.runtime, rid)
+        if uses_llm and self.state.settings.llm.model:
+            return await run_llm_bound(self.state, lambda: work(caller))
         return await self.state.admission.run(lambda: work(caller))
 
 

@@ -51,7 +51,8 @@ READ_ONLY = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, i
 class Gate(Protocol):
     """How a call reaches the library: under whose scope, in which worker thread, after which admission."""
 
-    async def run(self, ctx: ServerRequestContext[Any, Any], work: Callable[[Caller], T]) -> T: ...
+    async def run(self, ctx: ServerRequestContext[Any, Any], work: Callable[[Caller], T], *,
+                  uses_llm: bool = False) -> T: ...
 
 
 class LocalGate:
@@ -67,7 +68,8 @@ class LocalGate:
         self.recheck = recheck
         self._limiter: anyio.CapacityLimiter | None = None
 
-    async def run(self, ctx: ServerRequestContext[Any, Any], work: Callable[[Caller], T]) -> T:
+    async def run(self, ctx: ServerRequestContext[Any, Any], work: Callable[[Caller], T], *,
+                  uses_llm: bool = False) -> T:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(1)
         return await anyio.to_thread.run_sync(lambda: work(self._caller()), limiter=self._limiter)
@@ -180,7 +182,7 @@ class NotesServer:
         except ValidationError as exc:
             return _tool_error(describe_invalid(exc, spec.arguments))
         try:
-            result = await self.gate.run(ctx, lambda caller: _traced(spec, caller, args))
+            result = await self.gate.run(ctx, lambda caller: _traced(spec, caller, args), uses_llm=spec.uses_llm)
         except Exception as exc:  # noqa: BLE001 - every failure is a tool error; the session goes on
             if not isinstance(exc, RagError | psycopg.Error):
                 log.error("tool %s failed", spec.name, exc_info=exc)

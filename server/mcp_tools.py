@@ -163,12 +163,15 @@ class ToolSpec:
     work: Callable[[Caller, Any], BaseModel]
     # The retrieval entry points open their own `rag:root` span; the others get one around the call.
     traced_by_library: bool = False
+    # May wait on the LLM (when one is configured): runs in the server's LLM lane (server.llm_concurrency).
+    uses_llm: bool = False
 
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("search_notes", "Search notes", SearchNotesArgs, out.SearchNotesResult, search_notes, True),
-    ToolSpec("ask_notes", "Ask the notes", AskNotesArgs, out.AskNotesResult, ask_notes, True),
-    ToolSpec("get_context", "Cited context for a query", GetContextArgs, out.GetContextResult, get_context, True),
+    ToolSpec("ask_notes", "Ask the notes", AskNotesArgs, out.AskNotesResult, ask_notes, True, uses_llm=True),
+    ToolSpec("get_context", "Cited context for a query", GetContextArgs, out.GetContextResult, get_context, True,
+             uses_llm=True),
     ToolSpec("read_note", "Read a note", ReadNoteArgs, out.NoteText, read_note),
     ToolSpec("related_notes", "Notes related to a note", RelatedNotesArgs, out.RelatedNoteList, related_notes),
     ToolSpec("list_vaults", "List vaults", ListVaultsArgs, out.VaultList, list_vaults),

@@ -24,6 +24,7 @@ from rag.config import NotesSettings
 from rag.context.assemble import assemble_context
 from rag.errors import LLMError
 from rag.llm import LLM, Message
+from rag.llm_budget import LLMDeadlineError
 from rag.notes.citations import file_section_header, match_citations
 from rag.notes.decision import decision_trace
 from rag.notes.extractive import (
@@ -50,6 +51,8 @@ log = logging.getLogger(__name__)
 ABSTAIN_ANSWER = "I could not find this information in the available documents."
 NOTICE_NO_LLM = "No language model is configured, so this answer quotes your notes directly."
 NOTICE_LLM_FAILED = "The language model could not be reached, so this answer quotes your notes directly."
+NOTICE_LLM_LATE = ("The language model did not answer in time (llm.deadline_s), so this answer quotes your notes "
+                   "directly.")
 NOTICE_NO_ROOM = "The passages were too long to send to the language model, so this answer quotes your notes directly."
 
 
@@ -204,7 +207,7 @@ def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[Ranke
     except LLMError as exc:
         trace["llm"]["error"] = str(exc)
         log.warning("answering with the LLM failed, quoting the notes instead: %s", exc)
-        return None, NOTICE_LLM_FAILED
+        return None, NOTICE_LLM_LATE if isinstance(exc, LLMDeadlineError) else NOTICE_LLM_FAILED
     if _declined(text):
         return abstained("llm_declined", "llm"), ""
     match = match_citations(text, shown)

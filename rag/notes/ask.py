@@ -24,6 +24,8 @@ from rag.access import Scope
 from rag.arguments import ASK_CHECKS, SEARCH_CHECKS, check_arguments, query_text
 from rag.config import NotesSettings
 from rag.errors import InputError
+from rag.llm import llm_request
+from rag.llm_budget import without_llm
 from rag.notes import answer as answering
 from rag.notes.decision import decide_answer, decision_trace, evidence_vault, in_vault
 from rag.notes.format import snippet
@@ -89,8 +91,8 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
     k_choice = choose_k(question, detail=detail, k=k, user_folders=bool(folder_list), s=ns)
     trace: dict[str, Any] = {"question": question, "detail": detail,
                              "k": {"value": k_choice.k, "requested": k, "reasons": list(k_choice.reasons)}}
-    with rt.tracer.root(request_id=request_id or uuid.uuid4().hex, query=question, profile=ns.profile,
-                        mode="ask") as root:
+    with llm_request(rt.settings.llm), rt.tracer.root(
+            request_id=request_id or uuid.uuid4().hex, query=question, profile=ns.profile, mode="ask") as root:
         started = time.perf_counter()
         response, decision = _ask(rt, ns, question, vault_list, folder_list, k_choice.k, detail,
                                   scope or Scope.unrestricted(), trace)
@@ -158,8 +160,9 @@ def search(query: str, *, vaults: Sequence[str] | None = None, folders: Sequence
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= ns.search_k_max:
         raise InputError(f"k must be a whole number between 1 and {ns.search_k_max}, got {k!r}")
     vault_list, folder_list = _names(vaults, "vault"), _names(folders, "folder")
-    with rt.tracer.root(request_id=request_id or uuid.uuid4().hex, query=query, profile=ns.profile,
-                        mode="search") as root:
+    # A search is the fast path: no LLM (folders weighed by centroid, corrections without one).
+    with without_llm(), rt.tracer.root(request_id=request_id or uuid.uuid4().hex, query=query,
+                                       profile=ns.profile, mode="search") as root:
         caller = scope or Scope.unrestricted()
         with rt.connection(autocommit=True, scope=caller, read=True) as conn:  # the request's one connection
             sc = prepare_scope(conn, rt, ns, query, vault_list, folder_list, dict(filters) if filters else None,

@@ -43,16 +43,17 @@ def _judge(ctx: PassContext, run: RetrievalRun, base: list[Candidate], options: 
 
 def _route_correct(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> list[Candidate]:
     options = {}
-    hyde_doc = ctx.llm_text("hyde", run, query=ctx.query)
+    # Independent of each other: both are asked at once, within the request's one LLM deadline.
+    hyde_doc, rewritten = ctx.llm_texts(["hyde", "rewrite"], run, query=ctx.query)
     if hyde_doc:
         options["hyde"] = ctx.run("hyde", ctx.query, ctx.embed(hyde_doc), run)
-    rewritten = ctx.llm_text("rewrite", run, query=ctx.query)
     if rewritten:
         options["rewrite"] = ctx.run("rewrite", rewritten, ctx.embed(rewritten), run)
     if not options:
         # A configured LLM that is down degrades to the base pass: the request stays as fast and as
         # good as without Auto-RAG, and the failure is on record (decision `llm_failures`).
-        run.winner, run.reason = "base", "LLM correction failed: base pass used"
+        why = " (llm deadline passed)" if run.llm_deadline_passed else ""
+        run.winner, run.reason = "base", f"LLM correction failed{why}: base pass used"
         return base
     return _judge(ctx, run, base, options)
 
@@ -73,6 +74,8 @@ def _route_prf(ctx: PassContext, run: RetrievalRun, base: list[Candidate]) -> li
 
 
 def _why_no_llm(run: RetrievalRun) -> str:
+    if run.llm_deadline_passed:
+        return "llm deadline passed"
     return "LLM failed" if run.llm_failures else "no LLM configured"
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rag.errors import LLMError
 from rag.llm import Message
+from rag.llm_budget import DEADLINE_REASON, run_together
 from rag.prompts import load_prompt
 from rag.retrieval import autorag
 from rag.retrieval.facets import split_facets
@@ -47,6 +49,11 @@ class RetrievalRun:
     timings_ms: dict[str, float] = field(default_factory=dict)
     margin: float | None = None  # best correction's set score minus base's, when a correction was judged
     lexical_backend: str | None = None  # sql or pg_textsearch (rag.store.lexical_backend); None: no lexical leg
+
+    @property
+    def llm_deadline_passed(self) -> bool:
+        """An LLM step failed because the request's LLM budget (llm.deadline_s) ran out."""
+        return any(DEADLINE_REASON in f for f in self.llm_failures)
 
     @property
     def auto_triggered(self) -> bool:
@@ -114,17 +121,25 @@ class PassContext:
         return self.rt.embedder.embed_query(text) if self.prof.retrieval != "lexical" else None
 
     def llm_text(self, prompt: str, run: RetrievalRun, **values: Any) -> str | None:
+        return self.llm_texts([prompt], run, **values)[0]
+
+    def llm_texts(self, prompts: Sequence[str], run: RetrievalRun, **values: Any) -> list[str | None]:
+        """What the LLM wrote for each prompt (None where it failed or none is configured). Independent
+        prompts run at once, under the request's one LLM budget (rag.llm_budget)."""
         llm = self.rt.llm
         if llm is None:
-            return None
+            return [None] * len(prompts)
         if run.llm_failures:  # it already failed in this request: a down LLM must not cost a timeout per call
-            run.notes.append(f"{prompt}: skipped after an earlier LLM failure")
-            return None
-        try:
-            return llm.complete([Message("user", load_prompt(prompt).render(**values))], max_tokens=LLM_MAX_TOKENS)
-        except LLMError as exc:
-            run.llm_failures.append(f"{prompt}: {exc}")
-            return None
+            run.notes.extend(f"{p}: skipped after an earlier LLM failure" for p in prompts)
+            return [None] * len(prompts)
+        calls = [partial(llm.complete, [Message("user", load_prompt(p).render(**values))], max_tokens=LLM_MAX_TOKENS)
+                 for p in prompts]
+        texts: list[str | None] = []
+        for prompt, outcome in zip(prompts, run_together(calls), strict=True):
+            if isinstance(outcome, LLMError):
+                run.llm_failures.append(f"{prompt}: {outcome}")
+            texts.append(None if isinstance(outcome, LLMError) else outcome)
+        return texts
 
     def set_score(self, items: Sequence[Candidate]) -> autorag.SetScore:
         sims: dict[int, float] = {}

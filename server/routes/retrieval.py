@@ -28,7 +28,7 @@ async def context(body: ContextRequest, request: Request) -> ContextPayload:
                                    mode=body.mode, budget_tokens=body.budget_tokens, runtime=c.runtime,
                                    scope=c.scope, request_id=c.request_id).payload()
 
-    return await call(request, op, vaults=body.vaults)
+    return await call(request, op, vaults=body.vaults, uses_llm=True)
 
 
 @router.post("/ask", response_model=AskReply, responses=errors(404, 502))
@@ -41,7 +41,7 @@ async def ask(body: AskRequest, request: Request) -> AskReply:
         return AskReply(**{**dict(out), "debug": out.debug if body.debug else None,
                            "explanation": explain_lines(out.debug) if body.explain else None})
 
-    return await call(request, op, vaults=body.vaults)
+    return await call(request, op, vaults=body.vaults, uses_llm=True)
 
 
 @router.post("/search", response_model=SearchResponse, responses=errors(404, 502))

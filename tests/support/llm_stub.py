@@ -6,8 +6,11 @@
 
 Behaviours are plain attributes, changeable while it runs: ``delay_s`` (sleep before answering),
 ``fail_status`` (answer every request with that HTTP status; ``fail_count`` limits it to the next
-N requests), ``malformed`` (a 200 whose body is not JSON). ``requests`` is the list of received
-JSON bodies, ``received`` the same with path and headers.
+N requests), ``malformed`` (a 200 whose body is not JSON), ``trickle_s`` (send a chat completion's
+headers at once, then its body one byte every ``trickle_s`` seconds: a slow endpoint that a per-read
+timeout never catches). ``requests`` is the list of received JSON bodies, ``received`` the same with
+path and headers; ``trickling`` counts the responses being trickled right now, ``trickle_dropped``
+those the client hung up on before the last byte.
 """
 
 from __future__ import annotations
@@ -51,9 +54,12 @@ class LLMStub:
     fail_count: int | None = None
     fail_message: str | None = None  # the failing answer's error message (default "stub failure <status>")
     malformed: bool = False
+    trickle_s: float = 0.0
     default_reply: str = "stub reply"
     received: list[StubRequest] = field(default_factory=list, init=False)
     in_flight: int = field(default=0, init=False)  # requests being delayed right now
+    trickling: int = field(default=0, init=False)
+    trickle_dropped: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self._queue: deque[str | dict[str, Any]] = deque(self.responses)
@@ -225,6 +231,8 @@ def _handler_for(stub: LLMStub) -> type[BaseHTTPRequestHandler]:
                 completion = stub.chat(body)
                 if body.get("stream"):
                     self._send_stream(_stream_chunks(completion))
+                elif stub.trickle_s > 0:
+                    self._send_trickle(json.dumps(completion).encode("utf-8"))
                 else:
                     self._send(200, completion)
             else:
@@ -244,6 +252,27 @@ def _handler_for(stub: LLMStub) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
                 pass
+
+        def _send_trickle(self, data: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.close_connection = True
+            with stub._lock:
+                stub.trickling += 1
+            try:
+                for i in range(len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                    if stub._stopping.wait(stub.trickle_s):
+                        return
+            except (BrokenPipeError, ConnectionResetError):  # the client hung up mid-trickle
+                with stub._lock:
+                    stub.trickle_dropped += 1
+            finally:
+                with stub._lock:
+                    stub.trickling -= 1
 
         def _send_stream(self, chunks: list[dict[str, Any]]) -> None:
             self.send_response(200)

@@ -1,0 +1,70 @@
+"""`ask` under one LLM deadline, and `search` with no LLM at all (issue 47): against an endpoint that
+trickles its reply one byte at a time, `ask` returns within `llm.deadline_s` (folder ranking,
+corrections and the answer share it) with a quoted answer that says why; a search never waits on the
+model. The real litellm client, the loopback stub."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from rag.config import Settings
+from rag.llm import import_litellm
+from rag.notes.answer import NOTICE_LLM_LATE
+from rag.notes.ask import ask, search
+from rag.runtime import Runtime
+from tests.notes.conftest import llm_settings
+from tests.notes.kit import toward
+from tests.notes.test_ask import OFF_TOPIC, Q, two_notes
+
+DEADLINE_S = 2.0
+SLACK_S = 8.0  # generous on a loaded 2-core machine; the trickled replies would take minutes
+
+
+def notes_in_three_folders(notes) -> None:
+    """The answer in projects/, and two other folders: the LLM is asked to rank them."""
+    two_notes(notes)
+    q = notes.query_vector(Q)
+    notes.note("work", "meetings/m1.md", [("# Minutes", OFF_TOPIC)], embeddings=[toward(q, 0.3, 4)])
+    notes.note("work", "recipes/soup.md", [("# Soup", OFF_TOPIC)], embeddings=[toward(q, 0.3, 5)])
+
+
+@pytest.fixture
+def trickling_runtime(settings: Settings, llm_stub):
+    import_litellm()  # once per process, seconds, before any budget's clock (rag.llm.llm_request): not timed here
+    llm_stub.trickle_s = 1.0
+    llm = llm_settings(llm_stub, deadline_s=DEADLINE_S).model_copy(update={"timeout_s": 30.0})
+    rt = Runtime.from_settings(settings.model_copy(update={"llm": llm}), pool_max_size=2)
+    yield rt
+    rt.close()
+
+
+@pytest.mark.security
+def test_ask_returns_within_the_deadline_and_quotes_with_the_reason(notes, trickling_runtime, llm_stub,
+                                                                      notes_config):
+    notes_in_three_folders(notes)
+    started = time.monotonic()
+    resp = ask(Q, debug=True, runtime=trickling_runtime)
+    took = time.monotonic() - started
+    assert took < DEADLINE_S + SLACK_S, f"ask took {took:.1f}s"
+    assert not resp.abstained and resp.answered_by == "extractive" and resp.notice == NOTICE_LLM_LATE
+    trace = resp.debug
+    assert "llm deadline" in trace["llm"]["error"]
+    # the folder ranking waited out the budget; nothing after it waited again
+    assert any("llm deadline" in n for n in trace["folders"]["notes"]), trace["folders"]
+    assert trace["folders"]["method"] != "llm"
+    assert len(llm_stub.requests_to("/chat/completions")) <= 1
+
+
+def test_search_never_calls_the_llm(notes, trickling_runtime, llm_stub, notes_config):
+    notes_in_three_folders(notes)
+    started = time.monotonic()
+    found = search(Q, runtime=trickling_runtime)
+    assert found.items
+    assert llm_stub.requests == []
+    assert time.monotonic() - started < SLACK_S
+    # and ask still uses it (the same runtime): search's "no LLM" does not leak out of the call
+    resp = ask(Q, debug=True, runtime=trickling_runtime)
+    assert llm_stub.requests and "llm deadline" in json.dumps(resp.debug)
