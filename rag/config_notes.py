@@ -115,6 +115,12 @@ class NotesSettings(Group):
     """A quoted answer puts first the sentences holding a fact of the shape the question asks for (a duration
     for "how long", a key combination for "which key", steps for "how do I") that score at least this share
     of the best sentence. 1: only the best sentence itself."""
+    steps_max_items: NonNegativeInt = 8
+    """A quoted answer to a how-to question ("How do I ...?") whose best sentence comes from a numbered or
+    bulleted list (a step, or the sentence ending in ':' that introduces it) quotes that sentence and the
+    steps in order, one line each, at most this many; a longer list ends with "…". 0: never."""
+    steps_max_chars: int = Field(800, gt=20)
+    """The most characters of step text such an answer quotes; the steps past it are cut with "…"."""
     snippet_chars: int = Field(280, gt=20)
     """Length of the passage excerpt shown with a source or a search result, in characters."""
     search_k_max: PositiveInt = 100

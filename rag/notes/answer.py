@@ -39,6 +39,7 @@ from rag.notes.format import snippet
 from rag.notes.question import query_terms, question_parts
 from rag.notes.results import AnswerDecision, AnsweredBy, AskResponse, Confidence, Reference, RuleName
 from rag.notes.shapes import answer_shape, asks_for_steps
+from rag.notes.steps import StepLimits
 from rag.prompts import load_prompt
 from rag.runtime import Runtime
 from rag.types import Candidate, RankedChunk
@@ -174,7 +175,9 @@ def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedC
             return answered.model_copy(update={"decision": decision})
     text, used = extractive_answer(sentences, chunks, count=ns.answer_sentences[detail],
                                    min_share_of_best=ns.extractive_min_share_of_best, fallback_chars=ns.snippet_chars,
-                                   short_words=ns.extractive_short_sentence_words)
+                                   short_words=ns.extractive_short_sentence_words,
+                                   steps=StepLimits(ns.steps_max_items, ns.steps_max_chars)
+                                   if asks_for_steps(question) else None)
     if not text:  # every sentence the passages hold is flagged as an injection: nothing to quote
         flagged = overruled(decision, "only_flagged_text", "every sentence that matched is flagged as an instruction "
                             "to a model")

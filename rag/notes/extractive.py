@@ -18,6 +18,7 @@ has, after its best sentence, the best sentence of each part the quoted ones cov
 from the retrieval passes. A sentence the injection guard flags (`rag.ingest.guard`: "ignore all
 previous instructions", role markers, ...) is never quoted, whatever its score: not as the best
 sentence, not beside one, not as the fallback; a passage of such sentences only leaves no answer.
+A how-to question's best run, when it comes from a list, is quoted as that list's steps (`rag.notes.steps`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rag.notes.citations import citation_for
 from rag.notes.format import heading_parts, plain
 from rag.notes.question import match_terms, stem
 from rag.notes.shapes import Shape
+from rag.notes.steps import Procedure, StepLimits, lines_with_steps, read_procedures
 from rag.secrets import mask_secrets
 from rag.text import split_sentences, tokenize
 from rag.types import Candidate
@@ -52,6 +54,7 @@ _LINK_ONLY = re.compile(rf"^(?![ \t]*[-*+][ \t])[ \t]*(?:[\w ]{{1,24}}:[ \t]*)?{
 # Quote markers of blockquotes and callouts; a callout's title line ("> [!tip] Title") is a heading.
 _QUOTE_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
 _CALLOUT_TITLE = re.compile(r"^[ \t]*(?:>[ \t]?)+\[![^\]]*\][-+]?[^\n]*$", re.MULTILINE)
+_CALLOUT = re.compile(r"^[ \t]*(?:>[ \t]?)+\[![^\]]*\][^\n]*(?:\n[ \t]*>[^\n]*)*", re.MULTILINE)  # title and body
 # Fenced code: not a sentence to quote (the sentence introducing it is dropped with it). It is
 # replaced by a paragraph the sentence loop skips like a table row, which ends the introduction,
 # so a list after the code is not taken for the introduction's items.
@@ -62,6 +65,7 @@ _BOLD_LINE = re.compile(r"^[ \t]*(\*\*|__)(?P<text>[^\n]+?)\1[ \t]*$", re.MULTIL
 _MIN_WORDS = 3
 _MAX_LIST_ITEMS = 8
 _MAX_LIST_CHARS = 400
+_MIN_STEPS = 2  # a list of one item is a sentence set as a bullet, not a procedure
 
 
 @dataclass(frozen=True)
@@ -108,16 +112,30 @@ _NUMBERED_ITEM = re.compile(r"^([ \t]*)\d+[.)][ \t]+", re.MULTILINE)
 Kind = Literal["sentence", "procedure", "row"]
 
 
+def _readable(content: str, *, lists: bool = False) -> str:
+    """The passage's markdown without what is never quoted: quote markers, callout titles, headings,
+    link-only lines and code (its place kept as a paragraph break); table rows as sentences. `lists`
+    (for reading its lists): a callout, an aside, goes whole, and a heading ends a paragraph like code."""
+    unquoted = _QUOTE_PREFIX.sub("", _CALLOUT.sub("", content) if lists else _CALLOUT_TITLE.sub("\n", content))
+    heading = _FENCE_MARK if lists else ""
+    cleaned = _LINK_ONLY.sub("", _HEADING_LINE.sub(heading, _PSEUDO_HEADING.sub(heading,
+                                                                               _FENCE.sub(_FENCE_MARK, unquoted))))
+    return _TABLE_ROW.sub(lambda m: "\n" + _table_row(m) + "\n", cleaned)
+
+
+def passage_procedures(content: str) -> list[Procedure]:
+    """The lists of a passage with their lead-ins, read from the same text its sentences are (a callout
+    between two steps is left out, so the steps after it are still the same list's)."""
+    return read_procedures(plain(_readable(content, lists=True)), lambda raw: _flat(raw).replace(_ROW_MARK, ""))
+
+
 def _sentence_parts(content: str) -> list[tuple[str, Kind]]:
     """Readable sentences of a passage, each with its kind: a procedure is an introduction with its
     list items; a table row reads as "first cell: the others"."""
     out: list[tuple[str, Kind]] = []
     intro: str | None = None  # out[-1] before its list items, when it ends with ':'
     items: list[str] = []
-    unquoted = _QUOTE_PREFIX.sub("", _CALLOUT_TITLE.sub("\n", content))
-    cleaned = _LINK_ONLY.sub("", _HEADING_LINE.sub("", _PSEUDO_HEADING.sub("", _FENCE.sub(_FENCE_MARK, unquoted))))
-    cleaned = _NUMBERED_ITEM.sub(r"\1- ", _TABLE_ROW.sub(lambda m: "\n" + _table_row(m) + "\n", cleaned))
-    for raw in split_sentences(plain(cleaned)):
+    for raw in split_sentences(plain(_NUMBERED_ITEM.sub(r"\1- ", _readable(content)))):
         is_item = bool(_BULLET.match(raw))
         text = _flat(raw)
         if not text or text.startswith(("```", "|", "#")):
@@ -322,9 +340,11 @@ def _quoted_spans(best: Sequence[Sentence], by_position: dict[tuple[int, int], S
 
 
 def extractive_answer(sentences: Sequence[Sentence], chunks: Sequence[Candidate], *, count: int,
-                      min_share_of_best: float, fallback_chars: int, short_words: int = 0) -> tuple[str, list[int]]:
+                      min_share_of_best: float, fallback_chars: int, short_words: int = 0,
+                      steps: StepLimits | None = None) -> tuple[str, list[int]]:
     """The quoted answer (the best `count` sentences, in reading order, each run cited) and the indexes
-    (into `chunks`) of the passages it quotes. `short_words`: see `_quoted_spans` (0: off)."""
+    (into `chunks`) of the passages it quotes. `short_words`: see `_quoted_spans` (0: off). `steps` (a
+    how-to question): when the best run comes from a list, that list is quoted whole (`_steps_of`)."""
     quotable = [x for x in sentences if not x.flagged]  # a flagged neighbour is not even pulled in
     best = sorted((x for x in quotable if x.score > 0), key=lambda x: (-x.score, x.passage, x.position))
     if best:
@@ -332,15 +352,39 @@ def extractive_answer(sentences: Sequence[Sentence], chunks: Sequence[Candidate]
         best = [x for x in best if x.score >= cutoff - 1e-12]
     by_position = {(x.passage, x.position): x for x in quotable}
     spans = _quoted_spans(best, by_position, count, short_words)
+    procedure = _steps_of(spans[0], chunks) if steps is not None and steps.max_items > 0 and spans else None
+    if procedure is not None:  # its other sentences are in it already: the count goes to other sentences
+        top = spans[0][0].passage
+        best = [x for x in best if x in spans[0] or x.passage != top or not procedure.holds(x.text)]
+        spans = _quoted_spans(best, by_position, count, short_words)
     if not spans and quotable:
         spans = [[min(quotable, key=lambda x: (x.passage, x.position))]]
     if not spans and not sentences and chunks:  # only headings or fragments: quote the top passage itself
         text = " ".join(plain(chunks[0].content).split())[:fallback_chars]
         spans = [[Sentence(0, 0, text, 0.0)]] if not assess_injection(text).flags else []
+    first = spans[0] if spans else []
     spans.sort(key=lambda run: (run[0].passage, run[0].position))
-    lines = [f"{' '.join(x.text for x in run)} {citation_for(chunks[run[0].passage])}" for run in spans]
+    lines: list[str] = []
+    for run in spans:
+        cite = citation_for(chunks[run[0].passage])
+        if procedure is None or steps is None or run[0].passage != first[0].passage:
+            lines.append(f"{' '.join(x.text for x in run)} {cite}")
+        else:  # the list's sentences in a later run of its passage were quoted with it
+            lines += lines_with_steps([x.text for x in run], procedure, cite, steps,
+                                      show=run is first)
     used: list[int] = []
     for run in spans:
         if run[0].passage not in used:
             used.append(run[0].passage)
     return "\n".join(lines), used
+
+
+def _steps_of(run: Sequence[Sentence], chunks: Sequence[Candidate]) -> Procedure | None:
+    """The list the best run of a how-to answer quotes from (one of its steps, or its lead-in with it),
+    or None. A list with a lead-in or step the injection guard flags is not quoted whole."""
+    for procedure in passage_procedures(chunks[run[0].passage].content):
+        if len(procedure.steps) >= _MIN_STEPS and any(procedure.holds(x.text) for x in run):
+            texts = [procedure.lead_in or "", *(step.text for step in procedure.steps)]
+            return None if any(assess_injection(t).flags for t in texts if t) else procedure
+    return None
+
