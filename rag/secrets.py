@@ -26,6 +26,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+# Part of every note's stored version (rag/ingest/pipeline.py): new rules re-index each note once, so text
+# stored under the old rules is masked by the new ones at its vault's next run. Raise it when a rule changes.
+MASK_RULES_VERSION = "2"
 MASK_CACHE_SIZE = 4096  # texts whose masked form is remembered (chunk texts repeat across packs and requests)
 PATH_HASH_CHARS = 8  # hex digits of sha256(real name) in a masked name: keeps two masked names apart
 

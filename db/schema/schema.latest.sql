@@ -339,7 +339,8 @@ begin
         for i in select x.vault_id, x.table_name from bm25_indexes x
                  where x.vault_id in (select distinct n.vault_id from new_rows n) loop
             execute format('insert into %I (chunk_id, search_text)
-                            select n.id, n.heading_path || '' '' || n.content from new_rows n
+                            select n.id, ragpg_chunk_search_text(n.heading_path, n.content, n.metadata)
+                            from new_rows n
                             where n.vault_id = $1 order by n.id', i.table_name) using i.vault_id;
         end loop;
     end if;
@@ -759,6 +760,17 @@ end
 $_$;
 
 --
+-- Name: ragpg_chunk_search_text(text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_chunk_search_text(p_heading_path text, p_content text, p_metadata jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+    select concat_ws(' ', ragpg_note_names(p_metadata), p_heading_path, p_content)
+$$;
+
+--
 -- Name: ragpg_chunks_tsvector(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -769,12 +781,14 @@ CREATE FUNCTION public.ragpg_chunks_tsvector() RETURNS trigger
 begin
     if tg_op = 'UPDATE' and new.heading_path is not distinct from old.heading_path
             and new.content is not distinct from old.content
+            and ragpg_note_names(new.metadata) is not distinct from ragpg_note_names(old.metadata)
             and new.text_search_config is not distinct from old.text_search_config then
         new.content_tsv := old.content_tsv;
         new.lexeme_count := old.lexeme_count;
         return new;
     end if;
-    new.content_tsv := to_tsvector(new.text_search_config, new.heading_path || ' ' || new.content);
+    new.content_tsv := to_tsvector(new.text_search_config,
+                                   ragpg_chunk_search_text(new.heading_path, new.content, new.metadata));
     new.lexeme_count := ragpg_tsvector_token_count(new.content_tsv);
     return new;
 end
@@ -1404,7 +1418,8 @@ begin
     v_index := v_table || '_idx';
     execute format('drop table if exists %I', v_table);
     execute format('create table %I (chunk_id bigint primary key, search_text text not null)', v_table);
-    execute format('insert into %I (chunk_id, search_text) select id, heading_path || '' '' || content
+    execute format('insert into %I (chunk_id, search_text)
+                    select id, ragpg_chunk_search_text(heading_path, content, metadata)
                     from chunks where vault_id = $1 order by id', v_table) using v.id;
     -- (k1 and b as numerals: reloptions are text; round-trips exactly through float8's shortest form)
     execute format('create index %I on %I using bm25 (search_text) with (text_config = %L, k1 = %s, b = %s)',
@@ -2683,6 +2698,22 @@ begin
     end loop;
 end
 $$;
+
+--
+-- Name: ragpg_note_names(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_note_names(p_metadata jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $_$
+    select case when p_metadata ? 'beir_id' or coalesce(p_metadata->>'source_path', '') = '' then null
+           else concat_ws(' ', regexp_replace(regexp_replace(p_metadata->>'source_path', '^.*/', ''), '\.[^.]*$', ''),
+                          (select string_agg(a, ' ') from jsonb_array_elements_text(
+                               case when jsonb_typeof(p_metadata->'aliases') = 'array' then p_metadata->'aliases'
+                                    else '[]'::jsonb end) a))
+           end
+$_$;
 
 --
 -- Name: ragpg_outlinks(text, text); Type: FUNCTION; Schema: public; Owner: -

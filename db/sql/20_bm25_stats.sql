@@ -14,6 +14,29 @@
 -- in name order, not in that one. Transition tables: old_rows (delete, update), new_rows
 -- (insert, update).
 
+-- What BM25 reads of a chunk: the note's names (its file name without extension, then its aliases),
+-- the heading path, the text; the rule of rag/ingest/passage_text.py, from the same stored metadata. A
+-- BEIR entry (metadata beir_id) is a document, not a note: heading path and text only, as before.
+create or replace function ragpg_note_names(p_metadata jsonb) returns text
+language sql immutable parallel safe
+set search_path = public, pg_catalog, pg_temp
+as $$
+    select case when p_metadata ? 'beir_id' or coalesce(p_metadata->>'source_path', '') = '' then null
+           else concat_ws(' ', regexp_replace(regexp_replace(p_metadata->>'source_path', '^.*/', ''), '\.[^.]*$', ''),
+                          (select string_agg(a, ' ') from jsonb_array_elements_text(
+                               case when jsonb_typeof(p_metadata->'aliases') = 'array' then p_metadata->'aliases'
+                                    else '[]'::jsonb end) a))
+           end
+$$;
+
+create or replace function ragpg_chunk_search_text(p_heading_path text, p_content text, p_metadata jsonb)
+returns text
+language sql immutable parallel safe
+set search_path = public, pg_catalog, pg_temp
+as $$
+    select concat_ws(' ', ragpg_note_names(p_metadata), p_heading_path, p_content)
+$$;
+
 -- content_tsv and lexeme_count (revision 0004): ONE to_tsvector per chunk, where two generated
 -- columns ran the parser and stemmer twice. Like generated columns they cannot be written
 -- directly: an insert always computes them, an update recomputes them when the text or its config
@@ -25,12 +48,14 @@ as $$
 begin
     if tg_op = 'UPDATE' and new.heading_path is not distinct from old.heading_path
             and new.content is not distinct from old.content
+            and ragpg_note_names(new.metadata) is not distinct from ragpg_note_names(old.metadata)
             and new.text_search_config is not distinct from old.text_search_config then
         new.content_tsv := old.content_tsv;
         new.lexeme_count := old.lexeme_count;
         return new;
     end if;
-    new.content_tsv := to_tsvector(new.text_search_config, new.heading_path || ' ' || new.content);
+    new.content_tsv := to_tsvector(new.text_search_config,
+                                   ragpg_chunk_search_text(new.heading_path, new.content, new.metadata));
     new.lexeme_count := ragpg_tsvector_token_count(new.content_tsv);
     return new;
 end

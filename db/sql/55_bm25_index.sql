@@ -4,7 +4,7 @@
 --
 -- Per vault, chosen at index time (`ragpg index` calls ragpg_enable_bm25_index when the setting
 -- retrieval.lexical_backend allows it): a table ragpg_bm25_<vault id> (chunk_id, search_text =
--- heading_path || ' ' || content, the same text the SQL BM25 analyses) with one bm25 index, built
+-- ragpg_chunk_search_text(...), the same text the SQL BM25 analyses) with one bm25 index, built
 -- with the vault's text search configuration and the k1/b it was asked for. One table per vault, not
 -- a partial index: pg_textsearch 1.0.0 ignores a partial index's predicate and keeps corpus
 -- statistics per index, while ragpg's statistics are per vault. Kept in step with chunks by the
@@ -172,7 +172,8 @@ begin
     v_index := v_table || '_idx';
     execute format('drop table if exists %I', v_table);
     execute format('create table %I (chunk_id bigint primary key, search_text text not null)', v_table);
-    execute format('insert into %I (chunk_id, search_text) select id, heading_path || '' '' || content
+    execute format('insert into %I (chunk_id, search_text)
+                    select id, ragpg_chunk_search_text(heading_path, content, metadata)
                     from chunks where vault_id = $1 order by id', v_table) using v.id;
     -- (k1 and b as numerals: reloptions are text; round-trips exactly through float8's shortest form)
     execute format('create index %I on %I using bm25 (search_text) with (text_config = %L, k1 = %s, b = %s)',
@@ -277,7 +278,8 @@ begin
         for i in select x.vault_id, x.table_name from bm25_indexes x
                  where x.vault_id in (select distinct n.vault_id from new_rows n) loop
             execute format('insert into %I (chunk_id, search_text)
-                            select n.id, n.heading_path || '' '' || n.content from new_rows n
+                            select n.id, ragpg_chunk_search_text(n.heading_path, n.content, n.metadata)
+                            from new_rows n
                             where n.vault_id = $1 order by n.id', i.table_name) using i.vault_id;
         end loop;
     end if;

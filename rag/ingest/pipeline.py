@@ -32,10 +32,11 @@ from rag.ingest.chunk import chunk_markdown, chunk_plain_text
 from rag.ingest.formats import document_text
 from rag.ingest.hnsw import BulkLoadPolicy
 from rag.ingest.parse import DATE_KEYS, UNKNOWN_CONFIDENTIALITY, parse_document
+from rag.ingest.passage_text import PASSAGE_TEXT_VERSION, embedding_text
 from rag.ingest.report import IndexProgress, IndexReport, NoProgress, SkipRecord, VaultReport, peak_rss_mb
 from rag.ingest.walk import SkippedFile, VaultFile, read_document, walk_vault
 from rag.ingest.writer import BatchWriter
-from rag.secrets import mask_path, mask_text
+from rag.secrets import MASK_RULES_VERSION, mask_path, mask_text
 from rag.store import lexical_backend
 from rag.store.database import Connection
 from rag.store.locate import connect
@@ -275,7 +276,7 @@ class _VaultRun:
 
     def embed(self, docs: Sequence[store.PreparedDocument]) -> None:
         owners = [d.source_path for d in docs for _ in d.chunks]
-        texts = [store.embedding_text(c.heading_path, c.content) for d in docs for c in d.chunks]
+        texts = [embedding_text(c.heading_path, c.content, c.metadata) for d in docs for c in d.chunks]
         vectors = self.embed_texts(texts, owners)
         start = 0
         for doc in docs:
@@ -309,7 +310,7 @@ class _VaultRun:
         page = self.embedder.batch_size * 8
         while chunks := store.chunks_missing_embeddings(self.conn, self.vault.id, self.model,
                                                          after_id=after, limit=page):
-            texts = [store.embedding_text(c.heading_path, c.content) for c in chunks]
+            texts = [embedding_text(c.heading_path, c.content, c.metadata) for c in chunks]
             owners = [f"chunk {c.id}" for c in chunks]
             vectors = self.embed_texts(texts, owners)
             store.add_embeddings(self.conn, self.model, [c.id for c in chunks], list(vectors))
@@ -347,7 +348,8 @@ def _file_source(f: VaultFile, vault: Vault, settings: Settings) -> Source:
     def prepare(data: bytes, version: str) -> tuple[store.PreparedDocument, list[str]]:
         return prepare_file(f, data, version, vault.name, settings)
 
-    decided_by = f" level={settings.ingest.pdf_confidentiality}" if f.kind == "pdf" else ""
+    pdf_level = f" level={settings.ingest.pdf_confidentiality}" if f.kind == "pdf" else ""
+    decided_by = f" text={PASSAGE_TEXT_VERSION} mask={MASK_RULES_VERSION}{pdf_level}"  # new rules: each note again
     return Source(f.source_path, read, prepare, decided_by)
 
 

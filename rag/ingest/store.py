@@ -79,6 +79,7 @@ class PendingChunk:
     id: int
     heading_path: str
     content: str
+    metadata: dict[str, Any]  # what the passage's text is built from beside them (rag.ingest.passage_text)
 
 
 @dataclass(frozen=True)
@@ -92,14 +93,6 @@ class _ChunkId:
 class _DocId:
     id: int
     source_path: str
-
-
-def embedding_text(heading_path: str, content: str) -> str:
-    """What gets embedded for a chunk: its heading path gives a mid-section chunk its topic.
-
-    Derived from stored columns only, so vectors backfilled for a new model match fresh ones.
-    """
-    return f"{heading_path}\n\n{content}" if heading_path else content
 
 
 @contextmanager
@@ -272,7 +265,7 @@ def chunks_missing_embeddings(conn: Connection, vault_id: int, model: EmbeddingM
                               after_id: int, limit: int) -> list[PendingChunk]:
     """Up to `limit` chunks of the vault (ids above `after_id`) without a vector for `model`."""
     query = sql.SQL(
-        "select c.id, c.heading_path, c.content from chunks c "
+        "select c.id, c.heading_path, c.content, c.metadata from chunks c "
         "where c.vault_id = %s and c.id > %s "
         "and not exists (select 1 from {} e where e.chunk_id = c.id) "
         "order by c.id limit %s").format(sql.Identifier(model.embedding_table))

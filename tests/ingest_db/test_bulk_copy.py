@@ -14,6 +14,7 @@ import pytest
 from rag.config import IngestSettings
 from rag.embed.hash import HashEmbedder
 from rag.ingest import build_memory, bulk, store
+from rag.ingest.passage_text import embedding_text
 from rag.ingest.store import PreparedChunk, PreparedDocument
 from rag.store.models import EmbeddingModelRef, register_model
 from rag.store.vaults import NewVault, Vault, add_vault, get_vault
@@ -39,7 +40,8 @@ def documents(vault: str, n: int, seed: int, prefix: str = "doc") -> list[Prepar
             heading = f"Part {ordinal}"
             doc.chunks.append(PreparedChunk(ordinal, heading, text, len(text.split()), 1, 2, 0, len(text), [], 0.0,
                                             {**base, "ordinal": ordinal, "heading_path": heading}))
-        doc.vectors = EMBEDDER.embed_documents([store.embedding_text(c.heading_path, c.content) for c in doc.chunks])
+        doc.vectors = EMBEDDER.embed_documents([embedding_text(c.heading_path, c.content, c.metadata)
+                                                for c in doc.chunks])
         docs.append(doc)
     return docs
 

@@ -12,7 +12,7 @@ import psycopg
 
 from rag.config import Settings
 from rag.embed.hash import HashEmbedder
-from rag.ingest.store import embedding_text
+from rag.ingest.passage_text import embedding_text
 from tests.ingest_db.helpers import add, embedding_count, hnsw_definition, index, with_settings
 from tests.support.files import write_files
 
@@ -57,11 +57,11 @@ def test_bulk_load_rebuilds_the_index_and_small_writes_insert(aconn: psycopg.Con
     assert rebuilt["oid"] != first["oid"] and rebuilt["definition"] == DEFINITION and rebuilt["valid"]
 
     embedder = HashEmbedder(settings.embedding.hash_dims)
-    rows = aconn.execute(f"select c.heading_path, c.content, e.embedding from chunks c "  # noqa: S608 (constant)
+    rows = aconn.execute(f"select c.heading_path, c.content, c.metadata, e.embedding from chunks c "  # noqa: S608 (constant)
                          f"join {TABLE} e on e.chunk_id = c.id").fetchall()
     assert len(rows) == 100
     for r in rows:
-        expected = embedder.embed_documents([embedding_text(r["heading_path"], r["content"])])[0]
+        expected = embedder.embed_documents([embedding_text(r["heading_path"], r["content"], r["metadata"])])[0]
         assert np.allclose(np.asarray(r["embedding"], dtype=np.float32), expected, atol=1e-6)
     # The rebuilt index serves nearest-neighbour queries.
     with aconn.transaction():

@@ -11,7 +11,9 @@ import numpy as np
 import psycopg
 
 from rag.config import Settings
+from rag.ingest.passage_text import PASSAGE_TEXT_VERSION
 from rag.ingest.pipeline import index_vaults
+from rag.secrets import MASK_RULES_VERSION
 from tests.ingest_db.helpers import RAGPG, add, cli_env, embedding_count, index, snapshot, with_settings
 from tests.support.files import write_files
 
@@ -48,7 +50,9 @@ def test_documents_and_chunks_carry_everything(aconn: psycopg.Connection, settin
         ["planning", "q2"], "internal", "2024-03-05", "https://example.org/plan")
     raw = NOTE.encode()
     assert doc["size_bytes"] == len(raw) and doc["metadata"]["project"] == "apollo"
-    assert doc["document_version"] == hashlib.sha256(raw).hexdigest()
+    # the bytes' sha256 and the passage text rule: a new rule re-indexes every note once
+    assert doc["document_version"] == (f"{hashlib.sha256(raw).hexdigest()} text={PASSAGE_TEXT_VERSION}"
+                                       f" mask={MASK_RULES_VERSION}")
 
     chunks = aconn.execute("select * from chunks where document_id = %s order by ordinal", (doc["id"],)).fetchall()
     assert [c["heading_path"] for c in chunks] == ["# Plan", "# Plan > ## Risks"]
@@ -167,15 +171,17 @@ def test_cli_index_summary(cli, tmp_path: Path) -> None:
 
     code, out, err = cli("index", "nope")
     assert code == 4 and err.strip() == "error: unknown vault 'nope' (known: v)"
-    code, out, err = cli("reindex", "--quiet")
+    code, out, err = cli("reindex")
     assert code == 0 and out.startswith("v: 2 files seen, 0 indexed, 2 unchanged, 0 skipped, 0 removed; 0 chunks")
     assert out.splitlines()[-1].startswith("Peak memory of this run: ") and out.rstrip().endswith(" MiB")
+    # issue 47: for cron, `reindex --quiet` says nothing when every vault succeeds
+    assert cli("reindex", "--quiet") == (0, "", "")
 
 
 def test_chunks_are_embedded_in_length_order_and_each_vector_lands_on_its_chunk(
         aconn: psycopg.Connection, settings: Settings, tmp_path: Path) -> None:
     from rag.embed.hash import HashEmbedder
-    from rag.ingest.store import embedding_text
+    from rag.ingest.passage_text import embedding_text
 
     class Recording(HashEmbedder):  # the hash model (same table), its batches recorded
         batches: list[list[str]] = []
@@ -195,11 +201,11 @@ def test_chunks_are_embedded_in_length_order_and_each_vector_lands_on_its_chunk(
     # the chunks' batches come first (the notes' outline vectors follow, once the links are resolved)
     flat = [n for batch in lengths for n in batch][:report.chunks_written]
     assert flat == sorted(flat), lengths  # one flush: batches cut from the length-sorted texts
-    rows = aconn.execute("select c.heading_path, c.content, e.embedding from chunks c "
+    rows = aconn.execute("select c.heading_path, c.content, c.metadata, e.embedding from chunks c "
                          "join embeddings_hash_feature_hash_384 e on e.chunk_id = c.id").fetchall()
     assert len(rows) == report.chunks_written
     for r in rows:
-        expected = embedder.embed_documents([embedding_text(r["heading_path"], r["content"])])[0]
+        expected = embedder.embed_documents([embedding_text(r["heading_path"], r["content"], r["metadata"])])[0]
         assert np.allclose(np.asarray(r["embedding"], dtype=np.float32), expected, atol=1e-6)
 
 
