@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
@@ -31,26 +32,32 @@ ALLOW_EMPTY_HELP = ("Confirm that a vault folder found empty (without the .obsid
                     "Without it such a vault is reported unavailable (an unmounted share looks empty) and "
                     "nothing is removed.")
 QUIET_HELP = "No progress bars."
+REINDEX_QUIET_HELP = "No progress bars, and nothing printed when every vault succeeds (for cron)."
 
 
 class RichProgress:
-    """Two bars on stderr, files (of the total, with an ETA) and chunks; nothing at all when quiet or
-    stderr is not a terminal. The bars live for one index run: `finish` removes them and stops the
-    display, so what is printed next (a run's summary, in `watch` the next run's bars) starts on a
-    clean line instead of under bars that keep ticking."""
+    """On stderr: a line saying what the run does now and for how long (connecting, walking, loading
+    the embedding model, embedding, building indexes), then two bars, files (of the total, with a rate
+    and an ETA) and chunks (written of those handed to the embedder so far, with a rate); nothing at
+    all when quiet or stderr is not a terminal. The lines live for one index run: `finish` removes
+    them and stops the display, so what is printed next (a run's summary, in `watch` the next run's
+    bars) starts on a clean line instead of under bars that keep ticking."""
 
     def __init__(self, quiet: bool, console: Console | None = None) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from ragpg_cli.progress import EtaColumn
+        from ragpg_cli.progress import CountsOnly, EtaColumn, RateColumn
 
         self.enabled = not quiet and (console is not None or sys.stderr.isatty())
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), EtaColumn(), console=console or Console(stderr=True),
-                                 transient=True, disable=not self.enabled)
+        self.progress = Progress(TextColumn("{task.description}"), CountsOnly(BarColumn()),
+                                 CountsOnly(MofNCompleteColumn()), TimeElapsedColumn(), RateColumn(), EtaColumn(),
+                                 console=console or Console(stderr=True), transient=True, disable=not self.enabled)
+        self.current: TaskID | None = None  # the phase line
         self.files: TaskID | None = None
         self.chunks: TaskID | None = None
+        self.chunks_total = 0
+        self.phase_text = ""
         self.live = False
 
     def __enter__(self) -> RichProgress:
@@ -61,18 +68,39 @@ class RichProgress:
         self.finish()
 
     def _drop_bars(self) -> None:
-        for task in (self.files, self.chunks):
+        for task in (self.current, self.files, self.chunks):
             if task is not None:
                 self.progress.remove_task(task)
-        self.files = self.chunks = None
+        self.current = self.files = self.chunks = None
+        self.chunks_total = 0
 
-    def begin_vault(self, vault: str, files: int) -> None:
-        self._drop_bars()
+    def _start(self) -> None:
         if not self.live:
             self.progress.start()
             self.live = True
+
+    def phase(self, text: str) -> None:
+        """What the run does now, from its first second; its clock restarts with each phase."""
+        self._start()
+        if self.current is None:
+            self.current = self.progress.add_task(text, total=None, phase=True)
+        elif self.phase_text != text:
+            self.progress.reset(self.current, description=text)
+        self.phase_text = text
+
+    def begin_vault(self, vault: str, files: int) -> None:
+        for task in (self.files, self.chunks):
+            if task is not None:
+                self.progress.remove_task(task)
+        self.chunks_total = 0
+        self._start()
         self.files = self.progress.add_task(f"{vault}: files", total=files)
         self.chunks = self.progress.add_task(f"{vault}: chunks", total=None)
+
+    def chunks_queued(self, n: int) -> None:
+        self.chunks_total += n
+        if self.chunks is not None:
+            self.progress.update(self.chunks, total=self.chunks_total)
 
     def files_done(self, n: int) -> None:
         if self.files is not None:
@@ -91,8 +119,10 @@ class RichProgress:
         self._drop_bars()
 
 
-def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bool, allow_empty: bool = False) -> None:
-    from datetime import UTC, datetime
+def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bool, allow_empty: bool = False,
+         quiet_summary: bool = False) -> None:
+    """One index run; `quiet_summary` (reindex --quiet, for cron) prints no summary when it succeeds."""
+    from datetime import UTC
 
     from rag.errors import RagError
     from rag.ingest.pipeline import index_vaults
@@ -100,8 +130,11 @@ def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bo
     from rag.store.locate import connect
 
     started = datetime.now(UTC)
-    with RichProgress(quiet) as progress:
-        report = index_vaults(settings, vaults, progress=progress, allow_empty=allow_empty)
+    try:
+        with RichProgress(quiet) as progress:
+            report = index_vaults(settings, vaults, progress=progress, allow_empty=allow_empty)
+    except KeyboardInterrupt:
+        _interrupted(settings, vaults, started)
     if report.vaults:
         try:
             with connect(settings, autocommit=True) as conn:  # psql: select * from ragpg_index_runs_recent
@@ -109,8 +142,25 @@ def _run(settings: Settings, vaults: list[str] | None, quiet: bool, json_out: bo
         except RagError as exc:
             info(f"warning: index run not recorded: {exc}")
     _wait_for_read_replica(settings)
-    _emit(report, json_out)
+    _emit(report, json_out, summary=not (quiet_summary and not report.failed))
     _exit_on_failure(report)
+
+
+def _interrupted(settings: Settings, vaults: list[str] | None, started: datetime) -> NoReturn:
+    """Ctrl-C: the run is recorded as interrupted (`ragpg_index_runs_recent`), then one line, exit 130."""
+    from rag.errors import RagError
+    from rag.ingest.run_log import INTERRUPTED_ERROR, record_interrupted_run
+    from rag.store.locate import connect
+    from rag.store.vaults import resolve_vaults
+    from ragpg_cli.exit_codes import INTERRUPTED
+
+    try:
+        with connect(settings, autocommit=True) as conn:
+            record_interrupted_run(conn, [v.name for v in resolve_vaults(conn, vaults)], started)
+    except (RagError, KeyboardInterrupt):
+        pass  # a second Ctrl-C, or no database: the line below still says what happened
+    info(f"error: {INTERRUPTED_ERROR}")
+    raise typer.Exit(INTERRUPTED)
 
 
 def _wait_for_read_replica(settings: Settings) -> None:
@@ -131,9 +181,11 @@ def _wait_for_read_replica(settings: Settings) -> None:
         info(f"warning: {lag_warning(waited)}")
 
 
-def _emit(report: IndexReport, json_out: bool) -> None:
-    """Warnings and skips to stderr (always), then the summary to stdout."""
+def _emit(report: IndexReport, json_out: bool, summary: bool = True) -> None:
+    """Warnings and skips to stderr (always), then the summary to stdout (unless `summary` is False)."""
     _warn(report)
+    if not summary:
+        return
     if json_out:
         print_json(report.to_dict())
         return
@@ -173,12 +225,12 @@ def index(
 
 def reindex(
     ctx: typer.Context,
-    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=REINDEX_QUIET_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     allow_empty: bool = typer.Option(False, "--allow-empty", help=ALLOW_EMPTY_HELP),
 ) -> None:
     """Bring every vault up to date (for cron). Idempotent and resumable; exit 0 unless a vault failed."""
-    _run(state(ctx).settings, None, quiet, json_out, allow_empty)
+    _run(state(ctx).settings, None, quiet, json_out, allow_empty, quiet_summary=quiet and not json_out)
 
 
 def watch(
@@ -207,8 +259,14 @@ def watch(
 
     if not quiet:
         info(f"Watching (debounce {settings.ingest.watch_debounce_ms} ms); Ctrl-C to stop.")
-    with bars:
-        watch_vaults(settings, list(vaults) if vaults else None, on_report=on_report, progress=bars)
+    try:
+        with bars:
+            watch_vaults(settings, list(vaults) if vaults else None, on_report=on_report, progress=bars)
+    except KeyboardInterrupt:
+        from ragpg_cli.exit_codes import INTERRUPTED
+
+        info("stopped watching (Ctrl-C)")
+        raise typer.Exit(INTERRUPTED) from None
 
 
 def _warn(report: IndexReport) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import ProgressColumn, Task
 from rich.text import Text
 
@@ -20,6 +20,28 @@ class EtaColumn(ProgressColumn):
         if remaining is None:
             return Text("ETA -:--:--", style="progress.remaining")
         return Text(f"ETA {timedelta(seconds=int(remaining))}", style="progress.remaining")
+
+
+class RateColumn(ProgressColumn):
+    """`12.5/s` for a counting task once rich has a speed estimate; blank otherwise."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.speed
+        if speed is None or task.fields.get("phase"):
+            return Text("")
+        return Text(f"{speed:.1f}/s", style="progress.data.speed")
+
+
+class CountsOnly(ProgressColumn):
+    """A column drawn for counting tasks only: blank on a phase line (a task added with phase=True),
+    which shows what the run does now and for how long."""
+
+    def __init__(self, inner: ProgressColumn) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def render(self, task: Task) -> RenderableType:
+        return Text("") if task.fields.get("phase") else self.inner.render(task)
 
 
 class CountBar:

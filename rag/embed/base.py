@@ -75,6 +75,9 @@ class Embedder(ABC):
     def dims(self) -> int:
         """Length of every vector this embedder returns."""
 
+    def load(self) -> None:  # noqa: B027 - a hook: most embedders have nothing to load
+        """Load the model now instead of on the first call; an embedder with nothing to load does nothing."""
+
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Embed one batch (at most ``batch_size`` texts) -> float32 ``(len(texts), dims)``, normalised."""

@@ -40,8 +40,10 @@ MAX_SKIPS_RECORDED = 20
 class ProgressSink(Protocol):
     """rag.ingest.report.IndexProgress: what the pipeline reports while it works."""
 
+    def phase(self, text: str) -> None: ...
     def begin_vault(self, vault: str, files: int) -> None: ...
     def files_done(self, n: int) -> None: ...
+    def chunks_queued(self, n: int) -> None: ...
     def chunks_done(self, n: int) -> None: ...
 
 
@@ -178,6 +180,15 @@ class _RunProgress:
         self.state["vaults_started"] += 1
         self.state["vaults"][vault] = {"files_total": files, "files_done": 0, "chunks_done": 0}
         self.flush(force=True)
+
+    def phase(self, text: str) -> None:
+        self.state["phase"] = text
+        self.flush()
+
+    def chunks_queued(self, n: int) -> None:
+        cur = self._current()
+        cur["chunks_total"] = cur.get("chunks_total", 0) + n
+        self.flush()
 
     def files_done(self, n: int) -> None:
         cur = self._current()

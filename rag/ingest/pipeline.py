@@ -29,6 +29,7 @@ from rag.embed import Embedder, get_embedder
 from rag.errors import EmbeddingError, RagError
 from rag.ingest import beir, bulk, links, note_vectors, presence, store
 from rag.ingest.chunk import chunk_markdown, chunk_plain_text
+from rag.ingest.embedding_model import ensure_model
 from rag.ingest.formats import document_text
 from rag.ingest.hnsw import BulkLoadPolicy
 from rag.ingest.parse import DATE_KEYS, UNKNOWN_CONFIDENTIALITY, parse_document
@@ -40,7 +41,7 @@ from rag.secrets import MASK_RULES_VERSION, mask_path, mask_text
 from rag.store import lexical_backend
 from rag.store.database import Connection
 from rag.store.locate import connect
-from rag.store.models import EmbeddingModelRef, get_model, register_model
+from rag.store.models import EmbeddingModelRef
 from rag.store.vaults import Vault, mark_indexed, resolve_vaults
 
 # A stored document survives these skips: the file is still there, just not usable right now (a PDF
@@ -70,6 +71,8 @@ def index_vaults(settings: Settings, names: Sequence[str] | None = None, *,
     embedder = embedder or get_embedder(settings.embedding.model, settings.embedding)
     report = IndexReport(embedding_model=embedder.model_key)
     started = time.perf_counter()
+    progress = progress or NoProgress()
+    progress.phase("connecting to the database")
     with connect(settings, autocommit=True) as conn:
         vaults = resolve_vaults(conn, names)
         model: EmbeddingModelRef | None = None
@@ -79,8 +82,7 @@ def index_vaults(settings: Settings, names: Sequence[str] | None = None, *,
             except RagError as exc:
                 report.vaults.append(_failed(vault.name, embedder, exc))
                 continue
-            report.vaults.append(index_vault(conn, vault, settings, embedder, model, progress or NoProgress(),
-                                             allow_empty=allow_empty))
+            report.vaults.append(index_vault(conn, vault, settings, embedder, model, progress, allow_empty=allow_empty))
     report.seconds = time.perf_counter() - started
     report.peak_rss_mb = peak_rss_mb()
     return report
@@ -88,20 +90,6 @@ def index_vaults(settings: Settings, names: Sequence[str] | None = None, *,
 
 def _failed(vault: str, embedder: Embedder, exc: RagError) -> VaultReport:
     return VaultReport(vault, embedder.model_key, error=str(exc), error_code=exc.exit_code)
-
-
-def ensure_model(conn: Connection, embedder: Embedder) -> EmbeddingModelRef:
-    """The current model's storage; a registered model is found without probing the provider for dims."""
-    found = get_model(conn, embedder.provider, embedder.model)
-    if found is not None:
-        return found
-    try:
-        dims = embedder.dims
-    except RagError:
-        raise
-    except Exception as exc:
-        raise EmbeddingError(f"embedding model {embedder.model_key} failed: {exc}") from None
-    return register_model(conn, embedder.provider, embedder.model, dims)
 
 
 def index_vault(conn: Connection, vault: Vault, settings: Settings, embedder: Embedder,
@@ -137,16 +125,19 @@ class _VaultRun:
         self.bulk = BulkLoadPolicy(ingest.bulk_load_min_vectors, ingest.bulk_load_min_fraction)
         self.new_documents = 0  # documents not stored yet: each will add at least one vector, most do
         self.deferral: bulk.Deferral | None = None  # decided by the first write
+        self.model_loaded = False
 
     def execute(self) -> None:
         if self.vault.kind != "beir":  # deletions later need the very root the walk listed
             self.identity = presence.root_identity_or_none(self.vault.root)
+        self.progress.phase(f"{self.vault.name}: walking the folder")
         sources, skipped = discover(self.vault, self.settings)  # a missing or unreadable root raises here
         if self.vault.kind != "beir" and self.identity is None:
             self.identity = presence.root_identity(self.vault.root)
         self.report.skipped.extend(skipped)
         self.report.files_seen = len(sources) + len(skipped)
         self.progress.begin_vault(self.vault.name, len(sources))
+        self.progress.phase(f"{self.vault.name}: reading files")
         stored = store.stored_versions(self.conn, self.vault.id)
         self.links = links.VaultLinks(self.conn, self.vault.id, self.settings.ingest.link_sentence_max_chars)
         gone = presence.not_seen(stored, [s.path for s in sources] + [s.path for s in skipped],
@@ -166,6 +157,7 @@ class _VaultRun:
             if self.deferral is not None:
                 vectors = bulk.row_estimate(self.conn, self.model.embedding_table) + self.report.chunks_written
                 self.deferral.finish(vectors, {})
+        self.progress.phase(f"{self.vault.name}: building indexes")
         store.restrict_documents(self.conn, self.vault.id, self.unparsed_edits, UNKNOWN_CONFIDENTIALITY)
         self.report.files_removed = store.delete_documents(self.conn, self.vault.id, self.deletable(stored, keep))
         changed = self.report.files_indexed + self.report.files_removed + len(self.unparsed_edits) > 0
@@ -277,6 +269,12 @@ class _VaultRun:
     def embed(self, docs: Sequence[store.PreparedDocument]) -> None:
         owners = [d.source_path for d in docs for _ in d.chunks]
         texts = [embedding_text(c.heading_path, c.content, c.metadata) for d in docs for c in d.chunks]
+        if not self.model_loaded:  # the first batch would load it unannounced (a minute for the local model)
+            self.progress.phase(f"loading the embedding model ({self.embedder.model_key})")
+            self.embedder.load()
+            self.model_loaded = True
+        self.progress.phase(f"{self.vault.name}: embedding")
+        self.progress.chunks_queued(len(texts))
         vectors = self.embed_texts(texts, owners)
         start = 0
         for doc in docs:

@@ -102,13 +102,21 @@ class IndexReport:
 class IndexProgress(Protocol):
     """What the CLI's progress bars listen to; the library never draws anything itself."""
 
+    def phase(self, text: str) -> None: ...  # what the run does now: "notes: walking the folder"
     def begin_vault(self, vault: str, files: int) -> None: ...
     def files_done(self, n: int) -> None: ...
-    def chunks_done(self, n: int) -> None: ...
+    def chunks_queued(self, n: int) -> None: ...  # chunks handed to the embedder
+    def chunks_done(self, n: int) -> None: ...  # chunks written
 
 
 class NoProgress:
+    def phase(self, text: str) -> None:
+        pass
+
     def begin_vault(self, vault: str, files: int) -> None:
+        pass
+
+    def chunks_queued(self, n: int) -> None:
         pass
 
     def files_done(self, n: int) -> None:

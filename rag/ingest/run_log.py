@@ -42,3 +42,22 @@ def record_cli_run(conn: Connection, report: IndexReport, started_at: datetime) 
         log.warning("index run not recorded: %s", str(exc).strip().splitlines()[0] if str(exc) else exc)
         return None
     return run_id
+
+
+INTERRUPTED_ERROR = "interrupted (Ctrl-C): each note is stored old or new; run the index again to finish"
+
+
+def record_interrupted_run(conn: Connection, vaults: list[str], started_at: datetime) -> uuid.UUID | None:
+    """A run stopped by Ctrl-C: failed, with INTERRUPTED_ERROR, so `ragpg_index_runs_recent` shows it."""
+    run_id = uuid.uuid4()
+    try:
+        conn.execute(
+            "insert into index_runs (id, vaults, status, progress, error, created_at, finished_at, origin)"
+            " values (%s, %s, 'failed', %s, %s, %s, now(), 'cli')",
+            (run_id, vaults, Jsonb({"interrupted": True}), INTERRUPTED_ERROR, started_at))
+        if not conn.autocommit:
+            conn.commit()
+    except psycopg.Error as exc:
+        log.warning("index run not recorded: %s", str(exc).strip().splitlines()[0] if str(exc) else exc)
+        return None
+    return run_id

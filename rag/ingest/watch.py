@@ -57,7 +57,8 @@ def watch_vaults(settings: Settings, names: Sequence[str] | None, *,
     quiet_ms = max(settings.ingest.watch_debounce_ms, 1)
     for changes in watchfiles.watch(
         *roots, watch_filter=_Filter(roots, settings.ingest.skip_hidden_folders), step=quiet_ms,
-        debounce=quiet_ms * _MAX_DELAY_FACTOR, stop_event=stop_event, raise_interrupt=False,
+        # Ctrl-C reaches the caller (the CLI exits 130) instead of a WARNING from watchfiles and exit 0
+        debounce=quiet_ms * _MAX_DELAY_FACTOR, stop_event=stop_event, raise_interrupt=True,
     ):
         changed = vaults_of((path for _, path in changes), vaults)
         if changed:
