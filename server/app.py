@@ -8,6 +8,7 @@ worker builds its own settings and runtime.
 from __future__ import annotations
 
 import importlib.metadata
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,6 +20,7 @@ from starlette.middleware.cors import CORSMiddleware
 import rag
 from rag.config import ServerSettings, load_settings
 from rag.errors import ConfigError
+from rag.llm import import_litellm
 from rag.runtime import Runtime
 from rag.store import migrate
 from ragpg_server import errors, mcp_mount
@@ -74,6 +76,8 @@ def create_app(runtime: Runtime, *, lifespan_close: bool = False) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if runtime.settings.llm.model:  # litellm's import takes seconds: at start, not in the first ask
+            threading.Thread(target=import_litellm, name="ragpg-litellm-import", daemon=True).start()
         try:
             async with mcp_running():  # /mcp's transport (server/mcp_http.py)
                 yield
