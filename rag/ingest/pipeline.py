@@ -80,16 +80,13 @@ def index_vaults(settings: Settings, names: Sequence[str] | None = None, *,
             try:
                 model = model or ensure_model(conn, embedder)
             except RagError as exc:
-                report.vaults.append(_failed(vault.name, embedder, exc))
+                report.vaults.append(VaultReport(vault.name, embedder.model_key, error=str(exc),
+                                                 error_code=exc.exit_code))
                 continue
             report.vaults.append(index_vault(conn, vault, settings, embedder, model, progress, allow_empty=allow_empty))
     report.seconds = time.perf_counter() - started
     report.peak_rss_mb = peak_rss_mb()
     return report
-
-
-def _failed(vault: str, embedder: Embedder, exc: RagError) -> VaultReport:
-    return VaultReport(vault, embedder.model_key, error=str(exc), error_code=exc.exit_code)
 
 
 def index_vault(conn: Connection, vault: Vault, settings: Settings, embedder: Embedder,
@@ -154,7 +151,8 @@ class _VaultRun:
                         keep.add(source.path)
                 self.flush()
         finally:
-            if self.deferral is not None:
+            if self.deferral is not None:  # also after Ctrl-C: the screen says why it has not stopped yet
+                self.progress.phase(f"{self.vault.name}: building indexes")
                 vectors = bulk.row_estimate(self.conn, self.model.embedding_table) + self.report.chunks_written
                 self.deferral.finish(vectors, {})
         self.progress.phase(f"{self.vault.name}: building indexes")
@@ -233,6 +231,7 @@ class _VaultRun:
         self.report.files_failed_closed += doc.failed_closed
         doc.replaces = source.path in stored
         self.pending.append(doc)
+        self.progress.files_done(1)  # read and parsed: its chunks count as embedded, batch by batch
         # Bounded by documents and by chunks (one document may have up to max_chunks_per_document).
         if (len(self.pending) >= self.settings.ingest.upsert_batch_documents
                 or sum(len(d.chunks) for d in self.pending) >= self.settings.chunking.max_chunks_per_document):
@@ -263,8 +262,6 @@ class _VaultRun:
                                         None if self.deferral.hnsw else self.bulk)
         self.report.files_indexed += len(docs)
         self.report.chunks_written += written
-        self.progress.files_done(len(docs))
-        self.progress.chunks_done(written)
 
     def embed(self, docs: Sequence[store.PreparedDocument]) -> None:
         owners = [d.source_path for d in docs for _ in d.chunks]
@@ -274,15 +271,15 @@ class _VaultRun:
             self.embedder.load()
             self.model_loaded = True
         self.progress.phase(f"{self.vault.name}: embedding")
-        self.progress.chunks_queued(len(texts))
-        vectors = self.embed_texts(texts, owners)
+        vectors = self.embed_texts(texts, owners, counted=True)
         start = 0
         for doc in docs:
             doc.vectors = vectors[start : start + len(doc.chunks)]
             start += len(doc.chunks)
 
-    def embed_texts(self, texts: Sequence[str], owners: Sequence[str]) -> np.ndarray:
-        """Embed in provider-sized slices so a failure names the file whose chunks were in flight.
+    def embed_texts(self, texts: Sequence[str], owners: Sequence[str], *, counted: bool = False) -> np.ndarray:
+        """Embed in provider-sized slices so a failure names the file whose chunks were in flight;
+        `counted`: the texts are chunks, shown as queued, then done slice by slice.
 
         Texts are sliced in order of length, not document order: a batch is padded to its longest
         text, so mixing short and long chunks costs a transformer about twice the work (measured
@@ -291,6 +288,8 @@ class _VaultRun:
         size = max(1, self.embedder.batch_size)
         order = np.argsort(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)), kind="stable")
         vectors = np.zeros((len(texts), self.model.dims), dtype=np.float32)
+        if counted:
+            self.progress.chunks_queued(len(texts))
         for start in range(0, len(texts), size):
             rows = order[start : start + size]
             try:
@@ -300,6 +299,8 @@ class _VaultRun:
                 named = files[0] + (f" (and {len(files) - 1} more)" if len(files) > 1 else "")
                 cause = str(exc) if isinstance(exc, RagError) else f"{type(exc).__name__}: {exc}"
                 raise EmbeddingError(f"embedding failed for {named} in vault '{self.vault.name}': {cause}") from exc
+            if counted:
+                self.progress.chunks_done(len(rows))
         return vectors
 
     def backfill_embeddings(self) -> None:
@@ -310,10 +311,9 @@ class _VaultRun:
                                                          after_id=after, limit=page):
             texts = [embedding_text(c.heading_path, c.content, c.metadata) for c in chunks]
             owners = [f"chunk {c.id}" for c in chunks]
-            vectors = self.embed_texts(texts, owners)
+            vectors = self.embed_texts(texts, owners, counted=True)
             store.add_embeddings(self.conn, self.model, [c.id for c in chunks], list(vectors))
             self.report.chunks_reembedded += len(chunks)
-            self.progress.chunks_done(len(chunks))
             after = chunks[-1].id
 
 

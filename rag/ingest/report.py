@@ -106,7 +106,7 @@ class IndexProgress(Protocol):
     def begin_vault(self, vault: str, files: int) -> None: ...
     def files_done(self, n: int) -> None: ...
     def chunks_queued(self, n: int) -> None: ...  # chunks handed to the embedder
-    def chunks_done(self, n: int) -> None: ...  # chunks written
+    def chunks_done(self, n: int) -> None: ...  # chunks embedded
 
 
 class NoProgress:
