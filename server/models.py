@@ -121,7 +121,7 @@ class VaultsResponse(_Response):
 
 class IndexRunResponse(_Response):
     id: str
-    status: Literal["queued", "running", "succeeded", "failed"]
+    status: Literal["queued", "running", "succeeded", "failed", "interrupted"]  # interrupted: a CLI run's Ctrl-C
     vaults: list[str]
     progress: dict[str, Any]
     error: str | None = None

@@ -3834,7 +3834,7 @@ CREATE TABLE public.index_runs (
     finished_at timestamp with time zone,
     origin text DEFAULT 'api'::text NOT NULL,
     CONSTRAINT index_runs_origin_check CHECK ((origin = ANY (ARRAY['api'::text, 'cli'::text]))),
-    CONSTRAINT index_runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text])))
+    CONSTRAINT index_runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'interrupted'::text])))
 );
 
 --

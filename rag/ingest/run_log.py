@@ -48,12 +48,12 @@ INTERRUPTED_ERROR = "interrupted (Ctrl-C): each note is stored old or new; run t
 
 
 def record_interrupted_run(conn: Connection, vaults: list[str], started_at: datetime) -> uuid.UUID | None:
-    """A run stopped by Ctrl-C: failed, with INTERRUPTED_ERROR, so `ragpg_index_runs_recent` shows it."""
+    """A run stopped by Ctrl-C: `interrupted`, with INTERRUPTED_ERROR, so `ragpg_index_runs_recent` shows it."""
     run_id = uuid.uuid4()
     try:
         conn.execute(
             "insert into index_runs (id, vaults, status, progress, error, created_at, finished_at, origin)"
-            " values (%s, %s, 'failed', %s, %s, %s, now(), 'cli')",
+            " values (%s, %s, 'interrupted', %s, %s, %s, now(), 'cli')",
             (run_id, vaults, Jsonb({"interrupted": True}), INTERRUPTED_ERROR, started_at))
         if not conn.autocommit:
             conn.commit()

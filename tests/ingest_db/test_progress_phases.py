@@ -158,7 +158,7 @@ def test_ctrl_c_on_index_is_one_line_exit_130_and_recorded(aconn: psycopg.Connec
     assert len(lines) == 1 and lines[0].startswith("error: interrupted (Ctrl-C)"), err
     assert "Traceback" not in err and out == ""
     runs = aconn.execute("select status, error, vaults from ragpg_index_runs_recent").fetchall()
-    assert [(r["status"], r["vaults"]) for r in runs] == [("failed", ["v"])]
+    assert [(r["status"], r["vaults"]) for r in runs] == [("interrupted", ["v"])]
     assert runs[0]["error"].startswith("interrupted (Ctrl-C)")
 
 
