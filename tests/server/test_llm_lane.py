@@ -1,10 +1,12 @@
 """LLM work never freezes the server (issue 47): with `/v1/ask` requests stuck on an endpoint that
-trickles its reply one byte at a time, the routes that never call the model answer at once, each ask
+trickles its reply one byte at a time, the routes that never call the model (health, vaults, chunks,
+search, MCP read_note) answer at once, each ask
 ends within `llm.deadline_s` with a quoted answer, and a client that hangs up cancels its LLM call.
 A real uvicorn on loopback, the real litellm client, a trickling stub."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -117,6 +119,19 @@ def timed_search(client: httpx.Client, key: str) -> tuple[float, int]:
     return time.monotonic() - started, r.status_code
 
 
+def timed_read_note(url: str, key: str) -> tuple[float, int]:
+    """MCP read_note on /mcp (the SDK's client): a tool that never calls the model."""
+    from tests.mcp.session import http_session
+
+    async def read() -> tuple[float, int]:
+        async with http_session(f"{url}/mcp", key) as session:
+            started = time.monotonic()
+            result = await session.call_tool("read_note", {"vault": "home", "path": "garden/tomatoes.md"})
+            return time.monotonic() - started, 500 if result.is_error else 200
+
+    return asyncio.run(read())
+
+
 def test_routes_without_the_model_answer_while_asks_wait_on_a_trickling_llm(settings, notes_key, trickling):
     deadline_s = 10.0  # longer than QUICK_S: a route queued behind the asks would show
     with serve(settings, trickling, notes_key, deadline_s) as served:
@@ -138,7 +153,8 @@ def test_routes_without_the_model_answer_while_asks_wait_on_a_trickling_llm(sett
                 time.sleep(0.05)
             checks = [timed_get(client, "/healthz"), timed_get(client, "/v1/vaults", notes_key),
                       timed_get(client, "/v1/chunks/home/garden/tomatoes.md/0", notes_key),
-                      timed_search(client, notes_key), timed_get(client, "/healthz"),
+                      timed_search(client, notes_key), timed_read_note(served.url, notes_key),
+                      timed_get(client, "/healthz"),
                       timed_get(client, "/v1/vaults", notes_key)]
             still_waiting = sum(t.is_alive() for t in askers)
         assert all(status == 200 for _, status in checks), checks
