@@ -44,6 +44,8 @@ _FLAG_KEYS = frozenset({"confidential", "secret", "topsecret", "sensitive", "pri
                         "classified", "nda", "needtoknow"})
 _SAYS_PUBLIC = frozenset({"public", "unclassified", "none", "open"})
 _SAYS_NO = frozenset({"false", "no", "off", "0", "n"})
+_LEVEL_WORDS_IN_TEXT = frozenset({"internal", "confidential", "restricted", "secret", "top secret", "private",
+                                  "sensitive", "classified", "high", "amber", "red", "true", "yes", "on", "1"})
 _KEY_SEPARATORS = re.compile(r"[\s_.\-]+")
 
 
@@ -72,9 +74,15 @@ def level_set_below(body: list[str]) -> str | None:
 
 
 def _sets_level(line: str) -> bool:
-    """Whether a line outside parsed front matter sets a level: `confidentiality:` or a key reading as it."""
+    """Whether a line outside parsed front matter sets a level: `confidentiality:`, a key reading as it,
+    or one asking for a level in other words (`classification: restricted`, `secret: true`)."""
     key = _KEY_LINE.match(line)
-    return bool(_SETS_LEVEL.search(line)) or (key is not None and level_key_lookalike([key["key"]]) is not None)
+    if key is None:
+        return bool(_SETS_LEVEL.search(line))
+    value = line[key.end():].strip().strip("'\"")
+    # in text, only a value that itself names a level or says yes: "Security: see below" is prose
+    asks = value.casefold() in _LEVEL_WORDS_IN_TEXT and level_key_synonym({key["key"]: value}) is not None
+    return bool(_SETS_LEVEL.search(line)) or level_key_lookalike([key["key"]]) is not None or asks
 
 
 def level_key_lookalike(keys: Iterable[object]) -> str | None:

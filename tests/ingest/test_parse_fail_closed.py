@@ -130,6 +130,10 @@ SYNONYMS = {
     "an empty classification": "---\nclassification:\n---\nbody text\n",
     "a cyrillic classification": "---\n\u0441lassification: restricted\n---\nbody text\n",
     "a lower level beside it": "---\nconfidentiality: public\nclassification: restricted\n---\nbody text\n",
+    # the same outside parsed front matter: no fences, or just below them
+    "no fences": "classification: restricted\ntitle: plan\n\nbody text\n",
+    "a flag without fences": "Secret: yes\n\nbody text\n",
+    "below the front matter": "---\ntitle: x\n---\nclassification: confidential\n\nbody text\n",
 }
 
 
@@ -146,6 +150,9 @@ def test_a_key_that_names_a_level_or_flags_a_secret_fails_closed(name: str) -> N
     "---\nprivate: false\nsecret: no\nconfidential: off\n---\nbody text\n",
     "---\npublish: false\npermalink: x\ncssclasses: [wide]\n---\nbody text\n",  # Obsidian's own keys
     "---\nconfidentiality: internal\nsensitivity: public\n---\nbody text\n",
+    "Security: see the team page.\n\nbody text\n",  # prose: the value names no level
+    "Privacy: we never share your data.\n\nbody text\n",
+    "Secret: false\n\nbody text\n",
 ])
 def test_a_key_that_says_public_or_no_changes_nothing(text: str) -> None:
     doc = parse_document(text, "n.md")
