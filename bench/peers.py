@@ -175,6 +175,27 @@ def machine() -> dict[str, Any]:
             "platform": platform.platform(), "load_avg_start": [round(x, 2) for x in os.getloadavg()]}
 
 
+def ragpg_source() -> dict[str, Any]:
+    """Which ragpg code ran: the imported package's folder and, in a git checkout, its commit and
+    whether the library's files differ from it (a shared checkout may hold others' edits)."""
+    import subprocess
+
+    import rag
+
+    root = Path(rag.__file__).resolve().parents[1]
+    out: dict[str, Any] = {"rag_package": str(Path(rag.__file__).parent)}
+    try:
+        git = ["git", "-C", str(root)]
+        out["git_head"] = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                         check=True).stdout.strip()
+        changed = subprocess.run([*git, "status", "--porcelain", "--", "rag", "db", "cli"], capture_output=True,
+                                 text=True, check=True).stdout.splitlines()
+        out["library_files_changed_since_head"] = len(changed)
+    except (OSError, subprocess.CalledProcessError):
+        out["git_head"] = None
+    return out
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--golden", type=Path, default=REPO / "eval" / "golden" / "obsidian-help.yaml")
@@ -210,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     meta = {"command": "python " + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
-            "versions": framework_versions()}
+            "versions": framework_versions(), "ragpg": ragpg_source()}
     started = time.perf_counter()
     render: Callable[[Mapping[str, Any]], str]
     if args.beir is not None:
