@@ -20,7 +20,7 @@ from ragpg_cli.terminal import for_terminal, json_for_terminal
 
 # The notes pipeline (numpy, litellm, ...) loads when `ask`/`search` runs, not at every `ragpg` start.
 if TYPE_CHECKING:
-    from rag.notes.ask import AskResponse, Reference, SearchResponse
+    from rag.notes.ask import AskResponse, Reference, SearchItem, SearchResponse
 
 log = logging.getLogger(__name__)
 
@@ -75,15 +75,18 @@ def search_command(
     query: str = typer.Argument(..., help="What to look for, in quotes."),
     vault: list[str] = typer.Option([], "--vault", help=VAULT_HELP),
     folder: list[str] = typer.Option([], "--folder", help="Only this folder: `folder` or `vault/folder` (repeatable)."),
-    k: int = typer.Option(10, "--k", help="How many results to show."),
+    k: int = typer.Option(10, "--k", help="How many notes to show (with --passages: how many passages)."),
+    passages: bool = typer.Option(False, "--passages",
+                                  help="List the best passages one by one instead of the best notes."),
     json_out: bool = typer.Option(False, "--json", help="Print the ranked results as JSON."),
 ) -> None:
-    """Find the passages of your notes that match a query."""
+    """Find the notes that match a query, each with its best passages."""
     from rag.notes.ask import search
 
     rt = _runtime(ctx)
     try:
-        response = search(query, vaults=vault, folders=folder, k=k, runtime=rt)
+        response = search(query, vaults=vault, folders=folder, k=k, by="passage" if passages else "note",
+                          runtime=rt)
     finally:
         rt.close()
     if json_out:
@@ -145,14 +148,26 @@ def render_search(response: SearchResponse) -> str:
         return "Nothing in your notes matches this search."
     several = len({i.vault for i in response.items}) > 1
     out = []
-    for n, item in enumerate(response.items, start=1):
-        name = f"{item.vault}: {item.source_path}" if several else item.source_path
-        where = f" — {item.heading_path}" if item.heading_path else ""
-        if item.start_line is not None:
-            end = item.end_line if item.end_line is not None else item.start_line
-            lines = f" (lines {item.start_line}-{end})" if end != item.start_line else f" (line {item.start_line})"
-        else:
-            lines = ""
-        out.append(f"{n}. {name}{where}{lines}")
-        out.append(f"   {item.snippet}")
+    if response.by == "passage":
+        for n, item in enumerate(response.items, start=1):
+            out.append(f"{n}. {_note_name(item, several)}{_where(item)}")
+            out.append(f"   {item.snippet}")
+        return "\n".join(out)
+    for n, note in enumerate(response.notes, start=1):
+        out.append(f"{n}. {_note_name(note.passages[0], several)}")
+        for item in note.passages:
+            out.append(f"   -{_where(item) or ' (top of the note)'}")
+            out.append(f"     {item.snippet}")
     return "\n".join(out)
+
+
+def _note_name(item: SearchItem, several_vaults: bool) -> str:
+    return f"{item.vault}: {item.source_path}" if several_vaults else item.source_path
+
+
+def _where(item: SearchItem) -> str:
+    where = f" {item.heading_path}" if item.heading_path else ""
+    if item.start_line is None:
+        return where
+    end = item.end_line if item.end_line is not None else item.start_line
+    return where + (f" (lines {item.start_line}-{end})" if end != item.start_line else f" (line {item.start_line})")

@@ -130,6 +130,13 @@ class NotesSettings(Group):
     the notes linked either way first, then the closest in meaning."""
     search_min_score: float = 0.0
     """`search` lists only passages whose final score is above this."""
+    search_floor_similarity: float = Field(0.40, ge=-1, le=1)
+    """A search whose words the notes never use finds nothing unless a passage comes at least this close in
+    meaning (cosine similarity). Chosen on the golden dev split: above every no-word, no-meaning probe
+    (keyboard runs, made-up words, bare numbers: at most 0.377 with the local model); no dev question that
+    the notes answer lacks a word of the notes."""
+    search_passages_per_note: int = Field(3, ge=1, le=20)
+    """A search by note (the default) shows at most this many passages under each note, best first."""
 
     @model_validator(mode="after")
     def _consistent(self) -> NotesSettings:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rag.errors import InputError
 
 if TYPE_CHECKING:
-    from rag import AskResponse, ContextResult, SearchResponse
+    from rag import AskResponse, ContextResult, SearchItem, SearchResponse
     from rag.notes.browse import VaultOutline
     from rag.retrieval.documents import NoteEntry, NotePassages, Passage
     from rag.retrieval.related import RelatedNotes
@@ -61,9 +61,19 @@ class SearchHit(Located):
     score: float = Field(description="Ranking score, higher is better; comparable within one search only.")
 
 
+class NoteFound(_Out):
+    vault: str
+    path: str
+    uri: str
+    score: float = Field(description="Its best passage's score, higher is better; comparable within one search only.")
+    passages: list[SearchHit] = Field(description="Its best passages, best first.")
+
+
 class SearchNotesResult(_Out):
     query: str
-    passages: list[SearchHit] = Field(description="Best first; empty when nothing matches.")
+    notes: list[NoteFound] = Field(description="Best note first, each with its best passages (by note, the "
+                                               "default; by passage, the passages grouped); empty when nothing matches.")
+    passages: list[SearchHit] = Field(description="Best first, note by note; empty when nothing matches.")
 
 
 class Source(Located):
@@ -172,10 +182,15 @@ def related_list(found: RelatedNotes) -> RelatedNoteList:
 
 
 def search_result(response: SearchResponse) -> SearchNotesResult:
-    return SearchNotesResult(query=response.query, passages=[
-        SearchHit(vault=i.vault, path=i.source_path, uri=note_uri(i.vault, i.source_path), heading=i.heading_path,
-                  start_line=i.start_line, end_line=i.end_line, snippet=i.snippet, score=i.score)
-        for i in response.items])
+    def hit(i: SearchItem) -> SearchHit:
+        return SearchHit(vault=i.vault, path=i.source_path, uri=note_uri(i.vault, i.source_path),
+                         heading=i.heading_path, start_line=i.start_line, end_line=i.end_line, snippet=i.snippet,
+                         score=i.score)
+
+    return SearchNotesResult(
+        query=response.query, passages=[hit(i) for i in response.items],
+        notes=[NoteFound(vault=n.vault, path=n.source_path, uri=note_uri(n.vault, n.source_path), score=n.score,
+                         passages=[hit(i) for i in n.passages]) for n in response.notes])
 
 
 def ask_result(response: AskResponse) -> AskNotesResult:

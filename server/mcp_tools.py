@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -59,7 +59,10 @@ class SearchNotesArgs(_Args):
     query: str = Field(description="What to look for: keywords or a question.")
     vaults: list[str] | None = Field(None, description=VAULTS_HELP)
     folders: list[str] | None = Field(None, description=FOLDERS_HELP)
-    k: int | None = Field(None, description="How many passages to return (default 10).")
+    k: int | None = Field(None, description="How many notes (or passages, by passage) to return (default 10).")
+    by: Literal["note", "passage"] | None = Field(
+        None, description="'note' (default): the best notes, each with its best passages; 'passage': the best "
+                          "passages one by one.")
 
 
 class AskNotesArgs(_Args):
@@ -110,7 +113,7 @@ def _given(args: BaseModel, *names: str) -> dict[str, Any]:
 
 
 def search_notes(c: Caller, args: SearchNotesArgs) -> out.SearchNotesResult:
-    response = rag.search(args.query, **_given(args, "vaults", "folders", "k"), runtime=c.runtime, scope=c.scope,
+    response = rag.search(args.query, **_given(args, "vaults", "folders", "k", "by"), runtime=c.runtime, scope=c.scope,
                           request_id=c.request_id)
     return out.search_result(response)
 

@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from rag.arguments import MAX_BUDGET_TOKENS, json_problem, text_problem
 from rag.notes.question import DETAILS
-from rag.notes.results import AskResponse
+from rag.notes.results import AskResponse, SearchBy
 from rag.types import Mode
 
 MAX_LIST_ITEMS = 100
@@ -81,8 +81,10 @@ class SearchRequest(_Request):
     query: Query
     vaults: list[VaultName] | None = Field(None, max_length=MAX_LIST_ITEMS)
     folders: list[FolderName] | None = Field(None, max_length=MAX_LIST_ITEMS)
-    k: int = Field(10, ge=1, le=100)
+    k: int = Field(10, ge=1, le=100, description="How many notes (by note) or passages (by passage).")
     filters: Filter | None = None
+    by: SearchBy = Field("note", description="'note': the k best notes, each with its best passages; "
+                                            "'passage': the k best passages.")
 
 
 class IndexRequest(_Request):

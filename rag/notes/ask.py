@@ -30,8 +30,17 @@ from rag.notes import answer as answering
 from rag.notes.decision import decide_answer, decision_trace, evidence_vault, in_vault
 from rag.notes.format import snippet
 from rag.notes.question import choose_k, query_terms, validate_detail
-from rag.notes.results import AskResponse, Confidence, Reference, SearchItem, SearchResponse
+from rag.notes.results import (
+    AskResponse,
+    Confidence,
+    Reference,
+    SearchBy,
+    SearchItem,
+    SearchResponse,
+    group_by_note,
+)
 from rag.notes.scope import NotesScope, prepare_scope, resolve_vaults
+from rag.notes.search_floor import below_search_floor
 from rag.notes.settings import notes_settings
 from rag.retrieval.note_signal import note_signals
 from rag.retrieval.rank import rank_candidates
@@ -145,12 +154,15 @@ def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], f
 # -- search ---------------------------------------------------------------------------------------
 
 def search(query: str, *, vaults: Sequence[str] | None = None, folders: Sequence[str] | None = None,
-           k: int = 10, filters: Mapping[str, Any] | None = None, runtime: Runtime | None = None,
-           scope: Scope | None = None, request_id: str | None = None) -> SearchResponse:
-    """Passages of the user's notes ranked for `query` by the shared retrieve and rank stages.
+           k: int = 10, filters: Mapping[str, Any] | None = None, by: SearchBy = "note",
+           runtime: Runtime | None = None, scope: Scope | None = None,
+           request_id: str | None = None) -> SearchResponse:
+    """The user's notes ranked for `query` by the shared retrieve and rank stages.
 
-    Folders named here restrict the search to them (and their subfolders); `filters` are metadata
-    filters (docs/sql-console.md lists the operators). The best `k` passages scoring above `search_min_score` are listed.
+    By note (the default) the best `k` distinct notes, each with its best passages
+    (`notes.search_passages_per_note`); by passage the best `k` passages. Only passages scoring above
+    `notes.search_min_score` count. Folders named here restrict the search to them (and their
+    subfolders); `filters` are metadata filters (docs/sql-console.md lists the operators).
     """
     check_arguments("search", {"query": query, "vaults": vaults, "folders": folders, "filters": filters,
                                "runtime": runtime, "scope": scope, "request_id": request_id}, SEARCH_CHECKS)
@@ -159,6 +171,8 @@ def search(query: str, *, vaults: Sequence[str] | None = None, folders: Sequence
     query = query_text(query, rt.settings.retrieval.max_query_chars, "search query")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= ns.search_k_max:
         raise InputError(f"k must be a whole number between 1 and {ns.search_k_max}, got {k!r}")
+    if by not in ("note", "passage"):
+        raise InputError(f"by must be 'note' or 'passage', got {by!r}")
     vault_list, folder_list = _names(vaults, "vault"), _names(folders, "folder")
     # A search is the fast path: no LLM (folders weighed by centroid, corrections without one).
     with without_llm(), rt.tracer.root(request_id=request_id or uuid.uuid4().hex, query=query,
@@ -168,10 +182,14 @@ def search(query: str, *, vaults: Sequence[str] | None = None, folders: Sequence
             sc = prepare_scope(conn, rt, ns, query, vault_list, folder_list, dict(filters) if filters else None,
                                caller, rank_folders=True, match_count=k)
             ranked = retrieve_notes(conn, rt, query, sc)[1] if sc.vaults else []
+            if ranked and below_search_floor(conn, query, sc.vaults, caller, ranked, ns.search_floor_similarity):
+                ranked = []
         terms = query_terms(query)
-        items = [_search_item(r, terms, ns) for r in ranked[:k] if r.scores.final > ns.search_min_score]
-        root.set(count=len(items), topScore=items[0].score if items else None)
-    return SearchResponse(query=query, items=items)
+        kept = [_search_item(r, terms, ns) for r in ranked if r.scores.final > ns.search_min_score]
+        notes = group_by_note(kept, k=k, by=by, passages_per_note=ns.search_passages_per_note)
+        items = kept[:k] if by == "passage" else [p for note in notes for p in note.passages]
+        root.set(count=len(items), notes=len(notes), topScore=items[0].score if items else None)
+    return SearchResponse(query=query, by=by, notes=notes, items=items)
 
 
 def _search_item(r: RankedChunk, terms: Sequence[str], ns: NotesSettings) -> SearchItem:

@@ -6,6 +6,7 @@ HTTP API serves them as its response models (POST /v1/ask, /v1/search).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field, computed_field
@@ -94,9 +95,47 @@ class SearchItem(Passage):
     score: float
 
 
+SearchBy = Literal["note", "passage"]
+
+
+class NoteHit(Record):
+    """A note found by `search`: its best passages under it, best first. `score` is its best passage's."""
+
+    vault: str
+    source_path: str
+    score: float
+    passages: list[SearchItem]
+
+
 class SearchResponse(Record):
+    """By note (the default): `notes` are the k best distinct notes, each with its best passages, and
+    `items` those passages in the same order, note by note. By passage: `items` are the k best passages
+    (several may come from one note) and `notes` groups them."""
+
     query: str
+    by: SearchBy = "note"
+    notes: list[NoteHit] = Field(default_factory=list)
     items: list[SearchItem] = Field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def group_by_note(ranked: Sequence[SearchItem], *, k: int, by: SearchBy, passages_per_note: int) -> list[NoteHit]:
+    """Notes in the order of their best passage. By note: the first k notes, each with at most
+    `passages_per_note` passages; by passage: the first k passages, grouped."""
+    notes: dict[tuple[str, str], list[SearchItem]] = {}
+    taken = 0
+    for item in ranked:
+        key = (item.vault, item.source_path)
+        if by == "passage":
+            if taken == k:
+                break
+            notes.setdefault(key, []).append(item)
+            taken += 1
+        elif key in notes:
+            if len(notes[key]) < passages_per_note:
+                notes[key].append(item)
+        elif len(notes) < k:
+            notes[key] = [item]
+    return [NoteHit(vault=v, source_path=p, score=items[0].score, passages=items) for (v, p), items in notes.items()]

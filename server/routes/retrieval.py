@@ -46,10 +46,10 @@ async def ask(body: AskRequest, request: Request) -> AskReply:
 
 @router.post("/search", response_model=SearchResponse, responses=errors(404, 502))
 async def search(body: SearchRequest, request: Request) -> SearchResponse:
-    """Ranked passages with snippets (`rag.search`)."""
+    """The best notes, each with its best passages and their snippets, or the best passages (`rag.search`)."""
 
     def op(c: Call) -> SearchResponse:
         return rag.search(body.query, vaults=body.vaults, folders=body.folders, k=body.k, filters=body.filters,
-                          runtime=c.runtime, scope=c.scope, request_id=c.request_id)
+                          by=body.by, runtime=c.runtime, scope=c.scope, request_id=c.request_id)
 
     return await call(request, op, vaults=body.vaults)

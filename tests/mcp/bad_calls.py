@@ -52,7 +52,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], list[str] | None, str]] = [
     ("search_notes", {"query": "tomatoes", "vaults": "garden"}, None,
      "error: invalid 'vaults': Input should be a valid list"),
     ("search_notes", {"query": "tomatoes", "limit": 3}, None,
-     "error: unknown argument 'limit' (arguments: query, vaults, folders, k)"),
+     "error: unknown argument 'limit' (arguments: query, vaults, folders, k, by)"),
     ("read_note", {"vault": "garden"}, None, "error: 'path' is required"),
     ("related_notes", {"vault": "garden", "path": "tomatoes.md", "k": 0},
      ["related", "tomatoes.md", "--vault", "garden", "--k", "0"],

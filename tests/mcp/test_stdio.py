@@ -52,7 +52,12 @@ def test_every_tool_and_the_resources_over_stdio(db_url: str, corpus: Corpus, tm
 
             found = data(await s.call_tool("search_notes", {"query": "tomatoes watering", "vaults": ["garden"],
                                                             "k": 3}))
-            assert 1 <= len(found["passages"]) <= 3
+            assert 1 <= len(found["notes"]) <= 3  # by note: at most k notes, each with its best passages
+            assert len({n["path"] for n in found["notes"]}) == len(found["notes"])
+            assert found["passages"] == [p for n in found["notes"] for p in n["passages"]]
+            assert all(n["score"] == n["passages"][0]["score"] for n in found["notes"])
+            one = data(await s.call_tool("search_notes", {"query": "tomatoes watering", "k": 1, "by": "passage"}))
+            assert len(one["passages"]) == 1
             for hit in found["passages"]:
                 assert hit["vault"] == "garden" and hit["path"] in _paths("garden")
                 assert hit["uri"] == f"ragpg://garden/{hit['path']}" and hit["start_line"] >= 1

@@ -501,7 +501,7 @@ def test_search_ranks_and_filters(notes, runtime):
                embeddings=[toward(q, 0.8, 1), toward(q, 0.7, 2)])
     notes.note("work", "meetings/m1.md", [("# Minutes", OFF_TOPIC)], embeddings=[toward(q, 0.6, 3)])
     notes.note("home", "todo.md", [("# Todo", "Ship the alpha birthday present.")], embeddings=[toward(q, 0.9, 4)])
-    items = search(Q, k=10, runtime=runtime).to_dict()["items"]
+    items = search(Q, k=10, by="passage", runtime=runtime).to_dict()["items"]
     by_ref = {(i["vault"], i["source_path"], i["ordinal"]): i for i in items}
     assert set(by_ref) == {("work", "projects/alpha.md", 0), ("home", "todo.md", 0),
                            ("work", "projects/alpha.md", 1), ("work", "meetings/m1.md", 0)}
@@ -529,11 +529,67 @@ def test_search_ranks_and_filters(notes, runtime):
         search(Q, vaults=["nope"], runtime=runtime)
 
 
+def test_search_by_note_lists_k_distinct_notes_each_with_its_best_passages(notes, runtime, monkeypatch):
+    q = notes.query_vector(Q)
+    notes.note("work", "projects/alpha.md",
+               [("# Alpha > ## Timeline", "Project alpha ships in March."),
+                ("# Alpha > ## Access", "Alpha staging uses the shared key for project uploads."),
+                ("# Alpha > ## Risks", "Alpha may slip if the project key expires.")],
+               embeddings=[toward(q, 0.9, 1), toward(q, 0.85, 2), toward(q, 0.8, 3)])
+    notes.note("work", "meetings/m1.md", [("# Minutes", OFF_TOPIC)], embeddings=[toward(q, 0.6, 4)])
+    notes.note("home", "todo.md", [("# Todo", "Ship the alpha birthday present.")], embeddings=[toward(q, 0.7, 5)])
+    passages = search(Q, k=10, by="passage", runtime=runtime)
+    assert [i.source_path for i in passages.items[:3]] == ["projects/alpha.md"] * 3  # one note fills the top
+    resp = search(Q, k=2, runtime=runtime)
+    assert resp.by == "note" and [n.source_path for n in resp.notes] == ["projects/alpha.md", "todo.md"]
+    alpha = resp.notes[0]
+    assert [p.ordinal for p in alpha.passages] == [i.ordinal for i in passages.items[:3]]  # best first
+    assert alpha.score == alpha.passages[0].score == passages.items[0].score
+    assert resp.items == [p for n in resp.notes for p in n.passages]
+    use_settings(monkeypatch, search_passages_per_note=1)
+    one_each = search(Q, k=10, runtime=runtime)
+    assert [n.source_path for n in one_each.notes] == ["projects/alpha.md", "todo.md", "meetings/m1.md"]
+    assert all(len(n.passages) == 1 for n in one_each.notes)
+    by_passage = search(Q, k=2, by="passage", runtime=runtime)  # k passages, grouped under their note
+    assert len(by_passage.items) == 2 and [len(n.passages) for n in by_passage.notes] == [2]
+    with pytest.raises(InputError, match="by must be 'note' or 'passage'"):
+        search(Q, by="chunk", runtime=runtime)  # type: ignore[arg-type]
+
+
+GIBBERISH = "qwertyuiop zxcvbnm asdfghjkl"
+
+
+def test_a_search_sharing_no_word_and_no_meaning_with_the_notes_finds_nothing(notes, runtime, monkeypatch):
+    g = notes.query_vector(GIBBERISH)
+    notes.note("work", "projects/alpha.md", [("# Alpha", "Project alpha ships in March.")],
+               embeddings=[toward(g, 0.35, 1)])  # as close as gibberish comes with the local model
+    notes.note("work", "garden/plants.md", [("# Plants", OFF_TOPIC)], embeddings=[toward(g, 0.3, 2)])
+    assert search(GIBBERISH, runtime=runtime).notes == []
+    assert search(GIBBERISH, by="passage", runtime=runtime).items == []
+    # one word the notes use is enough: the same closeness with a shared word lists the notes
+    assert [n.source_path for n in search("qwertyuiop alpha", runtime=runtime).notes][:1] == ["projects/alpha.md"]
+    # no shared word, but close in meaning (a question in other words): listed
+    use_settings(monkeypatch, search_floor_similarity=0.34)
+    assert [n.source_path for n in search(GIBBERISH, runtime=runtime).notes] == ["projects/alpha.md",
+                                                                                "garden/plants.md"]
+
+
+def test_the_search_floor_counts_only_words_of_notes_the_caller_may_read(notes, runtime):
+    g = notes.query_vector(GIBBERISH)
+    notes.note("work", "projects/alpha.md", [("# Alpha", "Project alpha ships in March.")],
+               embeddings=[toward(g, 0.35, 1)])
+    notes.note("work", "vault/secret.md", [("# Secret", "The qwertyuiop launch code.")],
+               embeddings=[toward(g, 0.1, 2)], confidentiality="restricted")
+    public = Scope(clearance="public")
+    assert search(GIBBERISH, runtime=runtime, scope=public).notes == []  # the hidden note's word does not count
+    assert "vault/secret.md" in [n.source_path for n in search(GIBBERISH, runtime=runtime).notes]
+
+
 def test_search_lists_only_passages_above_the_minimum_score(notes, runtime, monkeypatch):
     two_notes(notes)
-    everything = search(Q, k=10, runtime=runtime).items
+    everything = search(Q, k=10, by="passage", runtime=runtime).items
     use_settings(monkeypatch, search_min_score=0.6)
-    above = search(Q, k=10, runtime=runtime).items
+    above = search(Q, k=10, by="passage", runtime=runtime).items
     assert above == [i for i in everything if i.score > 0.6] and 0 < len(above) < len(everything)
 
 

@@ -211,19 +211,29 @@ def test_ask_with_llm_down_still_answers_cleanly(vault, capsys, llm_stub, monkey
 
 
 def test_search_human_and_json(vault, capsys):
-    code, out, _ = run_in_process(capsys, "search", "alpha deploy servers", "--k", "3")
+    code, out, _ = run_in_process(capsys, "search", "alpha deploy servers", "--k", "3", "--passages")
     assert code == 0
-    assert out.startswith("1. ops/deploy.md — # Deploy (lines ")
+    assert out.startswith("1. ops/deploy.md # Deploy (lines ")
     assert len(re.findall(r"^\d\. ", out, re.MULTILINE)) == 3
     assert "AKIAIOSFODNN7EXAMPLE" not in out and "REDACTED" in out
-    code, out, _ = run_in_process(capsys, "search", "alpha", "--folder", "projects", "--json")
+    code, out, _ = run_in_process(capsys, "search", "alpha deploy servers", "--k", "3")  # by note
+    names = re.findall(r"^\d\. (\S+)$", out, re.MULTILINE)
+    assert code == 0 and names[0] == "ops/deploy.md" and len(names) == len(set(names)) == 3
+    assert re.search(r"^   - # Deploy \(lines \d+-\d+\)$", out, re.MULTILINE)
+    code, out, _ = run_in_process(capsys, "search", "alpha deploy servers", "--json")
+    found = json.loads(out)
+    assert found["by"] == "note" and len({n["source_path"] for n in found["notes"]}) == len(found["notes"])
+    assert found["items"] == [p for n in found["notes"] for p in n["passages"]]
+    code, out, _ = run_in_process(capsys, "search", "alpha", "--folder", "projects", "--json", "--passages")
     items = json.loads(out)["items"]
     assert items and {i["source_path"] for i in items} == {"projects/alpha.md", "projects/alpha-risks.md"}
     assert {"vault", "source_path", "heading_path", "ordinal", "start_line", "end_line", "snippet",
             "score"} <= set(items[0])
     assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
+    code, out, _ = run_in_process(capsys, "search", "zebra quantum soup", "--folder", "recipes")
+    assert out.startswith("1. recipes/soup.md")  # one word of the notes: every passage in scope is ranked
     code, out, _ = run_in_process(capsys, "search", "zebra quantum volcano", "--folder", "recipes")
-    assert out.startswith("1. recipes/soup.md")  # every passage in scope is ranked, however weak
+    assert code == 0 and out.strip() == "Nothing in your notes matches this search."  # no word, no meaning
 
 
 @pytest.mark.parametrize(("args", "code", "message"), [

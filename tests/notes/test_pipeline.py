@@ -31,6 +31,8 @@ CORPUS = {
 }
 QUESTION = "How do I sync my vault to a new device?"
 TWO_TOPICS = "How do I sync my vault across devices and how do I publish my notes as a website?"
+# one word of the notes and nothing close in meaning: a weak base pass (with no word at all, search finds nothing)
+WEAK = "zebra quantum volcano tomatoes"
 
 
 @pytest.fixture
@@ -64,7 +66,7 @@ CASES = [
     pytest.param(QUESTION, (), (), {"folder": {"$in": ["sync", "meetings", ""]}}, 20, id="metadata-filter"),
     pytest.param(QUESTION, (), (), {"vault": "home"}, 20, id="vault-in-filter"),
     pytest.param(TWO_TOPICS, (), (), None, 20, id="two-topics"),
-    pytest.param("zebra quantum volcano", (), (), None, 20, id="weak-base-pass"),
+    pytest.param(WEAK, (), (), None, 20, id="weak-base-pass"),
     pytest.param(QUESTION, (), (), None, 3, id="top-3"),
     pytest.param(QUESTION, (), (), None, 30, id="k-above-match-count"),
 ]
@@ -73,7 +75,8 @@ CASES = [
 @pytest.mark.parametrize(("question", "vaults", "folders", "filters", "k"), CASES)
 def test_search_ranks_exactly_the_candidates_of_the_shared_retrieve_stage(corpus, runtime, question, vaults,
                                                                            folders, filters, k):
-    resp = search(question, vaults=list(vaults), folders=list(folders), filters=filters, k=k, runtime=runtime)
+    resp = search(question, vaults=list(vaults), folders=list(folders), filters=filters, k=k, by="passage",
+                  runtime=runtime)
     sc, found, expected = shared_stages(runtime, corpus, question, vaults, folders, filters, k)
     got = [key(i.vault, i.source_path, i.ordinal) for i in resp.items]
     ranked = [key(r.candidate.vault, r.candidate.source_path, r.candidate.ordinal) for r in expected]
@@ -89,7 +92,7 @@ def test_search_ranks_exactly_the_candidates_of_the_shared_retrieve_stage(corpus
 def test_the_cases_cover_what_they_claim(corpus, runtime):
     _, two, _ = shared_stages(runtime, corpus, TWO_TOPICS, (), (), None, 20)
     assert two.run.facets == ["How do I sync my vault across devices", "how do I publish my notes as a website"]
-    _, weak, _ = shared_stages(runtime, corpus, "zebra quantum volcano", (), (), None, 20)
+    _, weak, _ = shared_stages(runtime, corpus, WEAK, (), (), None, 20)
     assert weak.run.weak.weak and weak.run.route == "prf"
     sc, _, ranked = shared_stages(runtime, corpus, QUESTION, (), (), None, 20)
     assert sc.prior is not None and {r.scores.weights_applied["prior"] for r in ranked} != {1.0}
@@ -104,7 +107,7 @@ def test_the_cases_cover_what_they_claim(corpus, runtime):
 def test_ask_draws_on_the_same_candidates_as_search(corpus, runtime, question, folders):
     resp = ask(question, folders=list(folders), debug=True, runtime=runtime)
     cands = [key(c["vault"], c["path"], c["ordinal"]) for c in resp.debug["candidates"]]
-    items = search(question, folders=list(folders), k=20, runtime=runtime).items
+    items = search(question, folders=list(folders), k=20, by="passage", runtime=runtime).items
     assert cands == [key(i.vault, i.source_path, i.ordinal) for i in items]
     assert [c["final"] for c in resp.debug["candidates"]] == [i.score for i in items]
     assert {(r.vault, r.source_path, r.ordinal) for r in resp.references} <= set(cands[:resp.debug["k"]["value"]])
@@ -126,26 +129,27 @@ def test_a_question_joining_two_topics_gets_both_notes_into_the_top_5(notes, run
                                                                    "how do I publish my notes as a website"))
     publishing = toward_both(q, publish_facet, 0.45)  # further from the whole question than any report,
     assert cosine(publishing, publish_facet) > 0.7     # closer to its facet than any note to the question
-    notes.note("work", "sync.md", [("# Everywhere", "Keep every laptop and phone identical.")],
+    # file names of no word of the question either: BM25 reads a note's name with its text
+    notes.note("work", "everywhere.md", [("# Everywhere", "Keep every laptop and phone identical.")],
                embeddings=[toward_both(q, sync_facet, 0.65)])
-    notes.note("work", "publish.md", [("# Pages", "Turn pages into a public site.")], embeddings=[publishing])
+    notes.note("work", "pages.md", [("# Pages", "Turn pages into a public site.")], embeddings=[publishing])
     for i in range(6):
         notes.note("work", f"reports/r{i}.md", [("# Report", FILLER.format(i=i))],
                    embeddings=[toward(q, 0.6 - 0.01 * i, seed=10 + i)])
-    with_facets = search(TWO_TOPICS, k=5, runtime=runtime)
-    assert {i.source_path for i in with_facets.items[:2]} == {"sync.md", "publish.md"}
+    with_facets = search(TWO_TOPICS, k=5, by="passage", runtime=runtime)
+    assert {i.source_path for i in with_facets.items[:2]} == {"everywhere.md", "pages.md"}
 
     whole = Runtime.from_settings(settings.model_copy(update={"profiles": {"notes": {"facet_split": False}}}),
                                   pool_max_size=2)
     try:
-        without = search(TWO_TOPICS, k=5, runtime=whole)
-        ranked = [i.source_path for i in search(TWO_TOPICS, k=20, runtime=whole).items]
+        without = search(TWO_TOPICS, k=5, by="passage", runtime=whole)
+        ranked = [i.source_path for i in search(TWO_TOPICS, k=20, by="passage", runtime=whole).items]
     finally:
         whole.close()
-    assert [i.source_path for i in without.items] == ["sync.md", *[f"reports/r{i}.md" for i in range(4)]]
-    assert ranked.index("publish.md") == 7  # after sync.md and the six reports
+    assert [i.source_path for i in without.items] == ["everywhere.md", *[f"reports/r{i}.md" for i in range(4)]]
+    assert ranked.index("pages.md") == 7  # after everywhere.md and the six reports
 
     resp = ask(TWO_TOPICS, debug=True, runtime=runtime)
     assert resp.debug["retrieval"]["facets"] == ["How do I sync my vault across devices",
                                                  "how do I publish my notes as a website"]
-    assert {c["path"] for c in resp.debug["candidates"][:5]} >= {"sync.md", "publish.md"}
+    assert {c["path"] for c in resp.debug["candidates"][:5]} >= {"everywhere.md", "pages.md"}

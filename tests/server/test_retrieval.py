@@ -77,6 +77,14 @@ def test_shapes(client: TestClient, corpus: dict[str, str]) -> None:
     found = post(client, "search", corpus["admin"], k=5).json()
     assert found["items"] and set(found["items"][0]) == {"vault", "source_path", "heading_path", "ordinal",
                                                          "start_line", "end_line", "snippet", "score"}
+    # by note (the default): distinct notes, each with its passages; `items` are those passages in order
+    notes = [(n["vault"], n["source_path"]) for n in found["notes"]]
+    assert found["by"] == "note" and notes and len(notes) == len(set(notes)) <= 5
+    assert found["items"] == [p for n in found["notes"] for p in n["passages"]]
+    one = post(client, "search", corpus["admin"], k=1, by="passage").json()
+    assert one["by"] == "passage" and len(one["items"]) == 1 and len(one["notes"]) == 1
+    bad = post(client, "search", corpus["admin"], by="chunk")
+    assert bad.status_code == 400 and "by" in bad.text
     answer = post(client, "ask", corpus["admin"], vaults=["alpha"]).json()
     assert set(answer) >= {"answer", "references", "abstained", "abstain_reason", "debug"}
     assert isinstance(answer["answer"], str) and answer["answer"]
