@@ -19,6 +19,9 @@ EXTRA_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "langfuse": ("langfuse",),
     "eval": ("ir_measures",),
     "mcp": ("mcp",),
+    # the framework retrievers of rag.integrations
+    "langchain": ("langchain_core",),
+    "llamaindex": ("llama_index.core",),
 }
 
 
