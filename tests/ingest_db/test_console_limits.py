@@ -53,6 +53,9 @@ def test_a_console_login_starts_with_the_configured_limits(cli, aconn: psycopg.C
         # only a superuser may lift the temporary-file limit
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="temp_file_limit"):
             conn.execute("set temp_file_limit = -1")
+        for lift in ("alter role current_user connection limit -1", "alter role current_user set temp_file_limit = -1"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(lift)
     limit = aconn.execute("select rolconnlimit from pg_roles where rolname = %s", (role,)).fetchone()["rolconnlimit"]
     assert limit == defaults.console_connection_limit
 
