@@ -4,11 +4,12 @@ Which path a run exercises follows from the profile and the mode:
 
 * profile `notes`, mode `ask` (the default): `rag.notes.ask.ask`, as `ragpg ask` runs it. The
   ranking is the answer's reranked candidate pool (the passages it drew on first, then the rest
-  by final score), so recall and nDCG say whether the right notes were in reach; `abstained`
+  by final score) up to its first `k` distinct notes, so recall and nDCG say whether the right
+  notes were in reach; `abstained`
   and the answer text come from the response, so abstention and forbidden claims are scored
   on what a user would read.
-* profile `notes`, mode `search`: `rag.notes.ask.search` (`ragpg search`); no abstention of its
-  own, so an empty result counts as abstaining.
+* profile `notes`, mode `search`: `rag.notes.ask.search` (`ragpg search`: the first `k` notes, each
+  with its best passages); no abstention of its own, so an empty result counts as abstaining.
 * any profile with a `compute_context` mode (`auto`, `base`, `hyde`, `rewrite`, `multi`,
   `reverse`): `rag.compute_context` with that profile; the ranking is its ranked chunks and
   "insufficient" (nothing to put in the context) counts as abstaining. A case's folders become
@@ -80,7 +81,7 @@ class SystemSearch:
             raise InputError("the ask path takes no metadata filters; use --mode search or a context mode")
         response = ask(case.query, vaults=vaults, folders=list(case.folders), debug=True, runtime=self.runtime)
         candidates = (response.debug or {}).get("candidates", [])
-        pairs = [(c["path"], c["ordinal"]) for c in candidates][:depth]
+        pairs = first_notes([(c["path"], c["ordinal"]) for c in candidates], depth)
         # The answer is what the reader sees, the abstention sentence included: so forbidden claims are
         # scored on every case that lists them, and the metric set does not depend on what abstained.
         return EvalHit.from_pairs(pairs, answer=response.answer, abstained=response.abstained)
@@ -101,6 +102,19 @@ class SystemSearch:
                                  runtime=self.runtime)
         pairs = [(r.candidate.source_path, r.candidate.ordinal) for r in result.ranked]
         return EvalHit.from_pairs(pairs[:depth], abstained=result.insufficient)
+
+
+def first_notes(pairs: Sequence[tuple[str, int]], notes: int) -> list[tuple[str, int]]:
+    """The ranked passages of the first `notes` distinct notes: recall@5 asks whether a required note is
+    among the first five notes, which ten passages (several from one note) may not reach."""
+    seen: set[str] = set()
+    kept: list[tuple[str, int]] = []
+    for path, ordinal in pairs:
+        if path not in seen and len(seen) == notes:
+            break
+        seen.add(path)
+        kept.append((path, ordinal))
+    return kept
 
 
 def _with_folders(filters: Mapping[str, Any], folders: Sequence[str]) -> dict[str, Any] | None:
