@@ -46,8 +46,8 @@ def compute_context(query: str, *, vaults: Sequence[str] | None = None, filters:
     scope = scope or Scope.unrestricted()
     request_id = request_id or uuid.uuid4().hex
     started = time.perf_counter()
-    with llm_request(rt.settings.llm), rt.tracer.root(request_id=request_id, query=query, profile=profile,
-                                                      mode=mode) as root:
+    with llm_request(rt.settings.llm, may_call=mode != "base"), \
+            rt.tracer.root(request_id=request_id, query=query, profile=profile, mode=mode) as root:
         with rt.connection(autocommit=True, scope=scope, read=True) as conn:  # reads only, as the caller
             names = resolve_vault_names(conn, scope.check_vaults(vaults))
             filter_ = scope.restrict_filter(filters, names)

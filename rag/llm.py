@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rag.config import LLMSettings
 from rag.errors import LLMError
-from rag.llm_budget import Budget, current_budget, llm_deadline, llm_is_off, wait_within
+from rag.llm_budget import Budget, current_budget, in_background, llm_deadline, llm_is_off, wait_within
 from rag.secrets import mask_secrets, mask_url
 
 if TYPE_CHECKING:
@@ -108,6 +108,23 @@ class LiteLLM:
         return text.strip()
 
 
+class AskedAhead:
+    """An LLM whose answer to one prompt is asked for at once, in the background (under the request's
+    budget), so the step that needs it can start before independent work and collect it after:
+    `complete` with the same messages waits for that answer (or raises its LLMError)."""
+
+    def __init__(self, llm: LLM, messages: Sequence[Message], *, max_tokens: int | None = None) -> None:
+        self.model = llm.model
+        self._llm = llm
+        self._messages = list(messages)
+        self._answer = in_background(lambda: llm.complete(self._messages, max_tokens=max_tokens))
+
+    def complete(self, messages: Sequence[Message], *, max_tokens: int | None = None) -> str:
+        if list(messages) != self._messages:  # not the prompt asked ahead: an ordinary call
+            return self._llm.complete(messages, max_tokens=max_tokens)
+        return self._answer.result()
+
+
 def get_llm(settings: LLMSettings) -> LLM | None:
     """The configured LLM, or None when no model is configured or the caller runs `without_llm()`
     (every LLM step then degrades)."""
@@ -117,10 +134,10 @@ def get_llm(settings: LLMSettings) -> LLM | None:
 
 
 @contextmanager
-def llm_request(settings: LLMSettings) -> Iterator[Budget]:
-    """The one LLM budget of a request (`llm.deadline_s`). litellm is imported before its clock starts:
-    the import takes seconds, once per process, and is no wait on the model."""
-    if settings.model and not llm_is_off():
+def llm_request(settings: LLMSettings, *, may_call: bool = True) -> Iterator[Budget]:
+    """The one LLM budget of a request (`llm.deadline_s`). litellm is imported before its clock starts
+    when the request may call it: the import takes seconds, once per process, and is no wait on the model."""
+    if may_call and settings.model and not llm_is_off():
         import_litellm()
     with llm_deadline(settings.deadline_s) as budget:
         yield budget

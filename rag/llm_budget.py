@@ -148,6 +148,20 @@ def run_together(calls: Sequence[Callable[[], T]]) -> list[T | LLMError]:
         return [f.result() for f in futures]
 
 
+def in_background(call: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """Start `call` now in its own thread, under the caller's budget; its result (or exception) later."""
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call())
+        except BaseException as exc:  # handed to whoever waits on the future
+            future.set_exception(exc)
+
+    threading.Thread(target=contextvars.copy_context().run, args=(run,), name="ragpg-llm-ahead", daemon=True).start()
+    return future
+
+
 def _outcome(call: Callable[[], T]) -> T | LLMError:
     try:
         return call()

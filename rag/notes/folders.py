@@ -261,13 +261,17 @@ def map_folder_names(names: Sequence[str], remaining: Sequence[Folder]) -> tuple
     return picked, unknown
 
 
+def folder_rank_messages(question: str, remaining: Sequence[Folder]) -> list[Message]:
+    """What the LLM is asked to rank `remaining` folders for `question`."""
+    return [Message("user", load_prompt("folder_rank").render(question=question,
+                                                              folders="\n".join(f.label for f in remaining)))]
+
+
 def rank_with_llm(llm: LLM, question: str, remaining: Sequence[Folder], max_tokens: int,
                   selection: FolderSelection) -> list[Folder] | None:
     """The LLM's ranking of `remaining`, or None (noted in `selection`) when it gives none usable."""
-    prompt = load_prompt("folder_rank").render(question=question,
-                                               folders="\n".join(f.label for f in remaining))
     try:
-        answer = llm.complete([Message("user", prompt)], max_tokens=max_tokens)
+        answer = llm.complete(folder_rank_messages(question, remaining), max_tokens=max_tokens)
     except LLMError as exc:
         selection.notes.append(f"folder ranking by the LLM failed ({exc}); searching every folder")
         return None

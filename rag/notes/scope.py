@@ -19,10 +19,12 @@ import numpy as np
 from rag.access import Scope
 from rag.config import NotesSettings
 from rag.errors import NotFoundError
+from rag.llm import LLM, AskedAhead
 from rag.notes.folders import (
     Folder,
     FolderScope,
     FolderSelection,
+    folder_rank_messages,
     list_folders,
     resolve_user_folders,
     select_folders,
@@ -51,8 +53,17 @@ class NotesScope:
     available: list[Folder] = field(default_factory=list)
     user_scopes: list[FolderScope] = field(default_factory=list)
     weight_min: float = 0.1  # a folder the ranking left out (an LLM lists only some) weighs the minimum
+    # The folder ranking, when its LLM call was started ahead to run while retrieval does: finished on
+    # first use of the selection (`settle`), with the request's connection, which is still open then.
+    pending: Callable[[], None] | None = field(default=None, repr=False)
+
+    def settle(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            pending()
 
     def folder_weight(self, vault: str, folder: str) -> float:
+        self.settle()
         if self.selection is None:
             return 1.0
         probe = Folder(vault, folder)
@@ -60,6 +71,7 @@ class NotesScope:
 
     @property
     def prior(self) -> Callable[[Candidate], float] | None:
+        self.settle()
         if self.selection is None or self.prior_weight <= 0:
             return None
         w = self.prior_weight
@@ -71,6 +83,7 @@ class NotesScope:
         return multiplier
 
     def debug(self) -> dict[str, Any]:
+        self.settle()
         searched = [f.label for f in self.available if not self.user_scopes
                     or any(s.covers(f) for s in self.user_scopes)]
         folders: dict[str, Any] = {"searched": searched, "prior_weight": self.prior_weight,
@@ -142,20 +155,30 @@ def prepare_scope(conn: Connection, rt: Runtime, ns: NotesSettings, question: st
     weight = ns.folder_prior_weight_llm if rt.llm is not None else ns.folder_prior_weight
     # Folders the user named are the whole search: ranking the others would weigh nothing found.
     if rank_folders and weight > 0 and len(available) > 1 and model is not None and not user_scopes:
-        sc.selection = _select(conn, rt, ns, question, folder_list, available, names, model, sc.query_embedding)
-        # An LLM that failed or named no known folder leaves the centroid (or name) order: weighed as that.
-        sc.prior_weight = weight if rt.llm is None or "llm" in sc.selection.method else ns.folder_prior_weight
+        llm = rt.llm
+        if llm is not None:  # asked now, answered while retrieval (and its corrections) run
+            llm = AskedAhead(llm, folder_rank_messages(question, available), max_tokens=ns.folder_rank_max_tokens)
+
+        def select() -> None:
+            sc.selection = _select(conn, rt, ns, question, folder_list, available, names, model, sc.query_embedding,
+                                   llm)
+            # An LLM that failed or named no known folder leaves the centroid (or name) order: weighed as that.
+            sc.prior_weight = weight if llm is None or "llm" in sc.selection.method else ns.folder_prior_weight
+
+        sc.pending = select
+        if llm is None:
+            sc.settle()
     return sc
 
 
 def _select(conn: Connection, rt: Runtime, ns: NotesSettings, question: str, folder_list: list[str],
             available: list[Folder], names: list[str], model: models.EmbeddingModelRef,
-            embedding: Any) -> FolderSelection:
+            embedding: Any, llm: LLM | None) -> FolderSelection:
     def centroids() -> list[tuple[str, str, float]]:
         rows = retrieve.match_folders(conn, model, embedding, vaults=names,
                                       match_count=min(max(len(available), 1), retrieve.SQL_MAX_MATCH_COUNT),
                                       settings=rt.settings.retrieval)
         return [(r.vault, r.folder, r.similarity) for r in rows]
 
-    return select_folders(question, folder_list, available, llm=rt.llm, centroids=centroids,
+    return select_folders(question, folder_list, available, llm=llm, centroids=centroids,
                           weights=lambda n: folder_weights(n, ns), max_tokens=ns.folder_rank_max_tokens)

@@ -13,7 +13,7 @@ import pytest
 
 from rag import compute_context
 from rag.errors import LLMError
-from rag.llm import LiteLLM, Message
+from rag.llm import LiteLLM, Message, import_litellm
 from rag.llm_budget import (
     DEADLINE_REASON,
     LLMCancelledError,
@@ -42,6 +42,7 @@ def wait_until(condition, timeout_s: float = 10.0) -> bool:
 
 @pytest.mark.security
 def test_a_trickling_endpoint_cannot_hold_compute_context_past_the_deadline(kb, llm_stub):
+    import_litellm()  # once per process, before any budget's clock (rag.llm.llm_request): not timed here
     llm_stub.trickle_s = TRICKLE_S
     rt = kb.runtime(llm=llm_stub, timeout_s=20.0, deadline_s=DEADLINE_S)
     started = time.monotonic()
