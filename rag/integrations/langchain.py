@@ -115,14 +115,15 @@ class _RagpgBase(BaseRetriever):
                                 **kwargs: Any) -> list[Document]:
         found = self._fetch(query, kwargs)
         self._last = found
-        run_manager.on_custom_event(EVENT_NAME, _event_data(found), run_id=run_manager.run_id)
+        # to the handlers of this run (the run manager's own on_custom_event is a handler's no-op)
+        run_manager.get_child().on_custom_event(EVENT_NAME, _event_data(found), run_id=run_manager.run_id)
         return self._documents(found)
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
                                        **kwargs: Any) -> list[Document]:
         found = await self._afetch(query, kwargs)
         self._last = found
-        await run_manager.on_custom_event(EVENT_NAME, _event_data(found), run_id=run_manager.run_id)
+        await run_manager.get_child().on_custom_event(EVENT_NAME, _event_data(found), run_id=run_manager.run_id)
         return self._documents(found)
 
 
