@@ -28,7 +28,7 @@ async def context(body: ContextRequest, request: Request) -> ContextPayload:
                                    mode=body.mode, budget_tokens=body.budget_tokens, runtime=c.runtime,
                                    scope=c.scope, request_id=c.request_id).payload()
 
-    return await call(request, op, vaults=body.vaults, uses_llm=True)
+    return await call(request, op, vaults=body.vaults, uses_llm=body.mode != "base")
 
 
 @router.post("/ask", response_model=AskReply, responses=errors(404, 502))
