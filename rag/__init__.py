@@ -15,7 +15,8 @@ the shared basics sit at the top (`config`, `errors`, `extras`, `types`, `access
 `store/` (database, migrations, registries) → `ingest/` and `embed/` → `retrieval/` (SQL calls,
 Auto-RAG, ranking) → `context/` (assembly, evidence) → `notes/`; `compute` is the
 `compute_context` pipeline over them and `eval/` measures them all. The CLI (`ragpg_cli`) and the
-HTTP server (`ragpg_server`) sit on top and are never imported from here.
+HTTP server (`ragpg_server`) sit on top and are never imported from here, as does `integrations/`
+(LangChain and LlamaIndex retrievers, each importing its framework).
 """
 
 from __future__ import annotations
