@@ -36,6 +36,7 @@ VAULT = "notes"
 QUERY = "how do I sync my notes between devices?"
 SYNC_FOLDER = "Obsidian Sync"
 RESTRICTED_NOTE = "Private/Sync recovery codes.md"
+ODD_NAME = "Misc/Sync FAQ #1? 100%.md"
 NOTES = {
     "Obsidian Sync/Set up Obsidian Sync.md": (
         "# Set up Obsidian Sync\n\nTo sync your notes between devices, open Settings, choose Sync and sign in."
@@ -55,6 +56,8 @@ NOTES = {
     RESTRICTED_NOTE: (
         "---\nconfidentiality: restricted\n---\n# Sync recovery codes\n\nThe recovery codes to sync my notes"
         " between devices when the account is locked: 4417 9902 3318.\n"),
+    # '#', '?' and '%' in a file name: over HTTP the passage's text is fetched by a URL made of it
+    ODD_NAME: "# Sync FAQ\n\nCan I sync notes between devices for free? Only with git or a shared folder.\n",
     "Gardening/Tomatoes.md": "# Tomatoes\n\nWater tomatoes twice a week and pinch out the side shoots.\n",
 }
 

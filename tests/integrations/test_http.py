@@ -9,7 +9,7 @@ from rag.errors import AuthError, NotFoundError
 from rag.integrations.langchain import RagpgContextRetriever, RagpgRetriever
 from rag.integrations.llamaindex import RagpgLlamaRetriever
 from rag.runtime import Runtime
-from tests.integrations.conftest import QUERY, RESTRICTED_NOTE, VAULT, Served, without_scores
+from tests.integrations.conftest import ODD_NAME, QUERY, RESTRICTED_NOTE, VAULT, Served, without_scores
 
 
 @pytest.mark.security
@@ -28,8 +28,9 @@ def test_a_public_key_sees_no_restricted_passage(served: Served) -> None:
 
 
 def test_over_http_the_documents_equal_the_in_process_ones(served: Served, runtime: Runtime) -> None:
-    over_http = RagpgRetriever(url=served.url, api_key=served.restricted_key, vaults=[VAULT], k=5).invoke(QUERY)
-    in_process = RagpgRetriever(runtime=runtime, vaults=[VAULT], k=5).invoke(QUERY)
+    over_http = RagpgRetriever(url=served.url, api_key=served.restricted_key, vaults=[VAULT], k=10).invoke(QUERY)
+    in_process = RagpgRetriever(runtime=runtime, vaults=[VAULT], k=10).invoke(QUERY)
+    assert ODD_NAME in [d.metadata["source_path"] for d in over_http]
     assert [(d.id, d.page_content, without_scores(d.metadata)) for d in over_http] == [
         (d.id, d.page_content, without_scores(d.metadata)) for d in in_process]
     # the freshness weight is computed at query time, so two calls differ in the last digits
