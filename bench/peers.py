@@ -8,7 +8,8 @@ by `rag.eval.run_eval`, exactly as `ragpg eval` scores (note-level recall@5 and 
 unanswerable cases left out of both), overall and per kind. ragpg runs through the library:
 `ragpg search` (`rag.notes.ask.search`, what `ragpg eval --mode search` scores) and `ragpg eval`'s
 default path (`ask`, no LLM), so a rerun reflects the current code. Every system hands the scorer
-the same number of chunks (`--k`, the eval's 10); each peer's legs retrieve `--leg-k` (20) chunks.
+the chunks of its first `--k` (the eval's 10) distinct notes: ragpg its notes, a peer its whole
+fused list cut there; each peer's legs retrieve `--leg-k` (20) chunks.
 
 Peers (bench/peers_frameworks.py says how each is built and how a folder is applied):
   llamaindex MarkdownNodeParser fused / vector / bm25, llamaindex SentenceSplitter fused,
@@ -53,6 +54,7 @@ from rag.eval.golden import GoldenCase, load_golden  # noqa: E402
 from rag.eval.metrics import DEFAULT_K, RECALL_FIXED_CUTOFF, ndcg_name, recall_name, summarize  # noqa: E402
 from rag.eval.results import CaseResult, EvalHit  # noqa: E402
 from rag.eval.runner import SearchFn, run_eval  # noqa: E402
+from rag.eval.search import first_notes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("single", "multi_hop", "folder_scoped")
@@ -65,13 +67,16 @@ DEFAULT_VAULT_NAME = "help"
 
 # -- the golden run --------------------------------------------------------------------------------
 
-def peer_search_fn(ranker: Any) -> SearchFn:
-    """A peer as `ragpg eval`'s search seam: the case's folder (at most one) as its filter."""
+def peer_search_fn(ranker: Any, pool: int) -> SearchFn:
+    """A peer as `ragpg eval`'s search seam: the case's folder (at most one) as its filter. Like ragpg's
+    ranking (`first_notes`), the scorer gets the chunks of the first `depth` distinct notes of the peer's
+    whole fused list (`pool` chunks: both legs), so one note's several chunks do not crowd out the fifth."""
     def search(case: GoldenCase, depth: int) -> EvalHit:
         if len(case.folders) > 1:
             raise ValueError(f"{case.id}: the peers take one folder")
         folder = case.folders[0] if case.folders else None
-        return EvalHit.from_pairs((path, None) for path in ranker.rank(case.query, folder, depth))
+        ranked = [(path, None) for path in ranker.rank(case.query, folder, pool)]
+        return EvalHit.from_pairs(first_notes(ranked, depth))
     return search
 
 
@@ -125,7 +130,7 @@ def run_golden(args: argparse.Namespace) -> dict[str, Any]:
     build_s = time.perf_counter() - started
     systems: dict[str, dict[str, Any]] = {}
     for name, ranker in rankers.items():
-        systems[name] = score(name, golden, peer_search_fn(ranker), args.split, args.k)
+        systems[name] = score(name, golden, peer_search_fn(ranker, 2 * args.leg_k), args.split, args.k)
     load = [("vault", "add", args.vault_name, str(args.vault_dir)), ("index", "--quiet", args.vault_name)]
     from rag.eval.search import make_search_fn
 
@@ -156,7 +161,7 @@ def golden_table(result: Mapping[str, Any]) -> str:
         cells = [f"{row['by_kind'][g].get(m, float('nan')):.3f}" for m in (RECALL5, NDCG10) for g in groups]
         rows.append([name, *cells, f"{row['ms_per_query']:.0f}"])
     lines = [f"{result['golden']} split {result['split']}: note-level recall@5 and nDCG@10 "
-             f"(answerable cases; {result['k']} chunks scored per system, peer legs {result['leg_k']})", ""]
+             f"(answerable cases; the chunks of the first {result['k']} notes scored per system, peer legs {result['leg_k']})", ""]
     lines += table_lines(rows)
     for other, key in (("ragpg search", "best_peer_vs_ragpg_search"), ("ragpg ask", "best_peer_vs_ragpg_ask")):
         diff = result[key]
