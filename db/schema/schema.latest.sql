@@ -3162,6 +3162,44 @@ end
 $$;
 
 --
+-- Name: ragpg_search_hybrid_passages(text, integer, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_search_hybrid_passages(question text, match_count integer, filter jsonb, model text) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, score double precision, similarity double precision, bm25_score double precision, vector_rank integer, lexical_rank integer, legs text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $_$
+#variable_conflict use_variable
+declare
+    v_fn text;
+    v_embedding vector;
+begin
+    if question is null or question !~ '[^[:space:]]' then
+        raise exception using errcode = '22023', message = 'question is empty';
+    end if;
+    if model is not null and not exists (select 1 from embedding_models m
+                                         where m.provider || '/' || m.model = model or m.sql_name = model) then
+        raise exception using errcode = '42704', message = format('unknown embedding model %L (see embedding_models)', model);
+    end if;
+    select m.hybrid_function, c.embedding into v_fn, v_embedding
+    from ragpg_cached_query_embeddings(question) c
+    join embedding_models m on m.id = c.model_id
+    where model is null or c.provider || '/' || c.model = model or c.sql_name = model
+    order by c.last_used_at desc
+    limit 1;
+    if v_embedding is null then
+        return query select * from search_lexical(question, match_count, filter);
+        return;
+    end if;
+    return query execute format(
+        'select h.chunk_id, h.vault, h.source_path, h.chunk_ordinal, h.heading_path, h.content, h.metadata,
+                h.rrf_score, h.similarity, h.bm25_score, h.vector_rank, h.lexical_rank, %L::text
+         from %I($1, $2, match_count => $3, filter => $4) h', 'vector+lexical', v_fn)
+        using question, v_embedding, match_count, filter;
+end
+$_$;
+
+--
 -- Name: ragpg_secure_content_table(regclass); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3574,42 +3612,37 @@ end
 $_$;
 
 --
--- Name: search_hybrid(text, integer, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: search_hybrid(text, integer, jsonb, text, boolean, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.search_hybrid(question text, match_count integer DEFAULT 10, filter jsonb DEFAULT '{}'::jsonb, model text DEFAULT NULL::text) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, score double precision, similarity double precision, bm25_score double precision, vector_rank integer, lexical_rank integer, legs text)
+CREATE FUNCTION public.search_hybrid(question text, match_count integer DEFAULT 10, filter jsonb DEFAULT '{}'::jsonb, model text DEFAULT NULL::text, by_note boolean DEFAULT true, passages_per_note integer DEFAULT 3) RETURNS TABLE(chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text, content text, metadata jsonb, score double precision, similarity double precision, bm25_score double precision, vector_rank integer, lexical_rank integer, legs text, note_rank integer)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
-    AS $_$
-#variable_conflict use_variable
-declare
-    v_fn text;
-    v_embedding vector;
+    AS $$
+#variable_conflict use_column
 begin
-    if question is null or question !~ '[^[:space:]]' then
-        raise exception using errcode = '22023', message = 'question is empty';
+    if match_count is null or match_count < 1 or passages_per_note is null or passages_per_note < 1 then
+        raise exception using errcode = '22023', message = 'match_count and passages_per_note must be at least 1';
     end if;
-    if model is not null and not exists (select 1 from embedding_models m
-                                         where m.provider || '/' || m.model = model or m.sql_name = model) then
-        raise exception using errcode = '42704', message = format('unknown embedding model %L (see embedding_models)', model);
-    end if;
-    select m.hybrid_function, c.embedding into v_fn, v_embedding
-    from ragpg_cached_query_embeddings(question) c
-    join embedding_models m on m.id = c.model_id
-    where model is null or c.provider || '/' || c.model = model or c.sql_name = model
-    order by c.last_used_at desc
-    limit 1;
-    if v_embedding is null then
-        return query select * from search_lexical(question, match_count, filter);
-        return;
-    end if;
-    return query execute format(
-        'select h.chunk_id, h.vault, h.source_path, h.chunk_ordinal, h.heading_path, h.content, h.metadata,
-                h.rrf_score, h.similarity, h.bm25_score, h.vector_rank, h.lexical_rank, %L::text
-         from %I($1, $2, match_count => $3, filter => $4) h', 'vector+lexical', v_fn)
-        using question, v_embedding, match_count, filter;
+    return query
+    with found as (
+        select p.*,
+               min(p.pos) over (partition by p.vault, p.source_path) as note_first,
+               row_number() over (partition by p.vault, p.source_path order by p.pos) as in_note
+        from ragpg_search_hybrid_passages(question,
+                 case when by_note then least(match_count * passages_per_note * 4, 1000) else match_count end,
+                 filter, model) with ordinality as p(chunk_id, vault, source_path, chunk_ordinal, heading_path,
+                 content, metadata, score, similarity, bm25_score, vector_rank, lexical_rank, legs, pos)
+    ), numbered as (
+        select f.*, dense_rank() over (order by f.note_first)::integer as n_rank from found f
+    )
+    select n.chunk_id, n.vault, n.source_path, n.chunk_ordinal, n.heading_path, n.content, n.metadata, n.score,
+           n.similarity, n.bm25_score, n.vector_rank, n.lexical_rank, n.legs, n.n_rank
+    from numbered n
+    where not by_note or (n.n_rank <= match_count and n.in_note <= passages_per_note)
+    order by case when by_note then n.n_rank end, n.pos;
 end
-$_$;
+$$;
 
 --
 -- Name: search_lexical(text, integer, jsonb); Type: FUNCTION; Schema: public; Owner: -

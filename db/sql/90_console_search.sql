@@ -115,13 +115,14 @@ as $$
     order by l.bm25_score desc, l.source_path, l.chunk_ordinal, l.chunk_id
 $$;
 
--- Hybrid search over the question text alone. With a cached embedding of this exact question
--- (for `model`, given as 'provider/model' or its sql_name, or else the most recently used one) it
--- runs match_hybrid_chunks_<model> (RRF of vector and BM25; score = rrf_score, legs =
--- 'vector+lexical'); without one, BM25 alone (score = bm25_score, legs = 'lexical').
--- Cache a question with `ragpg embed "question"` (or ask it once through ragpg).
-create or replace function search_hybrid(question text, match_count integer default 10, filter jsonb default '{}',
-                                         model text default null)
+-- Hybrid search over the question text alone, passage by passage (search_hybrid below groups it by
+-- note). With a cached embedding of this exact question (for `model`, given as 'provider/model' or
+-- its sql_name, or else the most recently used one) it runs match_hybrid_chunks_<model> (RRF of
+-- vector and BM25; score = rrf_score, legs = 'vector+lexical'); without one, BM25 alone (score =
+-- bm25_score, legs = 'lexical'). Cache a question with `ragpg embed "question"` (or ask it once
+-- through ragpg).
+drop function if exists search_hybrid(text, integer, jsonb, text);
+create or replace function ragpg_search_hybrid_passages(question text, match_count integer, filter jsonb, model text)
 returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
                content text, metadata jsonb, score float8, similarity float8, bm25_score float8,
                vector_rank integer, lexical_rank integer, legs text)
@@ -155,6 +156,44 @@ begin
                 h.rrf_score, h.similarity, h.bm25_score, h.vector_rank, h.lexical_rank, %L::text
          from %I($1, $2, match_count => $3, filter => $4) h', 'vector+lexical', v_fn)
         using question, v_embedding, match_count, filter;
+end
+$$;
+
+-- A notes search ranks notes: by_note (the default) lists the match_count best distinct notes, each
+-- with at most passages_per_note of its passages (best first), note_rank numbering the notes in the
+-- order of their best passage; enough passages are fetched for that (match_count x passages_per_note x
+-- 4, at most 1000). by_note => false lists the match_count best passages, note_rank grouping them.
+create or replace function search_hybrid(question text, match_count integer default 10, filter jsonb default '{}',
+                                         model text default null, by_note boolean default true,
+                                         passages_per_note integer default 3)
+returns table (chunk_id bigint, vault text, source_path text, chunk_ordinal integer, heading_path text,
+               content text, metadata jsonb, score float8, similarity float8, bm25_score float8,
+               vector_rank integer, lexical_rank integer, legs text, note_rank integer)
+language plpgsql stable
+set search_path = public, pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+begin
+    if match_count is null or match_count < 1 or passages_per_note is null or passages_per_note < 1 then
+        raise exception using errcode = '22023', message = 'match_count and passages_per_note must be at least 1';
+    end if;
+    return query
+    with found as (
+        select p.*,
+               min(p.pos) over (partition by p.vault, p.source_path) as note_first,
+               row_number() over (partition by p.vault, p.source_path order by p.pos) as in_note
+        from ragpg_search_hybrid_passages(question,
+                 case when by_note then least(match_count * passages_per_note * 4, 1000) else match_count end,
+                 filter, model) with ordinality as p(chunk_id, vault, source_path, chunk_ordinal, heading_path,
+                 content, metadata, score, similarity, bm25_score, vector_rank, lexical_rank, legs, pos)
+    ), numbered as (
+        select f.*, dense_rank() over (order by f.note_first)::integer as n_rank from found f
+    )
+    select n.chunk_id, n.vault, n.source_path, n.chunk_ordinal, n.heading_path, n.content, n.metadata, n.score,
+           n.similarity, n.bm25_score, n.vector_rank, n.lexical_rank, n.legs, n.n_rank
+    from numbered n
+    where not by_note or (n.n_rank <= match_count and n.in_note <= passages_per_note)
+    order by case when by_note then n.n_rank end, n.pos;
 end
 $$;
 

@@ -17,7 +17,8 @@ from tests.ingest_db.test_row_security import NOTES, OTHER, PUBLIC_NOTES, QUERY,
 pytestmark = pytest.mark.usefixtures("indexed")
 
 
-def legs(conn: psycopg.Connection, question: str, **kw: str) -> tuple[set[str], list[dict]]:
+def legs(conn: psycopg.Connection, question: str, **kw: object) -> tuple[set[str], list[dict]]:
+    kw.setdefault("by_note", False)  # the passages, best first
     args = ", ".join(f"{k} => %({k})s" for k in kw)
     rows = conn.execute(f"select * from search_hybrid(%(q)s{', ' + args if args else ''})", {"q": question, **kw}).fetchall()
     return {r["legs"] for r in rows}, rows
@@ -48,6 +49,22 @@ def test_search_hybrid_uses_the_cached_embedding_else_bm25(cli, aconn: psycopg.C
     # the retrieved notes were counted, once per question
     counted = {r["source_path"]: r["retrievals"] for r in aconn.execute("select * from ragpg_most_retrieved_notes")}
     assert counted and set(counted.values()) == {1}
+
+
+def test_search_hybrid_lists_notes_each_with_its_best_passages(cli, aconn: psycopg.Connection) -> None:
+    passages = legs(aconn, QUERY, match_count=50)[1]
+    rows = aconn.execute("select * from search_hybrid(%s, 2, passages_per_note => 2)", (QUERY,)).fetchall()
+    notes = list(dict.fromkeys((r["vault"], r["source_path"]) for r in rows))
+    best = list(dict.fromkeys((r["vault"], r["source_path"]) for r in passages))[:2]
+    assert notes == best and [r["note_rank"] for r in rows] == sorted(r["note_rank"] for r in rows)
+    for rank, note in enumerate(notes, start=1):
+        mine = [r["chunk_id"] for r in rows if (r["vault"], r["source_path"]) == note]
+        assert mine == [r["chunk_id"] for r in passages if (r["vault"], r["source_path"]) == note][:2]
+        assert {r["note_rank"] for r in rows if (r["vault"], r["source_path"]) == note} == {rank}
+    several = aconn.execute("select * from search_hybrid(%s, 3, by_note => false)", (QUERY,)).fetchall()
+    assert [r["chunk_id"] for r in several] == [r["chunk_id"] for r in passages[:3]]
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="at least 1"):
+        aconn.execute("select * from search_hybrid(%s, 0)", (QUERY,))
 
 
 def test_console_search_bad_input(cli, aconn: psycopg.Connection) -> None:
