@@ -64,19 +64,20 @@ def test_differences_name_the_cases_each_side_finds_more_of() -> None:
     assert peers.differences(first, second) == {"first_higher": ["a"], "second_higher": ["b"]}
 
 
-def test_a_peer_gets_the_case_folder_and_depth() -> None:
+def test_a_peer_gets_the_case_folder_and_is_cut_at_its_first_k_notes() -> None:
     calls: list[tuple[str, str | None, int]] = []
 
     class Ranker:
         def rank(self, query: str, folder: str | None, depth: int) -> list[str]:
             calls.append((query, folder, depth))
-            return ["Plugins/A.md", "Plugins/A.md", "Plugins/B.md"]
+            return ["Plugins/A.md", "Plugins/A.md", "Plugins/B.md", "Plugins/A.md", "Plugins/C.md"]
 
-    hit = peers.peer_search_fn(Ranker())(case("f", ("folder_scoped",), ("Plugins/B.md",), folders=("Plugins",)), 7)
-    assert calls == [("q", "Plugins", 7)]
-    assert [i.source_path for i in hit.items] == ["Plugins/A.md", "Plugins/A.md", "Plugins/B.md"]
+    search = peers.peer_search_fn(Ranker(), 40)
+    hit = search(case("f", ("folder_scoped",), ("Plugins/B.md",), folders=("Plugins",)), 2)
+    assert calls == [("q", "Plugins", 40)]
+    assert [i.source_path for i in hit.items] == ["Plugins/A.md", "Plugins/A.md", "Plugins/B.md", "Plugins/A.md"]
     with pytest.raises(ValueError, match="one folder"):
-        peers.peer_search_fn(Ranker())(case("g", ("folder_scoped",), ("A.md",), folders=("X", "Y")), 7)
+        search(case("g", ("folder_scoped",), ("A.md",), folders=("X", "Y")), 2)
 
 
 def test_embedding_cache_returns_the_embedder_vectors_and_is_reused_from_disk(tmp_path: Path) -> None:
