@@ -30,8 +30,8 @@ from psycopg import sql
 
 from rag.config import Settings, load_settings
 from rag.embed import Embedder, get_embedder
+from rag.ingest.passage_text import embedding_text
 from rag.ingest.pipeline import index_vaults
-from rag.ingest.store import embedding_text
 from rag.store import migrate
 from rag.store.database import open_connection
 from rag.store.embedded import EmbeddedServer
@@ -83,8 +83,8 @@ def add(url: str, name: str, path: Path, kind: str) -> None:
 
 def chunk_texts(url: str) -> list[str]:
     with open_connection(url) as conn:
-        rows = conn.execute("select heading_path, content from chunks order by id").fetchall()
-    return [embedding_text(r["heading_path"], r["content"]) for r in rows]
+        rows = conn.execute("select heading_path, content, metadata from chunks order by id").fetchall()
+    return [embedding_text(r["heading_path"], r["content"], r["metadata"]) for r in rows]
 
 
 def model_alone(embedder: Embedder, texts: list[str]) -> float:

@@ -42,7 +42,7 @@ import numpy as np
 import scale_vectors
 
 from rag.embed.hash import HashEmbedder
-from rag.ingest.store import embedding_text
+from rag.ingest.passage_text import embedding_text
 from rag.tokens import count_tokens
 
 VERSION = 1
@@ -198,7 +198,8 @@ def generate(n_chunks: int, seed: int = 7, data: Path = DATA, log: Any = print, 
             attrs["rare1"][rows], attrs["common10"][rows] = "rare1" in doc["tags"], "common10" in doc["tags"]
             attrs["day"][rows] = doc["day"]
             if svecs is None:
-                pending_texts.extend(embedding_text(heading, text) for heading, text, _ in doc["chunks"])
+                # no note names: the corpus vectors (and the cached corpora) stay what they were; the scale runs time searches
+                pending_texts.extend(embedding_text(heading, text, {}) for heading, text, _ in doc["chunks"])
             else:
                 pending_groups.extend(groups)
             made += len(doc["chunks"])

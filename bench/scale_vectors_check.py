@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale_corpus as sc  # noqa: E402
 import scale_vectors as sv  # noqa: E402
 
-from rag.ingest.store import embedding_text  # noqa: E402
+from rag.ingest.passage_text import embedding_text  # noqa: E402
 
 
 def validate(n_chunks: int, seed: int = 7) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def validate(n_chunks: int, seed: int = 7) -> dict[str, Any]:
     while len(groups) < n_chunks:
         doc, sources = sc._document(doc_no, rng, pool, zipf, 1 + sc._poisson(rng, 3.0))
         for (heading, text, _), group in zip(doc["chunks"], sources, strict=True):
-            texts.append(embedding_text(heading, text))
+            texts.append(embedding_text(heading, text, {}))  # as scale_corpus embeds them
             plain.append(text)
             groups.append(group)
             token = next(zipf) if rng.random() < 0.33 else None
