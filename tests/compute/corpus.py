@@ -50,8 +50,8 @@ PROFILES = {
 
 # Ranking: one text under several doc types (and a tie between two blog posts).
 RANKING_BODY = "Ada builds the telemetry pipeline for the zorblax fleet and mentors engineers on streaming.\n"
-RANKING_TYPES = {"about/ada.md": "profile", "kb/ada.md": "kb", "blog/ada-post.md": "blog",
-                 "blog/ada-copy.md": "blog", "photos/ada.md": "photos"}
+RANKING_TYPES = {"about/ada.md": "profile", "kb/ada.md": "kb", "blog/post/ada.md": "blog",
+                 "blog/copy/ada.md": "blog", "photos/ada.md": "photos"}
 HANDBOOK_SECTIONS = 6
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from rag.compute import compute_context
+from rag.ingest.passage_text import embedding_text
 from tests.compute import corpus
 
 
@@ -24,7 +25,8 @@ def test_lexical_only_candidates_get_their_true_cosine(kb):
     for r in lexical_only:
         c = r.candidate
         assert c.lexical_rank is not None  # still reported as found by the lexical leg
-        expected = cosine(question, rt.embedder.embed_documents([c.content])[0])
+        stored_text = embedding_text(c.heading_path, c.content, c.metadata)  # what the index embedded
+        expected = cosine(question, rt.embedder.embed_documents([stored_text])[0])
         assert c.similarity == pytest.approx(expected, abs=1e-4)
         assert r.scores.vector == pytest.approx(max(0.0, expected), abs=1e-4)  # and ranking counts it
 

@@ -40,17 +40,17 @@ def by_path(result) -> dict[str, list]:
 def test_doc_type_multipliers_end_to_end(team):
     result = compute_context(TEAM_QUERY, vaults=["team"], mode="base", runtime=team.runtime())
     docs = by_path(result)
-    expected = {"about/ada.md": 1.15, "kb/ada.md": 1.10, "blog/ada-post.md": 1.00, "blog/ada-copy.md": 1.00,
+    expected = {"about/ada.md": 1.15, "kb/ada.md": 1.10, "blog/post/ada.md": 1.00, "blog/copy/ada.md": 1.00,
                 "photos/ada.md": 0.30}
     fused = {docs[p][0].scores.fused for p in expected}
-    assert max(fused) - min(fused) < 1e-9  # one text: the multiplier is the only difference
+    assert max(fused) - min(fused) < 1e-9  # one text and one name: the multiplier is the only difference
     for path, weight in expected.items():
         r = docs[path][0]
         assert r.scores.weights_applied["doc_type"] == weight
         assert r.scores.final == pytest.approx(r.scores.fused * weight)
     ranks = {p: docs[p][0].rank for p in expected}
     # profile before kb before blog; tied blog posts by source_path; photos last of the five
-    assert ranks["about/ada.md"] < ranks["kb/ada.md"] < ranks["blog/ada-copy.md"] < ranks["blog/ada-post.md"]
+    assert ranks["about/ada.md"] < ranks["kb/ada.md"] < ranks["blog/copy/ada.md"] < ranks["blog/post/ada.md"]
     assert ranks["photos/ada.md"] == max(ranks.values())
     assert result.ranked[0].candidate.source_path == "about/ada.md"
 
@@ -83,7 +83,7 @@ def test_repeated_text_enters_the_context_once(team):
     assert [c.source_path for c in result.citations].count("about/ada.md") == 1
     first = next(c for c in result.citations if c.source_path == "about/ada.md")
     items = {i.source: i for i in result.evidence_full.items}
-    for path in ("kb/ada.md", "blog/ada-post.md", "blog/ada-copy.md", "photos/ada.md"):
+    for path in ("kb/ada.md", "blog/post/ada.md", "blog/copy/ada.md", "photos/ada.md"):
         assert items[path].used is False
         assert items[path].notes == [f"dropped: duplicate of {first.marker}#0"]
 

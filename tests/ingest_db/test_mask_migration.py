@@ -56,7 +56,10 @@ def bm25_bookkeeping(conn: psycopg.Connection) -> dict[str, list[tuple]]:
         "terms": [tuple(r.values()) for r in conn.execute(
             "select vault_id, lexeme, sum(chunk_frequency) as df from bm25_term_stats group by 1, 2 order by 1, 2")],
         "tsv": [tuple(r.values()) for r in conn.execute(
-            "select id, content_tsv = to_tsvector(text_search_config, heading_path || ' ' || content) as fresh, "
+            # a row's text as BM25 reads it now (the note's names first), or as frozen revision 0012 analysed the
+            # rows it masked (heading and text; the next index run re-indexes every note: the passage text version)
+            "select id, content_tsv in (to_tsvector(text_search_config, ragpg_chunk_search_text(heading_path, content,"
+            " metadata)), to_tsvector(text_search_config, heading_path || ' ' || content)) as fresh, "
             "lexeme_count = ragpg_tsvector_token_count(content_tsv) as counted from chunks order by 1")],
     }
 

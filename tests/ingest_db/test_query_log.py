@@ -106,28 +106,29 @@ def test_one_batch_counts_what_one_call_per_question_would(aconn: psycopg.Connec
 
 def test_a_full_queue_drops_records_with_a_count_never_a_question(settings: Settings, aconn: psycopg.Connection,
                                                                    db_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    # questions with a word of the notes: one that shares none finds nothing (the search floor)
     rt = runtime(settings, query_log_queue_size=2, query_log_batch_size=1)
     try:
         with table_locked(db_url, "query_embeddings"):
-            in_thread(lambda: rag.search("question 0", runtime=rt), WAIT_S)
+            in_thread(lambda: rag.search("tomato question 0", runtime=rt), WAIT_S)
             deadline = time.monotonic() + WAIT_S
             while rt.query_log.pending != 1 or rt.query_log._queue:  # the writer holds it, stuck on the lock
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
             with caplog.at_level(logging.WARNING, logger="ragpg.query_log"):
                 for i in range(1, 5):  # two fit in the queue, two are dropped; every question is answered
-                    assert in_thread(lambda i=i: rag.search(f"question {i}", runtime=rt), WAIT_S).items
+                    assert in_thread(lambda i=i: rag.search(f"tomato question {i}", runtime=rt), WAIT_S).items
             assert rt.query_log.stats.dropped_full == 2
             full = [r.getMessage() for r in caplog.records if "queue full" in r.getMessage()]
             assert len(full) == 1  # one warning when dropping starts, not one per record
         assert rt.query_log.flush(WAIT_S)
         with caplog.at_level(logging.WARNING, logger="ragpg.query_log"):
-            rag.search("question 5", runtime=rt)
+            rag.search("tomato question 5", runtime=rt)
         assert any("2 record(s) dropped while the queue was full" in r.getMessage() for r in caplog.records)
     finally:
         rt.close()
     cached = [r["query_text"] for r in aconn.execute("select query_text from query_embeddings order by 1")]
-    assert cached == ["question 0", "question 1", "question 2", "question 5"]
+    assert cached == ["tomato question 0", "tomato question 1", "tomato question 2", "tomato question 5"]
 
 
 def test_a_failed_write_is_a_warning_and_writing_resumes(settings: Settings, aconn: psycopg.Connection,

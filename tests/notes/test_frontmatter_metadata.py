@@ -25,9 +25,9 @@ RECENT = (datetime.now(UTC) - timedelta(days=10)).date().isoformat()
 FILES = {
     "meetings/standup.md": f"---\ntype: meeting\ndate: 2024-06-01\ntags: [team, weekly]\naliases: [Daily sync]\n---\n{BODY}",
     "drafts/standup.md": f"---\ndoc_type: draft\ndate: 2024-06-01\n---\n{BODY}",
-    "archive/standup-2015.md": f"---\ntype: log\ncreated: 2015-01-01\n---\n{BODY}",
-    "recent/standup-now.md": f"---\ntype: log\nupdated: {RECENT}\ncreated: 2015-01-01\n---\n{BODY}",
-    "loose/standup-nodate.md": f"---\ntype: log\n---\n{BODY}",
+    "archive/standup.md": f"---\ntype: log\ncreated: 2015-01-01\n---\n{BODY}",
+    "recent/standup.md": f"---\ntype: log\nupdated: {RECENT}\ncreated: 2015-01-01\n---\n{BODY}",
+    "loose/standup.md": f"---\ntype: log\n---\n{BODY}",
 }
 NODATE_MTIME = datetime(2019, 3, 4, 12, 0, tzinfo=UTC)
 
@@ -36,7 +36,7 @@ NODATE_MTIME = datetime(2019, 3, 4, 12, 0, tzinfo=UTC)
 def vault(conn: psycopg.Connection, settings: Settings, tmp_path: Path) -> Path:
     root = write_files(tmp_path / "notes", FILES)
     stamp = NODATE_MTIME.timestamp()
-    os.utime(root / "loose/standup-nodate.md", (stamp, stamp))
+    os.utime(root / "loose/standup.md", (stamp, stamp))
     add_vault(conn, NewVault(name="notes", path=root))
     conn.commit()
     assert not index_vaults(settings).failed
@@ -72,9 +72,9 @@ def test_frontmatter_becomes_chunk_and_document_metadata(vault: Path, conn: psyc
         "doc_type": "meeting", "date": "2024-06-01", "tags": ["team", "weekly"], "aliases": ["Daily sync"],
         "date_source": "frontmatter"}
     assert rows["drafts/standup.md"]["metadata"]["doc_type"] == "draft"  # doc_type as well as type
-    assert rows["archive/standup-2015.md"]["doc_date"] == "2015-01-01"  # created
-    assert rows["recent/standup-now.md"]["doc_date"] == RECENT  # updated wins over created
-    nodate = rows["loose/standup-nodate.md"]
+    assert rows["archive/standup.md"]["doc_date"] == "2015-01-01"  # created
+    assert rows["recent/standup.md"]["doc_date"] == RECENT  # updated wins over created
+    nodate = rows["loose/standup.md"]
     assert nodate["doc_date"] == "2019-03-04"  # the file's mtime
     assert nodate["metadata"]["date"] == "2019-03-04" and nodate["metadata"]["date_source"] == "file_mtime"
     assert "aliases" not in rows["drafts/standup.md"]["metadata"]  # absent, not empty: `$exists` means something
@@ -92,17 +92,18 @@ def test_doc_type_weights_order_equal_notes(vault: Path, ranked) -> None:
 def test_freshness_weight_orders_by_the_notes_date(vault: Path, ranked) -> None:
     fresh = ranked({"w_freshness": 0.5, "freshness_half_life_days": 365.0, "type_weights": {"meeting": 1.0}})
     logs = [p for p in fresh if p.startswith(("archive/", "recent/", "loose/"))]
-    assert logs == ["recent/standup-now.md", "loose/standup-nodate.md", "archive/standup-2015.md"]
-    assert fresh[0] == "recent/standup-now.md"
+    assert logs == ["recent/standup.md", "loose/standup.md", "archive/standup.md"]
+    assert fresh[0] == "recent/standup.md"
     stale = ranked({"w_freshness": 0.0, "type_weights": {"log": 1.0}})
-    # without the freshness weight the three logs tie and fall back to path order
+    # without the freshness weight the three logs (one name, one text: BM25 and vectors read the name too) tie
+    # and fall back to path order
     assert [p for p in stale if p.startswith(("archive/", "recent/", "loose/"))] == [
-        "archive/standup-2015.md", "loose/standup-nodate.md", "recent/standup-now.md"]
+        "archive/standup.md", "loose/standup.md", "recent/standup.md"]
 
 
 def test_filters_select_on_frontmatter_metadata(vault: Path, ranked) -> None:
     assert ranked({}, filters={"doc_type": "meeting"}) == ["meetings/standup.md"]
     assert set(ranked({}, filters={"date": {"$gte": "2020-01-01"}})) == {
-        "meetings/standup.md", "drafts/standup.md", "recent/standup-now.md"}
+        "meetings/standup.md", "drafts/standup.md", "recent/standup.md"}
     assert ranked({}, filters={"tags": ["weekly"]}) == ["meetings/standup.md"]
     assert ranked({}, filters={"aliases": {"$exists": True}}) == ["meetings/standup.md"]

@@ -41,6 +41,8 @@ def test_every_surface_shows_the_stored_trail(cli_env, db_url, tmp_path, capsys,
     shown["cli ask --json"] = {r["heading_path"] for r in json.loads(out)["references"]}
     code, out, err = run_in_process(capsys, "search", QUERY)
     assert code == 0, err
-    shown["cli search"] = {line.split(" — ", 1)[1].rsplit(" (line", 1)[0] for line in out.splitlines() if " — " in line}
+    # by note: "   - <heading trail> (lines a-b)" under each note
+    shown["cli search"] = {line.removeprefix("   - ").rsplit(" (line", 1)[0] for line in out.splitlines()
+                           if line.startswith("   - ") and not line.endswith("(top of the note)")}
     assert all(values and values <= stored for values in shown.values()), shown
     assert all(TRAIL in values for name, values in shown.items() if name != "compute_context"), shown

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from pathlib import PurePosixPath
 
 import psycopg
 import pytest
@@ -85,7 +86,7 @@ def plain(conn):
     for path, contents in PLAIN_DOCS.items():
         doc = add_document(conn, vault_id, path)
         for chunk_id, text in zip(add_chunks(conn, doc, contents, heading_path="Notes"), contents, strict=True):
-            texts[chunk_id] = f"Notes {text}"
+            texts[chunk_id] = f"{PurePosixPath(path).stem} Notes {text}"  # BM25 reads the note's name first
     return texts
 
 
@@ -105,8 +106,8 @@ def test_bm25_statistics_stay_exact_after_deletes_inserts_and_updates(conn, plai
     conn.execute("delete from chunks where content like 'birds%%'")
     add_chunks(conn, doc, ["cat cat cat", "a brand new dog"], start_ordinal=5)
     conn.execute("update chunks set content = 'dogs and cats and more cats' where content = 'dogs chase cats'")
-    texts = {r["id"]: f"{r['heading_path']} {r['content']}"
-             for r in conn.execute("select id, heading_path, content from chunks").fetchall()}
+    texts = {r["id"]: r["text"] for r in conn.execute(  # the text BM25 reads: the note's name, heading, content
+        "select id, ragpg_chunk_search_text(heading_path, content, metadata) as text from chunks").fetchall()}
     docs = {cid: Counter(tokens(text)) for cid, text in texts.items()}
     stats = conn.execute("select chunk_count, total_length from bm25_vault_stats").fetchone()
     assert stats == {"chunk_count": len(docs), "total_length": sum(sum(c.values()) for c in docs.values())}
