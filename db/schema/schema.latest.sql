@@ -3630,7 +3630,7 @@ begin
                min(p.pos) over (partition by p.vault, p.source_path) as note_first,
                row_number() over (partition by p.vault, p.source_path order by p.pos) as in_note
         from ragpg_search_hybrid_passages(question,
-                 case when by_note then least(match_count * passages_per_note * 4, 1000) else match_count end,
+                 case when by_note then least(match_count::numeric * passages_per_note * 4, 1000)::integer else match_count end,
                  filter, model) with ordinality as p(chunk_id, vault, source_path, chunk_ordinal, heading_path,
                  content, metadata, score, similarity, bm25_score, vector_rank, lexical_rank, legs, pos)
     ), numbered as (

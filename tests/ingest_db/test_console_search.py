@@ -65,6 +65,10 @@ def test_search_hybrid_lists_notes_each_with_its_best_passages(cli, aconn: psyco
     assert [r["chunk_id"] for r in several] == [r["chunk_id"] for r in passages[:3]]
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="at least 1"):
         aconn.execute("select * from search_hybrid(%s, 0)", (QUERY,))
+    # a console caller's huge figures: the pool is capped, not an integer overflow
+    huge = aconn.execute("select * from search_hybrid(%s, 2000000000, passages_per_note => 2000000000)",
+                         (QUERY,)).fetchall()
+    assert huge and {r["chunk_id"] for r in huge} == {r["chunk_id"] for r in legs(aconn, QUERY, match_count=1000)[1]}
 
 
 def test_console_search_bad_input(cli, aconn: psycopg.Connection) -> None:
