@@ -5,10 +5,15 @@
 --   select * from ragpg_linked_notes('notes', 'Plugins/Random note.md');    -- linked either way
 --   select * from ragpg_similar_notes('notes', 'Plugins/Random note.md');   -- close in meaning
 --   select * from ragpg_related_notes('notes', 'Plugins/Random note.md');   -- both, linked first
+-- A link is resolved once per confidentiality level, among the notes of that level or below
+-- (`link_targets`, one row per level from its source's up: db/migrations/versions/0019_link_targets_by_level.py),
+-- and each reader follows the resolution of its own level (ragpg_caller_level): the owner's links reach
+-- every note, a public reader's only public notes, and a note above a reader's level, named like a
+-- link's target or not, changes nothing that reader sees.
 -- Every function runs as its caller (security invoker): row-level security decides, so a reader sees
--- a link only with its source note, and a resolved target's path only when it may see that note too
--- (otherwise the link reads as unresolved). A note the reader may not see is "not found", exactly like
--- one that does not exist.
+-- a link only with its source note, a resolution only of its level or below, and a resolved target's
+-- path only when it may see that note too (otherwise the link reads as unresolved). A note the reader
+-- may not see is "not found", exactly like one that does not exist.
 -- (create or replace: when a signature changes, add `drop function if exists <old signature>;` first.)
 
 -- The id of a note the caller may read, or an error: an unknown vault names the known ones (42704), a
@@ -31,6 +36,22 @@ begin
 end
 $$;
 
+-- The level whose link resolutions the caller follows: its clearance (0, nothing, for a role bound to
+-- none), or restricted (4) for a role row-level security does not bind (the owner). It only chooses
+-- among the rows the caller may read: a level above its clearance finds none, and its links read as
+-- unresolved (fail closed).
+create or replace function ragpg_caller_level() returns integer
+language plpgsql stable
+set search_path = public, pg_catalog, pg_temp
+as $$
+begin
+    if not pg_catalog.row_security_active('public.link_targets'::regclass) then
+        return 4;
+    end if;
+    return ragpg_scope_clearance_rank(current_user);
+end
+$$;
+
 -- One row per note that links here: its first such link (line, words, sentence) and how many it makes.
 create or replace function ragpg_backlinks(p_vault text, p_path text)
 returns table (source_path text, source_title text, link_count integer, line integer, kind text,
@@ -41,9 +62,10 @@ begin atomic
     select distinct on (s.source_path) s.source_path, s.title,
            (count(*) over (partition by s.source_path))::integer, l.line, l.kind, l.anchor_text, l.target_heading,
            l.sentence
-    from links l
+    from link_targets r
+    join links l on l.vault_id = r.vault_id and l.id = r.link_id
     join documents s on s.id = l.source_document_id
-    where l.target_document_id = ragpg_note_id(p_vault, p_path)
+    where r.target_document_id = ragpg_note_id(p_vault, p_path) and r.level = (select ragpg_caller_level())
     order by s.source_path, l.line, l.id;
 end;
 
@@ -55,7 +77,9 @@ set search_path = public, pg_catalog, pg_temp
 begin atomic
     select l.line, l.kind, l.target_text, t.source_path, l.target_heading, l.anchor_text, l.sentence
     from links l
-    left join documents t on t.id = l.target_document_id  -- a target the caller may not see stays null
+    left join link_targets r
+        on r.vault_id = l.vault_id and r.link_id = l.id and r.level = (select ragpg_caller_level())
+    left join documents t on t.id = r.target_document_id  -- a target the caller may not see stays null
     where l.source_document_id = ragpg_note_id(p_vault, p_path)
     order by l.line, l.id;
 end;
@@ -75,7 +99,8 @@ begin
     join vaults v on v.id = l.vault_id
     join documents s on s.id = l.source_document_id
     where v.name = p_vault and not l.target_is_file
-      and not exists (select 1 from documents t where t.id = l.target_document_id)
+      and not exists (select 1 from link_targets r join documents t on t.id = r.target_document_id
+                      where r.vault_id = l.vault_id and r.link_id = l.id and r.level = (select ragpg_caller_level()))
     order by l.target_text, s.source_path, l.line;
 end
 $$;
@@ -88,12 +113,16 @@ language sql stable
 set search_path = public, pg_catalog, pg_temp
 begin atomic
     with note as (select ragpg_note_id(p_vault, p_path) as id),
-    edges as (
+    edges as (  -- the caller's links, each with its target at the caller's level
         select l.source_document_id as other, true as here, false as there, l.anchor_text, l.line
-        from links l, note where l.target_document_id = note.id and l.source_document_id <> note.id
+        from link_targets r join links l on l.vault_id = r.vault_id and l.id = r.link_id, note
+        where r.target_document_id = note.id and r.level = (select ragpg_caller_level())
+          and l.source_document_id <> note.id
         union all
-        select l.target_document_id, false, true, l.anchor_text, l.line
-        from links l, note where l.source_document_id = note.id and l.target_document_id <> note.id
+        select r.target_document_id, false, true, l.anchor_text, l.line
+        from links l join link_targets r on r.vault_id = l.vault_id and r.link_id = l.id, note
+        where l.source_document_id = note.id and r.level = (select ragpg_caller_level())
+          and r.target_document_id <> note.id
     )
     select d.source_path, d.title, bool_or(e.here), bool_or(e.there),
            (array_agg(e.anchor_text order by not e.here, e.line))[1]

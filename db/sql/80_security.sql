@@ -162,7 +162,7 @@ as $$
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
                                             'bm25_vault_stats', 'embedding_models', 'document_retrievals',
                                             'bm25_indexes', 'bm25_deferred', 'query_embeddings',
-                                            'links', 'note_vectors']) as t
+                                            'links', 'link_targets', 'note_vectors']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
@@ -208,11 +208,19 @@ begin
         -- BM25 statistics are kept per level (20_bm25_stats.sql): each reader sums only its own levels
         when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s) and level <= %s',
                                                                            v_vaults, v_rank)
-        -- a link is part of the note that makes it: visible with its source note only (the target is
-        -- shown by the link functions only when the reader may see it too: db/sql/65_links.sql)
+        -- a link is part of the note that makes it: visible with its source note only (its targets are
+        -- rows of link_targets, one per level)
         when v_name = 'links' then format(
             'vault_id = any(%s) and exists (select 1 from documents d where d.vault_id = links.vault_id '
             'and d.id = source_document_id)', v_vaults)
+        -- a link's resolution at one level (db/sql/65_links.sql): with its link, to a reader of that level,
+        -- and only while its target is a note the reader may read (a target whose level was raised since
+        -- the links were last resolved hides the row: its id would tell the note exists)
+        when v_name = 'link_targets' then format(
+            'vault_id = any(%s) and level <= %s and exists (select 1 from links l where l.vault_id = '
+            'link_targets.vault_id and l.id = link_id) and (target_document_id is null or exists (select 1 '
+            'from documents t where t.vault_id = link_targets.vault_id and t.id = target_document_id))',
+            v_vaults, v_rank)
         -- per-note counts and vectors: visible with the note itself (the document's own policy applies inside)
         when v_name in ('document_retrievals', 'note_vectors') then format(
             'exists (select 1 from documents d where d.vault_id = %I.vault_id and d.id = document_id)', v_name)

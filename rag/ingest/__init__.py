@@ -1,7 +1,7 @@
 """Ingestion: walk a vault (`walk`, `globs`, `presence`), turn canvas boards and PDF attachments into
 markdown, a section per card or page (`formats`, `canvas`, `pdf` with the optional `pdf` extra,
-`sections`), parse markdown and frontmatter (`parse`), chunk (`chunk`), read each note's links and resolve them once per run (`links`,
-`link_resolution`) and embed each note's outline and inbound link lines (`note_vectors`), flag
+`sections`), parse markdown and frontmatter (`parse`), chunk (`chunk`), read each note's links and resolve them once per run, once per
+confidentiality level (`links`, `link_resolution`) and embed each note's outline and inbound link lines (`note_vectors`), flag
 injection attempts (`guard`), embed and write in batches
 (`pipeline`, `store`, `writer`, `hnsw`, `beir`), watch for changes (`watch`), report (`report`), and
 run index jobs in the background for the server (`index_runs`).

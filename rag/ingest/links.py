@@ -3,8 +3,11 @@
 A note's links are read from its masked text (`rag.obsidian.render_note`) and written with the note,
 in its transaction (`write_links`), unresolved. After every run that changed the vault,
 `resolve_links` resolves every link of the vault again, the way Obsidian resolves names
-(`rag.ingest.link_resolution`), among the notes of the linking note's confidentiality level or
-below: a renamed or deleted note leaves its inbound links unresolved (its row is gone: `on delete
+(`rag.ingest.link_resolution`), once per confidentiality level a reader of the link may have (from
+its source's level up to restricted: at most four), each time among the notes of that level or below
+(`link_targets`; a reader follows the resolution of its own level, db/sql/65_links.sql). So the owner's
+links reach every note, and a note above a reader's level never changes where that reader's links
+point. A renamed or deleted note leaves its inbound links unresolved (its row is gone: `on delete
 set null`), a new note takes the links that were waiting for its name, and a name that became
 ambiguous stops resolving. Notes indexed before the link graph existed are read
 once more for their links only (`documents_without_links`), without being embedded again.
@@ -26,6 +29,7 @@ from rag.obsidian import LinkRef, render_note
 from rag.secrets import mask_text
 from rag.store.database import Connection
 
+LEVELS = (1, 2, 3, 4)  # ragpg_level_rank: public, internal, confidential, restricted (db/sql/15_clearance_levels.sql)
 _LINE_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+(?:\[.\]\s+)?|\d+[.)]\s+|\|\s*)")
 
 
@@ -94,7 +98,8 @@ def documents_without_links(conn: Connection, vault_id: int) -> set[str]:
 
 
 def resolve_links(conn: Connection, vault_id: int) -> int:
-    """Resolve every link of the vault against its notes as they are now; returns how many changed."""
+    """Resolve every link of the vault, at each level, against its notes as they are now; returns how
+    many resolutions changed."""
     with conn.cursor(row_factory=class_row(_Note)) as cur:
         notes = cur.execute(
             "select d.id, d.source_path, coalesce(ragpg_level_rank(d.confidentiality), 4) as level, coalesce(("
@@ -103,38 +108,45 @@ def resolve_links(conn: Connection, vault_id: int) -> int:
     with conn.cursor(row_factory=class_row(_StoredLink)) as cur:
         links = cur.execute(
             "select l.id, s.source_path, coalesce(ragpg_level_rank(s.confidentiality), 4) as source_level, "
-            "l.target_text, l.target_document_id from links l "
+            "l.target_text from links l "
             "join documents s on s.id = l.source_document_id where l.vault_id = %s", (vault_id,)).fetchall()
-    changed = _changed_targets(notes, links)
+    with conn.cursor(row_factory=class_row(_StoredTarget)) as cur:
+        stored = {(r.link_id, r.level): r.target_document_id for r in cur.execute(
+            "select link_id, level, target_document_id from link_targets where vault_id = %s", (vault_id,))}
+    wanted = _targets_by_level(notes, links)
+    changed = [(key, target) for key, target in wanted.items() if key not in stored or stored[key] != target]
+    gone = [key for key in stored if key not in wanted]  # levels below a source whose level was raised
+    if gone:
+        conn.execute("delete from link_targets t using unnest(%s::bigint[], %s::smallint[]) as g(link_id, level) "
+                     "where t.vault_id = %s and t.link_id = g.link_id and t.level = g.level",
+                     ([k[0] for k in gone], [k[1] for k in gone], vault_id))
     if changed:
         conn.execute(
-            "update links l set target_document_id = u.target from unnest(%s::bigint[], %s::bigint[]) "
-            "as u(id, target) where l.id = u.id", ([c[0] for c in changed], [c[1] for c in changed]))
-    return len(changed)
+            "insert into link_targets (vault_id, link_id, level, target_document_id) "
+            "select %s, u.link_id, u.level, u.target from unnest(%s::bigint[], %s::smallint[], %s::bigint[]) "
+            "as u(link_id, level, target) on conflict (vault_id, link_id, level) "
+            "do update set target_document_id = excluded.target_document_id",
+            (vault_id, [c[0][0] for c in changed], [c[0][1] for c in changed], [c[1] for c in changed]))
+    return len(changed) + len(gone)
 
 
-def _changed_targets(notes: Iterable[_Note], links: Iterable[_StoredLink]) -> list[tuple[int, int | None]]:
-    """A link resolves among the notes of its source's level or below: everyone who may read the link may
-    read every note it could name, so a note above that level (named alike, or at the very path) never
-    changes what the link's readers see, and a stored target is never a note they may not read."""
+def _targets_by_level(notes: Iterable[_Note], links: Iterable[_StoredLink]) -> dict[tuple[int, int], int | None]:
+    """(link id, level) -> the note the link names among the notes of that level or below (None:
+    unresolved), for each level from the link's source's up to restricted. Whoever reads a level's
+    resolution may read every note it could name, so a note above that level (named alike, or at the
+    very path) never changes what that level's readers see, and a stored target is never a note they
+    may not read."""
     notes = list(notes)
-    resolvers: dict[int, LinkResolver] = {}
-
-    def resolver_for(level: int) -> LinkResolver:
-        if level not in resolvers:
-            readable = [n for n in notes if n.level <= level]
-            resolvers[level] = LinkResolver([n.source_path for n in readable],
-                                            {n.source_path: _strings(n.aliases) for n in readable})
-        return resolvers[level]
-
     id_of = {n.source_path: n.id for n in notes}
-    changed: list[tuple[int, int | None]] = []
+    resolvers = {level: LinkResolver([n.source_path for n in notes if n.level <= level],
+                                     {n.source_path: _strings(n.aliases) for n in notes if n.level <= level})
+                 for level in LEVELS}
+    wanted: dict[tuple[int, int], int | None] = {}
     for link in links:
-        path = resolver_for(link.source_level).resolve(link.target_text, link.source_path).path
-        target = id_of.get(path) if path is not None else None
-        if target != link.target_document_id:
-            changed.append((link.id, target))
-    return changed
+        for level in (lv for lv in LEVELS if lv >= link.source_level):
+            path = resolvers[level].resolve(link.target_text, link.source_path).path
+            wanted[(link.id, level)] = id_of.get(path) if path is not None else None
+    return wanted
 
 
 def _strings(value: Any) -> list[str]:
@@ -162,6 +174,12 @@ class _StoredLink:
     source_path: str
     source_level: int
     target_text: str
+
+
+@dataclass(frozen=True)
+class _StoredTarget:
+    link_id: int
+    level: int
     target_document_id: int | None
 
 

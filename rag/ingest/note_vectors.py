@@ -3,9 +3,12 @@
 `outline`: the note's name and its headings ("Ribbon: Ribbon; Customize the ribbon; ..."), what a note
 is about as a whole, which a question phrased in a user's words often matches better than any one
 passage. `inbound`: the sentences around the links other notes of the vault make to it — how other
-notes describe it (the anchor text of web search). Only links from notes at the note's own
-confidentiality or below count, so whoever may read the note may read every sentence in its vector, and
-no reader's ranking moves on a note it may not read.
+notes describe it (the anchor text of web search). The links are those resolved to the note at its own
+confidentiality level, the lowest that reads it (`rag.ingest.links`: one resolution per level), so
+only links from notes at that level or below count, and only notes at that level or below decide
+where they point: whoever may read the note may read every sentence in its vector, and no reader's
+ranking moves on a note it may not read. (A reader above the note's level may see one of these links
+resolved elsewhere, to a namesake of its own level that takes the link: the vector is one per note.)
 
 Refreshed after a run that changed the vault, once its links are resolved (an edit elsewhere can
 change a note's inbound lines), or when the model has none yet: each vector's source text is hashed,
@@ -34,10 +37,12 @@ select d.id, d.source_path,
                  where c.vault_id = d.vault_id and c.document_id = d.id),
                 '{}') as heading_paths,
        coalesce((select array_agg(l.sentence order by s.source_path, l.line, l.id)
-                 from links l join documents s on s.id = l.source_document_id
-                 where l.target_document_id = d.id and l.source_document_id <> d.id and l.sentence <> ''
-                   and coalesce(ragpg_level_rank(s.confidentiality), 4)
-                       <= coalesce(ragpg_level_rank(d.confidentiality), 4)), '{}') as inbound,
+                 from link_targets r
+                 join links l on l.vault_id = r.vault_id and l.id = r.link_id
+                 join documents s on s.id = l.source_document_id
+                 where r.target_document_id = d.id and r.level = coalesce(ragpg_level_rank(d.confidentiality), 4)
+                   and l.source_document_id <> d.id and l.sentence <> ''
+                   and coalesce(ragpg_level_rank(s.confidentiality), 4) <= r.level), '{}') as inbound,
        coalesce((select jsonb_object_agg(v.field, v.source_hash) from note_vectors v
                  where v.document_id = d.id and v.model_id = %(model)s), '{}') as hashes
 from documents d where d.vault_id = %(vault)s

@@ -168,9 +168,10 @@ def test_a_hidden_note_never_changes_how_a_readers_links_resolve(cli, tmp_path: 
 def test_0017_resolves_again_what_the_old_rule_stored(vault: Path, cli, db_url: str, aconn: psycopg.Connection) -> None:
     from rag.store import migrate
 
-    def target(source: str) -> object:
-        return aconn.execute("select l.target_document_id as t from links l join documents d on d.id = "
-                             "l.source_document_id where d.source_path = %s", (source,)).fetchone()["t"]
+    def target(source: str) -> object:  # resolved at the source's level (0019 keeps one resolution per level)
+        return aconn.execute("select r.target_document_id as t from link_targets r join links l on l.id = r.link_id "
+                             "join documents d on d.id = l.source_document_id where d.source_path = %s "
+                             "and r.level = ragpg_level_rank(d.confidentiality)", (source,)).fetchone()["t"]
 
     secret = aconn.execute("select id from documents where source_path = 'Secret.md'").fetchone()["id"]
     assert target("Shared.md") is None  # a public note's link to a restricted one: unresolved
