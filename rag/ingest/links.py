@@ -138,14 +138,24 @@ def _targets_by_level(notes: Iterable[_Note], links: Iterable[_StoredLink]) -> d
     may not read."""
     notes = list(notes)
     id_of = {n.source_path: n.id for n in notes}
-    resolvers = {level: LinkResolver([n.source_path for n in notes if n.level <= level],
-                                     {n.source_path: _strings(n.aliases) for n in notes if n.level <= level})
-                 for level in LEVELS}
+    # A level with no notes of its own reads what the level below reads, and resolves alike: one
+    # resolver per distinct set of readable notes (a vault of public notes only resolves each link once).
+    readable_count = {level: sum(1 for n in notes if n.level <= level) for level in LEVELS}
+    resolvers: dict[int, LinkResolver] = {}
+    for level in LEVELS:
+        if readable_count[level] not in resolvers:
+            readable = [n for n in notes if n.level <= level]
+            resolvers[readable_count[level]] = LinkResolver([n.source_path for n in readable],
+                                                            {n.source_path: _strings(n.aliases) for n in readable})
     wanted: dict[tuple[int, int], int | None] = {}
     for link in links:
+        found: dict[int, int | None] = {}  # readable count -> target
         for level in (lv for lv in LEVELS if lv >= link.source_level):
-            path = resolvers[level].resolve(link.target_text, link.source_path).path
-            wanted[(link.id, level)] = id_of.get(path) if path is not None else None
+            count = readable_count[level]
+            if count not in found:
+                path = resolvers[count].resolve(link.target_text, link.source_path).path
+                found[count] = id_of.get(path) if path is not None else None
+            wanted[(link.id, level)] = found[count]
     return wanted
 
 
