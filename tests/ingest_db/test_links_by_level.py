@@ -187,3 +187,36 @@ def test_0019_keeps_the_stored_targets_and_resolves_per_level_at_the_next_index(
     assert code == 0 and "0 indexed" in out and "0 chunks written" in out, err
     assert CROSS_LEVEL <= set(resolved(aconn))
     assert rows(aconn, "select * from ragpg_unresolved_links('notes')") == []
+
+
+@pytest.mark.security
+def test_a_note_raised_above_a_reader_takes_its_resolutions_along(vault: Path, cli, aconn: psycopg.Connection,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag.ingest import pipeline
+
+    welcome = aconn.execute("select id from documents where source_path = 'Welcome.md'").fetchone()["id"]
+    # a target raised before the links are resolved again: its id is in no row a public reader sees
+    aconn.execute("update documents set confidentiality = 'restricted' where id = %s", (welcome,))
+    with console_conn(cli, "--vault", "notes", "--clearance", "public") as conn:
+        assert rows(conn, "select count(*) from link_targets where target_document_id = %s", welcome) == [(0,)]
+        assert rows(conn, "select target_path from ragpg_outlinks('notes', 'Public/Roadmap.md') "
+                          "where target_text = 'Welcome'") == [(None,)]
+    aconn.execute("update documents set confidentiality = 'public' where id = %s", (welcome,))
+    # an edit the parser rejects keeps the old note as restricted, links and all: only the restricted
+    # resolution of each of its links is left
+    (vault / "Public" / "Roadmap.md").write_text(RESTRICTED + "# Roadmap\nThe secret [[Welcome]].\n")
+    real = pipeline.parse_document
+
+    def choke(text: str, source_path: str) -> object:
+        if source_path == "Public/Roadmap.md":
+            raise RecursionError("parser gave up")
+        return real(text, source_path)
+
+    monkeypatch.setattr(pipeline, "parse_document", choke)
+    cli("index", "--quiet")
+    assert rows(aconn, "select distinct r.level from link_targets r join links l on l.id = r.link_id "
+                       "join documents s on s.id = l.source_document_id where s.source_path = 'Public/Roadmap.md'") == [
+        (4,)]
+    with console_conn(cli, "--vault", "notes", "--clearance", "public") as conn:
+        assert rows(conn, "select source_path from ragpg_backlinks('notes', 'Welcome.md')") == []
+        assert rows(conn, "select count(*) from link_targets") == rows(conn, "select count(*) from links") == [(1,)]
