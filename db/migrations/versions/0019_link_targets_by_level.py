@@ -74,6 +74,7 @@ where s.id = l.source_document_id and r.vault_id = l.vault_id and r.link_id = l.
 create index links_target_idx on links (target_document_id) where target_document_id is not null;
 create index links_unresolved_idx on links (vault_id) where target_document_id is null;
 drop table link_targets;
+drop function if exists ragpg_caller_level();
 """
 
 
