@@ -95,6 +95,12 @@ class IngestSettings(Group):
     vectors. Smaller fractions rebuild more often."""
     bulk_load_min_vectors: int = Field(256, ge=1)
     """The fewest new vectors a write must add to be a bulk load (see ingest.bulk_load_min_fraction)."""
+    own_partition_min_chunks: NonNegativeInt = 10000
+    """A vault gets partitions of its own (its own HNSW graph, postings and bm25 index reads) once an
+    index run would leave it with more chunks than this; smaller vaults share one default partition, so
+    a search naming no vault visits a bounded number of graphs however many vaults there are
+    (docs/scaling.md, "Partitions by vault"). The default is retrieval.exact_scan_max_rows' default: a
+    small vault's search scans its rows exactly. A vault that has moved never moves back."""
     bulk_batch_rows: PositiveInt = 5000
     """Passages per COPY batch when loading a BEIR corpus or precomputed vectors, each batch its own
     transaction, so no side holds more than one batch in memory."""

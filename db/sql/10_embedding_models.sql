@@ -48,6 +48,7 @@ begin
     -- each vault's graph is named after the model's (<table>_hnsw_idx_p<vault>: 12_vault_partitions.sql)
     perform ragpg_name_partition_indexes(to_regclass(quote_ident(ragpg_vault_partition_name(p_table, v.id))), v.id)
     from vaults v where to_regclass(quote_ident(ragpg_vault_partition_name(p_table, v.id))) is not null;
+    perform ragpg_create_shared_partitions();  -- and the shared graph <table>_hnsw_idx_shared
 end
 $$;
 
@@ -131,7 +132,7 @@ begin
          ) partition by list (vault_id)',
         m.embedding_table, p_dims);
     perform ragpg_create_hnsw_index(m.embedding_table);
-    perform ragpg_create_vault_partitions(v.id) from vaults v order by v.id;
+    perform ragpg_secure_partitions();  -- the shared partition and each large vault's (12_vault_partitions.sql)
     perform ragpg_secure_content_table(to_regclass(quote_ident(m.embedding_table)));  -- 80_security.sql
     perform ragpg_create_model_functions(m);
     return m;

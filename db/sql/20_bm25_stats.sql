@@ -79,6 +79,9 @@ declare
     v_old boolean;
     v_new boolean;
 begin
+    if ragpg_moving_vault() then
+        return null;  -- a vault's rows moving between partitions, unchanged (12_vault_partitions.sql)
+    end if;
     v_old := tg_op in ('DELETE', 'UPDATE');
     v_new := tg_op in ('INSERT', 'UPDATE');
     -- A statement of deferred rows only (every batch of a bulk load) has nothing to do here. (Separate

@@ -34,7 +34,7 @@ begin
             primary key (vault_id, lexeme, chunk_id) include (tf, dl, text_search_config);
         v_missing := v_missing + 1;
     end if;
-    perform ragpg_create_vault_partitions(v.id) from vaults v;  -- names each partition's new indexes
+    perform ragpg_secure_partitions();  -- names each partition's new indexes (12_vault_partitions.sql)
     return v_missing;
 end
 $$;

@@ -271,8 +271,15 @@ begin
         if v_rows = v_total then
             v_filtered := false;
             v_where := '';
+        elsif exists (select from unnest(v_vault_ids) as u (id) where not ragpg_vault_has_own_partition(u.id)) then
+            -- A named vault shares the default partition with every other small vault
+            -- (12_vault_partitions.sql): its graph is theirs too, so its rows are searched as a
+            -- filter's, exactly when they are few (a small vault always is: it has at most the
+            -- exact-scan bound), on the graph with an iterative scan otherwise.
+            v_limit := ragpg_exact_scan_limit(v_total, exact_scan_max_rows);
+            v_fraction := v_rows::float8 / greatest(v_total, 1);
         else
-            -- Each vault has its own partition and HNSW graph (12_vault_partitions.sql): the search
+            -- A large vault has its own partition and HNSW graph (12_vault_partitions.sql): the search
             -- reads the named vaults' graphs only, as an unfiltered search of a table of their size
             -- (ef_search sized by the largest), and nothing else filters it but the caller's policy.
             select coalesce(max(ragpg_hnsw_ef_search(ragpg_vault_partition_name(p_table, u.id), ef_search,

@@ -10,6 +10,15 @@
 -- statistics per index, while ragpg's statistics are per vault. Kept in step with chunks by the
 -- statement-level triggers below.
 --
+-- A vault in the shared partitions (12_vault_partitions.sql) has no table of its own: its rows go to
+-- one shared table, ragpg_bm25_shared (vault_id, chunk_id, search_text), with one bm25 index built
+-- with the first such vault's configuration, k1 and b (a vault asking for others gets its own table),
+-- so a search naming no vault reads one index for all the small vaults, not one per vault. That
+-- index ranks with the statistics of every small vault together, so it is read deeper
+-- (ragpg_bm25_shared_depth_factor) and its candidates scored exactly per vault like any other; it
+-- serves only a search that covers every vault in it (naming no vault, say): one naming some of the
+-- small vaults takes the SQL BM25, which reads their own postings (a small vault's are few).
+--
 -- The index only chooses candidates: ragpg_lexical_scores_indexed scores them exactly from
 -- bm25_postings, so a chunk's bm25_score is the same number whichever backend found it (pg_textsearch
 -- computes its own scores with float4 statistics, and returning them per row costs about 0.4 ms a
@@ -50,6 +59,16 @@ begin
     end if;
     select * into f from ragpg_compile_filter(coalesce(filter, '{}'));
     vault_names := coalesce(f.vaults, vault_names);
+    if exists (select 1 from bm25_indexes i join vaults v on v.id = i.vault_id
+               where i.table_name = ragpg_bm25_shared_table()
+                 and (vault_names is null or v.name = any(vault_names)))
+       and (f.containment <> '{}'::jsonb or f.predicate is not null
+            or exists (select 1 from bm25_indexes i join vaults v on v.id = i.vault_id
+                       where i.table_name = ragpg_bm25_shared_table()
+                         and vault_names is not null and not v.name = any(vault_names))) then
+        -- the shared index serves a search of every vault in it, unfiltered (see the top of this file)
+        return 'sql';
+    end if;
     if f.containment <> '{}'::jsonb or f.predicate is not null then
         -- the index read deeper when the filter keeps enough chunks (56_bm25_filtered.sql; should it
         -- not prove a search's answer, that search still takes the SQL BM25)
@@ -127,6 +146,57 @@ begin
 end
 $$;
 
+-- The table (and, with _idx, the index) of the small vaults' shared bm25 index.
+create or replace function ragpg_bm25_shared_table() returns text
+language sql immutable parallel safe
+return 'ragpg_bm25_shared';
+
+-- How much deeper than candidate_count + ragpg_bm25_index_extra_candidates() the shared index is read:
+-- it ranks with every small vault's statistics together, where each chunk is scored with its own
+-- vault's, so a chunk of a vault whose statistics favour it more than the pooled ones may stand
+-- below the first candidates.
+create or replace function ragpg_bm25_shared_depth_factor() returns integer
+language sql immutable parallel safe
+return 4;
+
+-- Adds a small vault's chunks to the shared table (made, with its index, by the first vault; made
+-- anew when no vault is in it any more). False when the shared index was built with another
+-- configuration, k1 or b: the vault then gets a table of its own.
+create or replace function ragpg_bm25_shared_add(p_vault_id bigint, p_config regconfig, p_k1 float8, p_b float8)
+returns boolean
+language plpgsql volatile
+set search_path = public, pg_catalog, pg_temp
+as $$
+declare
+    v_table text := ragpg_bm25_shared_table();
+    v_index text := ragpg_bm25_shared_table() || '_idx';
+    v_fresh boolean;
+    i record;
+begin
+    select * into i from bm25_indexes x where x.table_name = v_table limit 1;
+    if found and (i.k1 <> p_k1 or i.b <> p_b or i.text_search_config <> p_config) then
+        return false;
+    end if;
+    v_fresh := not found or to_regclass(quote_ident(v_table)) is null;
+    if v_fresh then
+        execute format('drop table if exists %I', v_table);
+        execute format('create table %I (vault_id bigint not null, chunk_id bigint not null, search_text text not null,
+                                         primary key (vault_id, chunk_id))', v_table);
+    end if;
+    execute format('insert into %I (vault_id, chunk_id, search_text)
+                    select vault_id, id, ragpg_chunk_search_text(heading_path, content, metadata)
+                    from chunks where vault_id = $1 order by id', v_table) using p_vault_id;
+    if v_fresh then
+        execute format('create index %I on %I using bm25 (search_text) with (text_config = %L, k1 = %s, b = %s)',
+                       v_index, v_table, p_config::text, p_k1, p_b);
+        perform ragpg_secure_content_table(to_regclass(quote_ident(v_table)));  -- 80_security.sql
+    end if;
+    insert into bm25_indexes (vault_id, table_name, index_name, text_search_config, k1, b)
+    values (p_vault_id, v_table, v_index, p_config, p_k1, p_b);
+    return true;
+end
+$$;
+
 -- Build (or rebuild, when its configuration, k1 or b differ) the bm25 index of one vault. Returns the
 -- backend the vault has afterwards: 'sql' when pg_textsearch is not loaded or cannot be installed
 -- here (installing it needs a superuser), never an error for that.
@@ -139,6 +209,7 @@ declare
     i record;
     v_table text;
     v_index text;
+    v_shared boolean;
 begin
     perform ragpg_check_bm25_params(p_k1, p_b);
     select * into v from vaults where name = p_vault;
@@ -160,13 +231,18 @@ begin
         raise notice 'ragpg: pg_textsearch''s functions stay executable by every role (% does not own the extension): no bm25 index is built', current_user;
         return 'sql';
     end if;
+    v_shared := not ragpg_vault_has_own_partition(v.id);
     select * into i from bm25_indexes where vault_id = v.id;
     if found and i.k1 = p_k1 and i.b = p_b and i.text_search_config = v.text_search_config
-            and to_regclass(quote_ident(i.table_name)) is not null then
+            and to_regclass(quote_ident(i.table_name)) is not null
+            and (i.table_name = ragpg_bm25_shared_table()) = v_shared then
         return 'pg_textsearch';
     end if;
     if found then
-        delete from bm25_indexes where vault_id = v.id;  -- its trigger drops the table
+        delete from bm25_indexes where vault_id = v.id;  -- its trigger drops the table (or its rows of the shared one)
+    end if;
+    if v_shared and ragpg_bm25_shared_add(v.id, v.text_search_config, p_k1, p_b) then
+        return 'pg_textsearch';
     end if;
     v_table := 'ragpg_bm25_' || v.id;
     v_index := v_table || '_idx';
@@ -204,7 +280,17 @@ language plpgsql volatile
 set search_path = public, pg_catalog, pg_temp
 as $$
 begin
-    if current_setting('pg_textsearch.library_version', true) is not null then
+    if current_setting('pg_textsearch.library_version', true) is null then
+        return old;
+    end if;
+    if old.table_name = ragpg_bm25_shared_table() then
+        -- (the shared table: only this vault's rows go; it goes when no vault is left in it)
+        if not exists (select 1 from bm25_indexes x where x.table_name = old.table_name) then
+            execute format('drop table if exists %I', old.table_name);
+        elsif to_regclass(quote_ident(old.table_name)) is not null then
+            execute format('delete from %I where vault_id = $1', old.table_name) using old.vault_id;
+        end if;
+    else
         execute format('drop table if exists %I', old.table_name);
     end if;
     return old;
@@ -252,7 +338,8 @@ as $$
 declare
     i record;
 begin
-    if not exists (select 1 from bm25_indexes) then
+    if not exists (select 1 from bm25_indexes) or ragpg_moving_vault() then
+        -- (a vault moving between partitions: its rows come back unchanged, 12_vault_partitions.sql)
         return null;
     end if;
     if current_setting('pg_textsearch.library_version', true) is null then
@@ -277,10 +364,13 @@ begin
     if tg_op in ('INSERT', 'UPDATE') then
         for i in select x.vault_id, x.table_name from bm25_indexes x
                  where x.vault_id in (select distinct n.vault_id from new_rows n) loop
-            execute format('insert into %I (chunk_id, search_text)
-                            select n.id, ragpg_chunk_search_text(n.heading_path, n.content, n.metadata)
+            execute format('insert into %I (%s chunk_id, search_text)
+                            select %s n.id, ragpg_chunk_search_text(n.heading_path, n.content, n.metadata)
                             from new_rows n
-                            where n.vault_id = $1 order by n.id', i.table_name) using i.vault_id;
+                            where n.vault_id = $1 order by n.id', i.table_name,
+                           case when i.table_name = ragpg_bm25_shared_table() then 'vault_id,' else '' end,
+                           case when i.table_name = ragpg_bm25_shared_table() then 'n.vault_id,' else '' end)
+                using i.vault_id;
         end loop;
     end if;
     return null;
@@ -370,16 +460,24 @@ declare
     v_ids bigint[] := '{}';
     v_id_vaults bigint[] := '{}';  -- each candidate's vault
 begin
-    for i in select x.vault_id, x.table_name, x.index_name from bm25_indexes x
-             where x.vault_id in (select distinct u from unnest(vault_ids) u) order by x.vault_id loop
+    -- (the shared table once, whatever number of small vaults it holds: ragpg_lexical_backend sends
+    -- here only searches that cover every vault in it)
+    for i in select min(x.vault_id) as vault_id, x.table_name, min(x.index_name) as index_name,
+                    x.table_name = ragpg_bm25_shared_table() as shared
+             from bm25_indexes x
+             where x.vault_id in (select distinct u from unnest(vault_ids) u)
+             group by x.table_name order by 1 loop
         -- A top-level query, read row by row: pg_textsearch's planner hook serves the ORDER BY score
         -- from the index scan only there; inside a subquery (array(select ...)) every row's score is
         -- computed again from its text (about 0.25 ms a row).
-        for r in execute format('select t.chunk_id from %I t order by t.search_text <@> to_bm25query($1, %L) limit $2',
+        for r in execute format('select t.chunk_id, (%s)::bigint as vault_id from %I t
+                                 order by t.search_text <@> to_bm25query($1, %L) limit $2',
+                                case when i.shared then 't.vault_id' else i.vault_id::text end,
                                 i.table_name, i.index_name)
-                 using query_text, candidate_count + ragpg_bm25_index_extra_candidates() loop
+                 using query_text, (candidate_count + ragpg_bm25_index_extra_candidates())
+                                   * case when i.shared then ragpg_bm25_shared_depth_factor() else 1 end loop
             v_ids := v_ids || r.chunk_id;
-            v_id_vaults := v_id_vaults || i.vault_id;
+            v_id_vaults := v_id_vaults || r.vault_id;
         end loop;
     end loop;
     return query

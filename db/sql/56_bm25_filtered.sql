@@ -50,6 +50,10 @@ declare
     v_total bigint;
 begin
     if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch'
+       -- the small vaults' shared index ranks with their pooled statistics: it proves no filtered
+       -- answer (55_bm25_index.sql)
+       or exists (select 1 from bm25_indexes i join vaults v on v.id = i.vault_id
+                  where i.table_name = ragpg_bm25_shared_table() and (p_vaults is null or v.name = any(p_vaults)))
        or candidate_count * ragpg_bm25_filtered_depth_factor() + ragpg_bm25_index_extra_candidates() >= p_postings then
         return null;  -- (the depth is at least that, whatever the filter keeps)
     end if;

@@ -47,6 +47,8 @@ _COPY_DOCUMENTS = sql.SQL("copy documents ({}) from stdin").format(
     sql.SQL(", ").join(map(sql.Identifier, _DOC_COLUMNS)))
 _COPY_CHUNKS = sql.SQL("copy chunks ({}) from stdin").format(sql.SQL(", ").join(map(sql.Identifier, _CHUNK_COLUMNS)))
 _PARTITION = sql.SQL("select ragpg_vault_partition_name(%s, %s)")
+_OWN_PARTITION = sql.SQL("select ragpg_vault_has_own_partition(%s)")
+_PLACE = sql.SQL("select ragpg_place_vault(%s, %s, %s) as moved")
 # COPY writes identity columns as given (like OVERRIDING SYSTEM VALUE), so ids come from the sequence.
 _NEXT_IDS = sql.SQL("select nextval(pg_get_serial_sequence({}, 'id')) as id from generate_series(1, %s)")
 
@@ -85,7 +87,10 @@ class Deferral:
         # vault_graph: defer only this vault's HNSW graph (its partition of the model's table,
         # detached meanwhile: db/sql/25_bulk_load.sql), not every vault's
         self.hnsw_table = model.embedding_table
-        if vault_graph:
+        # (a vault in the shared partition has no graph of its own to defer: the shared graph is every
+        # small vault's, and its load is small, 12_vault_partitions.sql)
+        self.shared_graph = vault_graph and not fetch_column(conn, bool, _OWN_PARTITION, (vault_id,))[0]
+        if vault_graph and not self.shared_graph:
             self.hnsw_table = fetch_column(conn, str, _PARTITION, (model.embedding_table, vault_id))[0]
 
     @property
@@ -101,7 +106,7 @@ class Deferral:
 
     def start(self, expected_chunks: int | None) -> None:
         policy = BulkLoadPolicy(self.settings.bulk_load_min_vectors, self.settings.bulk_load_min_fraction)
-        self.hnsw = hnsw.defer_indexes(self.conn, self.hnsw_table, policy, expected_chunks)
+        self.hnsw = not self.shared_graph and hnsw.defer_indexes(self.conn, self.hnsw_table, policy, expected_chunks)
         self.chunk_indexes = hnsw.defer_indexes(self.conn, "chunks", policy, expected_chunks)
         if self._vault_is_small(policy, expected_chunks):
             row = self.conn.execute("select ragpg_bm25_defer(%s) as deferred", (self.vault_id,)).fetchone()
@@ -156,6 +161,7 @@ def load_documents(conn: Connection, vault: Vault, model: EmbeddingModelRef,
     before = row_estimate(conn, model.embedding_table)
     with store.vault_lock(conn, vault.id):
         Deferral.finish_leftovers(conn, vault.id)
+        place_vault(conn, vault.id, expected_chunks, settings)
         deferral = Deferral(conn, vault.id, model, settings, vault_graph=True)
         deferral.start(expected_chunks)
         report.deferred = deferral.to_dict()
@@ -180,6 +186,14 @@ def load_documents(conn: Connection, vault: Vault, model: EmbeddingModelRef,
     report.seconds["total"] = time.perf_counter() - started
     report.peak_rss_mb = peak_rss_mb()
     return report
+
+
+def place_vault(conn: Connection, vault_id: int, expected_chunks: int | None, settings: IngestSettings) -> bool:
+    """Before an index run or load writes: a vault whose stored chunks plus `expected_chunks` pass
+    ingest.own_partition_min_chunks moves out of the shared partition into partitions of its own
+    (db/sql/12_vault_partitions.sql), with every row as it was. True when it moved."""
+    row = conn.execute(_PLACE, (vault_id, expected_chunks or 0, settings.own_partition_min_chunks)).fetchone()
+    return bool(row and row["moved"])
 
 
 def row_estimate(conn: Connection, table: str) -> int:

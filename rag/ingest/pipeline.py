@@ -249,13 +249,13 @@ class _VaultRun:
     def write(self, docs: list[store.PreparedDocument]) -> None:
         """Runs on the writer thread: one transaction for the batch.
 
-        The first write decides for the whole run what is built once at the end instead of batch by
-        batch (`bulk.Deferral`: the model's HNSW index, the chunks' secondary indexes, the vault's
-        BM25 bookkeeping), counting the documents still to come: a first load of many one-chunk
-        documents is a bulk load even though each batch is small. Until the end of such a run its
-        new chunks are found by vector search only."""
+        The first write places the vault (`bulk.place_vault`) and decides for the whole run what is
+        built once at the end (`bulk.Deferral`: the HNSW graph, the chunks' secondary indexes, the
+        vault's BM25 bookkeeping), counting the documents still to come: a first load of many
+        one-chunk documents is a bulk load though each batch is small (found by vectors only till then)."""
         if self.deferral is None:
             expected = max(sum(len(d.chunks) for d in docs), self.new_documents)
+            bulk.place_vault(self.conn, self.vault.id, expected, self.settings.ingest)
             self.deferral = bulk.Deferral(self.conn, self.vault.id, self.model, self.settings.ingest)
             self.deferral.start(expected)
         written = store.write_documents(self.conn, self.vault.id, self.vault.text_search_config, docs, self.model,

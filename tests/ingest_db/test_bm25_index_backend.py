@@ -115,6 +115,7 @@ def test_filtered_searches_read_the_index_deeper_and_agree_with_the_sql_bm25(set
     """A metadata filter keeping a folder (3-16 % of the chunks) is answered from the bm25 index read
     deeper, with exactly the SQL BM25's top 10; one too selective for it takes the SQL BM25."""
     add(aconn, "help", SHARED_VAULT)
+    own_partition(aconn, "help")  # its own index (the small vaults' shared one proves no filtered answer)
     index(settings)
     aconn.execute("analyze")
     for f in FILTERS:
@@ -179,6 +180,7 @@ def test_index_summary_and_db_status_name_the_backend(cli, tmp_path: Path) -> No
 
 def test_search_takes_the_sql_bm25_when_the_index_cannot_answer(settings: Settings, aconn, tmp_path: Path) -> None:
     add(aconn, "notes", write_files(tmp_path / "notes", NOTES))
+    own_partition(aconn, "notes")  # a table and index of its own (the shared one's rules: below)
     index(settings)
 
     def backend(k1: float, filter_: str) -> str:
@@ -197,6 +199,47 @@ def test_search_takes_the_sql_bm25_when_the_index_cannot_answer(settings: Settin
     assert [p for p, _, _ in filtered] == ["garden/tomatoes.md", "garden/beans.md"]
     k1_rows = aconn.execute("select source_path from match_lexical_chunks('sun', 10, '{}', 1.2, 0.4)").fetchall()
     assert {r["source_path"] for r in k1_rows} == {"garden/tomatoes.md", "garden/beans.md", "kitchen/bread.md"}
+
+
+def own_partition(conn: psycopg.Connection, vault: str) -> None:
+    """The vault in partitions of its own, as one past ingest.own_partition_min_chunks: its own bm25 table."""
+    conn.execute("select ragpg_place_vault(id, 1, 0) from vaults where name = %s", (vault,))
+
+
+def test_the_small_vaults_share_one_index_that_serves_searches_of_them_all(settings: Settings, aconn,
+                                                                          tmp_path: Path) -> None:
+    """Small vaults' chunks go to one bm25 table (a search naming no vault reads one index, not one per
+    vault); a search naming some of them, or with a metadata filter, takes the SQL BM25 (the shared index
+    ranks with their pooled statistics); a vault that moves to partitions of its own gets its own table;
+    every answer is the SQL BM25's."""
+    vaults = {"one": NOTES, "two": dict(list(NOTES.items())[:2]), "big": {**NOTES, "extra.md": "# Sun\nSun, sun.\n"}}
+    for name, files in vaults.items():
+        add(aconn, name, write_files(tmp_path / name, files))
+    own_partition(aconn, "big")
+    index(settings)
+    tables = {r["name"]: r["table_name"] for r in aconn.execute(
+        "select v.name, i.table_name from bm25_indexes i join vaults v on v.id = i.vault_id")}
+    big_id = aconn.execute("select id from vaults where name = 'big'").fetchone()["id"]
+    assert tables == {"one": "ragpg_bm25_shared", "two": "ragpg_bm25_shared", "big": f"ragpg_bm25_{big_id}"}
+
+    def backend(vaults_: str | None, filter_: str = "{}") -> str:
+        return aconn.execute("select ragpg_lexical_backend(%s::text[], %s, 0.9, 0.4) as b",
+                             (vaults_, filter_)).fetchone()["b"]
+
+    assert backend(None) == backend("{one,two}") == backend("{one,two,big}") == backend("{big}") == "pg_textsearch"
+    assert backend("{one}") == backend("{one,big}") == backend(None, '{"tags": "x"}') == "sql"
+    queries = ["tomatoes sun", "bread water salt", "beans climb", "sun", "garlic heat"]
+    scoped = [None, {"vault": "one"}, {"vault": ["one", "big"]}, {"vault": ["one", "two"]}]
+    by_index = {(q, str(f)): lexical(aconn, q, 10, json.dumps(f or {})) for q in queries for f in scoped}
+    assert all(by_index.values())
+    own_partition(aconn, "two")  # moved: its own table now, its rows gone from the shared one
+    assert aconn.execute("select table_name from bm25_indexes i join vaults v on v.id = i.vault_id"
+                         " where v.name = 'two'").fetchone()["table_name"] != "ragpg_bm25_shared"
+    assert {(q, str(f)): lexical(aconn, q, 10, json.dumps(f or {})) for q in queries for f in scoped} == by_index
+    for name in vaults:
+        aconn.execute("select ragpg_disable_bm25_index(%s)", (name,))
+    assert aconn.execute("select to_regclass('ragpg_bm25_shared') as t").fetchone()["t"] is None  # no vault left in it
+    assert {(q, str(f)): lexical(aconn, q, 10, json.dumps(f or {})) for q in queries for f in scoped} == by_index
 
 
 def test_the_index_follows_edits_deletions_and_vacuum(settings: Settings, aconn, tmp_path: Path) -> None:
@@ -254,8 +297,12 @@ def test_concurrent_writers_keep_the_index_in_step(settings: Settings, aconn, db
     assert not errors
     aconn.execute("vacuum chunks")
     for row in aconn.execute("select vault_id, table_name from bm25_indexes").fetchall():
-        in_index = aconn.execute(psycopg.sql.SQL("select array_agg(chunk_id order by chunk_id) as ids from {}").format(
-            psycopg.sql.Identifier(row["table_name"]))).fetchone()["ids"]
+        # (small vaults share one table: ragpg_bm25_shared, each row with its vault)
+        shared = row["table_name"] == "ragpg_bm25_shared"
+        in_index = aconn.execute(psycopg.sql.SQL("select array_agg(chunk_id order by chunk_id) as ids from {} {}").format(
+            psycopg.sql.Identifier(row["table_name"]),
+            psycopg.sql.SQL("where vault_id = {}").format(row["vault_id"]) if shared else psycopg.sql.SQL("")
+        )).fetchone()["ids"]
         live = aconn.execute("select array_agg(id order by id) as ids from chunks where vault_id = %s",
                              (row["vault_id"],)).fetchone()["ids"]
         assert in_index == live

@@ -1,6 +1,7 @@
 """A bulk load of one vault builds that vault's HNSW graph only (db/sql/25_bulk_load.sql): its
 partition of the model's table is detached, loaded and attached back; every other vault's graph
-stays the same index, untouched."""
+stays the same index, untouched. A vault in the shared partition has no graph of its own: its load defers
+none."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ def vaults(aconn: psycopg.Connection, tmp_path: Any) -> tuple[EmbeddingModelRef,
     for name in ("kept", "bulky"):
         (tmp_path / name).mkdir()
         made.append(add_vault(aconn, NewVault(name, tmp_path / name)))
+        # partitions of their own, each with its graph (a vault past ingest.own_partition_min_chunks)
+        aconn.execute("select ragpg_place_vault(%s, 1, 0)", (made[-1].id,))
     kept, bulky = made
     # the other vault holds more than the load, so a whole-table rule would not defer at all
     store.write_documents(aconn, kept.id, kept.text_search_config, documents("kept", 150, 1), model)
@@ -100,6 +103,27 @@ def test_a_vault_removed_while_detached_takes_its_partition(aconn, vaults) -> No
     assert aconn.execute("select to_regclass(%s) as t", (f"{model.embedding_table}_p{bulky.id}",)).fetchone()["t"] is None
     aconn.execute("select ragpg_create_deferred_indexes(table_name) from deferred_indexes")  # nothing to build
     assert set(graphs(aconn, model)) == {kept.id}
+
+
+def test_a_load_into_the_shared_partition_defers_no_graph(aconn: psycopg.Connection, tmp_path: Any) -> None:
+    model = register_model(aconn, EMBEDDER.provider, EMBEDDER.model, EMBEDDER.dims)
+    (tmp_path / "small").mkdir()
+    small = add_vault(aconn, NewVault("small", tmp_path / "small"))
+    shared_graph = f"{model.embedding_table}_hnsw_idx_shared"
+    oid = aconn.execute("select to_regclass(%s)::oid::int8 as o", (shared_graph,)).fetchone()["o"]
+    docs = documents("small", 60, 2)
+    report = bulk.load_documents(aconn, small, model, iter(docs), IngestSettings(bulk_batch_rows=50),
+                                 expected_chunks=sum(len(d.chunks) for d in docs))
+    assert not report.deferred["hnsw"]  # the shared graph is every small vault's: never dropped for one
+    assert aconn.execute("select to_regclass(%s)::oid::int8 as o", (shared_graph,)).fetchone()["o"] == oid
+    assert aconn.execute("select ragpg_vault_has_own_partition(%s) as own", (small.id,)).fetchone()["own"] is False
+    first = docs[7]
+    assert nearest(aconn, model, "small", np.asarray(first.vectors[0]))[0] == f"{first.source_path}#0"
+    # a load that takes it past ingest.own_partition_min_chunks moves it first, with what it held
+    bulk.load_documents(aconn, small, model, iter(documents("small", 60, 3, prefix="more")),
+                                 IngestSettings(bulk_batch_rows=50, own_partition_min_chunks=200), expected_chunks=120)
+    assert aconn.execute("select ragpg_vault_has_own_partition(%s) as own", (small.id,)).fetchone()["own"] is True
+    assert nearest(aconn, model, "small", np.asarray(first.vectors[0]))[0] == f"{first.source_path}#0"
 
 
 def test_only_an_embeddings_partition_is_detached(aconn, vaults) -> None:

@@ -34,9 +34,13 @@ def vector_text(vector: Sequence[float] | np.ndarray) -> str:
     return "[" + ",".join(repr(float(x)) for x in np.asarray(vector, dtype=np.float32).tolist()) + "]"
 
 
-def add_vault(conn: psycopg.Connection, name: str, *, config: str = "english") -> int:
+def add_vault(conn: psycopg.Connection, name: str, *, config: str = "english", own_partition: bool = False) -> int:
+    """`own_partition`: the vault gets partitions of its own at once (as an index run gives a vault past
+    ingest.own_partition_min_chunks); otherwise it starts in the shared ones, as every new vault does."""
     row = conn.execute("insert into vaults (name, root_path, text_search_config) values (%s, %s, %s::regconfig)"
                        " returning id", (name, f"/vaults/{name}", config)).fetchone()
+    if own_partition:
+        conn.execute("select ragpg_place_vault(%s, 1, 0)", (row["id"],))
     return row["id"]
 
 

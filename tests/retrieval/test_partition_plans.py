@@ -1,5 +1,6 @@
-"""Partitions by vault (issue 34): a search naming a vault reads that vault's partition only, through its
-own HNSW graph and postings; and the keys follow the rules a distributed Postgres (Citus, distributing by
+"""Partitions by vault (issues 34, 49): a search naming a vault with partitions of its own reads that partition
+only, through its own HNSW graph and postings; a small vault's search reads its rows in the shared partition,
+exactly, and no large vault's partition; and the keys follow the rules a distributed Postgres (Citus, distributing by
 vault) imposes, so the schema can move there as it is."""
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ REFERENCE_TABLES = {"vaults", "embedding_models", "api_keys", "index_runs", "rag
 DISTRIBUTION_COLUMN = "vault_id"
 
 
-def _two_vaults(conn: psycopg.Connection, n: int, dims: int) -> tuple[models.EmbeddingModelRef, dict[str, int]]:
+def _two_vaults(conn: psycopg.Connection, n: int, dims: int, *, own: bool = True
+                ) -> tuple[models.EmbeddingModelRef, dict[str, int]]:
+    """Two vaults of n chunks; `own`: each in partitions of its own (a vault past
+    ingest.own_partition_min_chunks), else both in the shared ones."""
     model = models.register_model(conn, "hash", "partition-plan", dims)
     rng = np.random.default_rng(5)
     ids: dict[str, int] = {}
     for name in ("left", "right"):
-        vault_id = ids[name] = add_vault(conn, name)
+        vault_id = ids[name] = add_vault(conn, name, own_partition=own)
         doc = add_document(conn, vault_id, f"{name}.md")
         conn.execute("insert into chunks (document_id, vault_id, ordinal, content, content_tsv, lexeme_count)"
                      " select %s, %s, g, 'chunk ' || g || ' about zebras',"
@@ -64,6 +68,27 @@ def test_a_vault_scoped_search_reads_one_partition(conn: psycopg.Connection) -> 
     read = [line for p in plans for line in p.splitlines()
             if re.search(rf"(bm25_postings|chunks|bm25_term_stats)_p{right}\b", line) and "never executed" not in line]
     assert not read, read
+
+
+def test_a_small_vault_is_scanned_exactly_in_the_shared_partition(conn: psycopg.Connection) -> None:
+    dims = 16
+    model, ids = _two_vaults(conn, 300, dims, own=False)
+    big = add_vault(conn, "big", own_partition=True)
+    query = np.random.default_rng(6).standard_normal(dims).astype(np.float32)
+    plans = _auto_explain(conn)
+    assert plans is not None
+    conn.execute("set auto_explain.log_analyze = on")
+    vector = retrieve.match_vector(conn, model, query, match_count=10, similarity_threshold=-1,
+                                   filter={"vault": "left"})
+    table = model.embedding_table
+    exact = [r["chunk_id"] for r in conn.execute(psycopg.sql.SQL(
+        "select chunk_id from {} where vault_id = %s order by embedding <=> %s::vector, chunk_id limit 10").format(
+        psycopg.sql.Identifier(table)), (ids["left"], "[" + ",".join(map(str, query.tolist())) + "]"))]
+    assert [r.chunk_id for r in vector] == exact  # every one of the vault's rows scored: the exact top 10
+    searched = [p for p in plans if "cosine_distance" in p or "embedding <=>" in p]
+    assert any(f"on {table}_shared" in p for p in searched), searched
+    assert not any("hnsw" in p for p in searched), searched  # the shared graph is every small vault's: not walked
+    assert not _other_vault_lines(plans, big)
 
 
 def test_without_a_vault_every_partition_is_searched(conn: psycopg.Connection) -> None:

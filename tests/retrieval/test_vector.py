@@ -269,7 +269,7 @@ def test_vault_restricted_search_uses_the_index_and_stays_in_its_vaults(conn):
     vectors: dict[int, np.ndarray] = {}
     vault_of: dict[int, str] = {}
     for name in ("left", "right"):
-        doc = add_document(conn, add_vault(conn, name), f"{name}.md")
+        doc = add_document(conn, add_vault(conn, name, own_partition=True), f"{name}.md")
         ids = add_chunks(conn, doc, [f"{name} chunk {i}" for i in range(n)])
         for cid, vec in zip(ids, random_unit_vectors(rng, n, dims), strict=True):
             vectors[cid], vault_of[cid] = vec, name
