@@ -248,8 +248,10 @@ def run_tenants(n: int, args: argparse.Namespace, corpus: corpus_mod.Corpus, mas
     out["tenants"] = tenants_mod.size_summary(vault_rank, args.tenants)
     print(f"[{label(n)}] loading {corpus.n_chunks} chunks into {args.tenants} vaults ...", flush=True)
     with MemorySampler(server_pid) as mem:
+        if args.own_partition_min_chunks is not None:
+            settings.ingest.own_partition_min_chunks = args.own_partition_min_chunks
         out["load"] = tenants_mod.load(conn, corpus, model, prepared(corpus, doc_vault), doc_vault, args.tenants,
-                                       settings.ingest.bulk_batch_rows)
+                                       settings.ingest)
     out["load"].update(chunks_per_s=round(corpus.n_chunks / out["load"]["seconds"]["total"], 1),
                        client_peak_rss_mb=round(client_peak_rss_mb(), 1), memory_peaks=mem.peaks())
     vault_ids = {v["name"]: v["id"] for v in out["load"].pop("vaults")}
@@ -319,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tenants", type=int, default=0, metavar="N",
                    help="spread the corpus over N vaults of Zipf-distributed sizes and add one-vault searches "
                         "(filtered.vault_*); results go to scale-<size>-tenants<N>.json")
+    p.add_argument("--own-partition-min-chunks", type=int, default=None, metavar="N",
+                   help="with --tenants: ingest.own_partition_min_chunks for the load (default: the setting's); a "
+                        "number above the corpus puts every vault in the shared partition, one graph: the "
+                        "single-graph figures of the same layout; results go to scale-<size>-tenants<N>-own<N>.json")
     p.add_argument("--corpus-filters", action=argparse.BooleanOptionalAction, default=True,
                    help="with --tenants: also measure the metadata filters over every vault (each visits every "
                         "vault's partition; --no-corpus-filters skips them at 1,000 vaults)")
@@ -335,7 +341,9 @@ def main(argv: list[str] | None = None) -> int:
                           "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
         args.out_dir.mkdir(parents=True, exist_ok=True)
         path = args.out_dir / (f"scale-{label(n)}{'' if args.vectors == 'hash' else '-' + args.vectors}"
-                               f"{f'-tenants{args.tenants}' if args.tenants else ''}.json")
+                               f"{f'-tenants{args.tenants}' if args.tenants else ''}"
+                               f"{f'-own{args.own_partition_min_chunks}' if args.own_partition_min_chunks is not None else ''}"
+                               ".json")
         path.write_text(json.dumps(result, indent=1, default=str) + "\n")
         results.append(result)
         print(table([result]), flush=True)

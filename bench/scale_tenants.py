@@ -1,5 +1,6 @@
 """Tenants for bench/scale.py (`--tenants N`): the corpus spread over N vaults of uneven sizes, loaded as
-one bulk load, and searches scoped to one vault (issue 34).
+one bulk load, and searches scoped to one vault (issue 34); the vaults above ingest.own_partition_min_chunks
+in partitions of their own, the rest in the shared one (issue 49).
 
 Vault sizes follow Zipf's law (the vault of rank r holds a share proportional to 1/r): a few large
 tenants and a long tail of small ones, as a hosted service or one person's many vaults look. Each
@@ -23,6 +24,7 @@ import numpy as np
 import psycopg
 import scale_corpus as corpus_mod
 
+from rag.config import IngestSettings
 from rag.ingest import bulk, store
 from rag.store.models import EmbeddingModelRef
 from rag.store.vaults import NewVault, add_vault
@@ -51,11 +53,15 @@ def chunk_vaults(corpus: corpus_mod.Corpus, doc_vault: np.ndarray) -> np.ndarray
 
 
 def load(conn: psycopg.Connection, corpus: corpus_mod.Corpus, model: EmbeddingModelRef,
-         docs: Iterable[store.PreparedDocument], doc_vault: np.ndarray, tenants: int, batch_rows: int
+         docs: Iterable[store.PreparedDocument], doc_vault: np.ndarray, tenants: int, settings: IngestSettings
          ) -> dict[str, Any]:
     """One bulk load of every vault: indexes dropped once, COPY batches per vault, then BM25 per vault
-    and each partition's indexes built once (ragpg_create_hnsw_index builds one graph per vault)."""
+    and each partition's indexes built once (ragpg_create_hnsw_index builds one graph per partition).
+    Each vault is placed first, as rag.ingest.bulk.load_documents places it: one that the load takes past
+    ingest.own_partition_min_chunks gets partitions of its own, the others share the default one."""
     vaults = [add_vault(conn, NewVault(vault_name(r), corpus.root)) for r in range(tenants)]
+    sizes = np.bincount(chunk_vaults(corpus, doc_vault), minlength=tenants)
+    own = [bulk.place_vault(conn, v.id, int(sizes[r]), settings) for r, v in enumerate(vaults)]
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     for v in vaults:
@@ -66,7 +72,7 @@ def load(conn: psycopg.Connection, corpus: corpus_mod.Corpus, model: EmbeddingMo
     for doc, rank in zip(docs, doc_vault, strict=True):
         batch = pending.setdefault(int(rank), [])
         batch.append(doc)
-        if sum(len(d.chunks) for d in batch) >= batch_rows:
+        if sum(len(d.chunks) for d in batch) >= settings.bulk_batch_rows:
             bulk.copy_batch(conn, vaults[int(rank)], model, batch)
             batch.clear()
     for rank, batch in pending.items():
@@ -86,8 +92,10 @@ def load(conn: psycopg.Connection, corpus: corpus_mod.Corpus, model: EmbeddingMo
     seconds["hnsw"] = time.perf_counter() - step
     conn.execute("reset maintenance_work_mem")
     seconds["total"] = time.perf_counter() - started
-    return {"vaults": [{"name": v.name, "id": v.id} for v in vaults], "seconds": {k: round(x, 2) for k, x in
-                                                                                  seconds.items()}}
+    return {"vaults": [{"name": v.name, "id": v.id} for v in vaults],
+            "own_partition_min_chunks": settings.own_partition_min_chunks,
+            "vaults_with_own_partitions": int(sum(own)),
+            "seconds": {k: round(x, 2) for k, x in seconds.items()}}
 
 
 def named(vault_rank: np.ndarray, tenants: int) -> dict[str, int]:
