@@ -61,19 +61,23 @@ def unfiltered(s: Searcher, texts: list[str], qvecs: np.ndarray, ids: np.ndarray
                warmup: int) -> dict[str, Any]:
     lat: dict[str, list[float]] = {k: [] for k in ("bare", "vector", "lexical", "hybrid")}
     rec: dict[str, list[float]] = {"bare": [], "vector": []}
+    full = {k: 0 for k in lat}
     for i, (text, qv) in enumerate(zip(texts, qvecs, strict=True)):
         exact = [int(ids[r]) for r in truth[i]]
         got_bare, t_bare = s.bare_ids(qv)
         got_vec, t_vec = s.ids(s.vector, (qv, Jsonb({})))
-        _, t_lex = s.ids(s.lexical, (text, Jsonb({})))
-        _, t_hyb = s.ids(s.hybrid_default, (text, qv, Jsonb({})))
+        got_lex, t_lex = s.ids(s.lexical, (text, Jsonb({})))
+        got_hyb, t_hyb = s.ids(s.hybrid_default, (text, qv, Jsonb({})))
         if i < warmup:
             continue
-        for key, ms in (("bare", t_bare), ("vector", t_vec), ("lexical", t_lex), ("hybrid", t_hyb)):
+        for key, got, ms in (("bare", got_bare, t_bare), ("vector", got_vec, t_vec), ("lexical", got_lex, t_lex),
+                             ("hybrid", got_hyb, t_hyb)):
             lat[key].append(ms)
+            full[key] += len(got) >= K
         rec["bare"].append(recall(got_bare, exact))
         rec["vector"].append(recall(got_vec, exact))
     return {"latency_ms": {k: percentiles(v) for k, v in lat.items()},
+            "full_k_fraction": {k: round(v / max(len(texts) - warmup, 1), 4) for k, v in full.items()},
             "recall_at_10": {k: round(float(np.mean(v)), 4) for k, v in rec.items()}}
 
 
