@@ -11,7 +11,8 @@ from ragpg_cli.app import print_json, say, state
 
 def related_command(
     ctx: typer.Context,
-    note: str = typer.Argument(..., help="The note, by its path in the vault (e.g. \"Plugins/Random note.md\")."),
+    note: str = typer.Argument(..., help="The note: its path in the vault (\"Plugins/Random note.md\"), that path "
+                              "without .md, its file name (\"Random note\") or an alias."),
     vault: str | None = typer.Option(None, "--vault", help="The note's vault. Default: the one vault holding it."),
     k: int | None = typer.Option(None, "--k", help="How many notes to list (1-1000; default notes.related_k)."),
     json_out: bool = typer.Option(False, "--json", help="Print the related notes as JSON."),

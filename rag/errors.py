@@ -25,6 +25,14 @@ class NotFoundError(InputError):
     exit_code = 4
 
 
+class AmbiguousNameError(NotFoundError):
+    """A name fits several things and none is preferred; `candidates` lists them (HTTP 409)."""
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
 class ConflictError(InputError):
     """The request clashes with work already in progress (e.g. an index run already queued)."""
 

@@ -4,7 +4,7 @@ Every error body has the same shape: ``{"error": {"code": "...", "message": "...
 validation errors add ``details``). Status codes:
 
     InputError → 400          NotFoundError → 404          ConfigError (server side) → 500
-    ConflictError → 409
+    ConflictError → 409       AmbiguousNameError (a note's name fits several) → 409
     Unauthorized → 401        any other AuthError → 403    AdmissionError → 429 + Retry-After
     DatabaseError → 503       EmbeddingError / LLMError → 502
     oversize body → 413       malformed JSON, wrong types, unknown fields → 400
@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rag.errors import (
     AdmissionError,
+    AmbiguousNameError,
     AuthError,
     ConfigError,
     ConflictError,
@@ -80,6 +81,7 @@ _STATUS_BY_ERROR: tuple[tuple[type[BaseException], int, str], ...] = (
     (Unauthorized, 401, "unauthorized"),
     (AuthError, 403, "forbidden"),
     (AdmissionError, 429, "over_capacity"),
+    (AmbiguousNameError, 409, "ambiguous_name"),
     (NotFoundError, 404, "not_found"),
     (ConflictError, 409, "conflict"),
     # A broken server-side setting (e.g. a profile in the config file), not the caller's fault.

@@ -176,10 +176,12 @@ class RelatedNoteList(_Out):
 
 
 def related_list(found: RelatedNotes) -> RelatedNoteList:
-    return RelatedNoteList(related=[
+    return RelatedNoteList(vault=found.vault, path=found.source_path, related=[
         RelatedNote(vault=r.vault, path=r.source_path, uri=note_uri(r.vault, r.source_path), title=r.title,
                     reasons=r.reasons) for r in found.related])
 
+    vault: str
+    path: str = Field(description="The note asked about: the path its name resolved to.")
 
 def search_result(response: SearchResponse) -> SearchNotesResult:
     def hit(i: SearchItem) -> SearchHit:

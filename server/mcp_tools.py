@@ -84,16 +84,20 @@ class GetContextArgs(_Args):
     budget_tokens: int | None = Field(None, description="Most tokens the context may hold (default 4000).")
 
 
+_NOTE_PATH = ("The note: its path in its vault as the other tools return it, or that path without .md, its "
+              "file name or an alias.")
+
+
 class ReadNoteArgs(_Args):
     vault: str = Field(description="The note's vault.")
-    path: str = Field(description="The note's path in its vault, as the other tools return it.")
+    path: str = Field(description=_NOTE_PATH)
     start_line: int | None = Field(None, description="First line to read (1-based). Default: the start.")
     end_line: int | None = Field(None, description="Last line to read (inclusive). Default: the end.")
 
 
 class RelatedNotesArgs(_Args):
     vault: str = Field(description="The note's vault.")
-    path: str = Field(description="The note's path in its vault, as the other tools return it.")
+    path: str = Field(description=_NOTE_PATH)
     k: int | None = Field(None, description="How many notes to list, 1 to 1000 (default notes.related_k).")
 
 

@@ -1,6 +1,6 @@
 """Notes as the index holds them: one note's passages by its path, and the notes a scope may read.
 
-Like `chunks.get_chunk`, nothing is read from disk: the text is the chunks' stored content (masked at
+A note is named as a reader names it (rag.retrieval.note_names). Like `chunks.get_chunk`, nothing is read from disk: the text is the chunks' stored content (masked at
 ingestion, rag/secrets.py), in their order, with their line numbers. The caller's `Scope` is applied
 inside the SQL (and again by row-level security on a scoped connection): a vault outside the scope
 is an AuthError, while a note the scope may not read is reported exactly like a missing one. A
@@ -19,6 +19,7 @@ from rag.access import Scope
 from rag.errors import AuthError, InputError, NotFoundError
 from rag.obsidian import render_text
 from rag.retrieval.chunks import READABLE, levels_param, validate_source_path
+from rag.retrieval.note_names import resolve_note
 from rag.store.database import Connection
 
 
@@ -92,18 +93,20 @@ def _line(value: int | None, name: str) -> int | None:
     return value
 
 
-def read_passages(conn: Connection, vault: str, source_path: str, *, scope: Scope | None = None,
+def read_passages(conn: Connection, vault: str, note: str, *, scope: Scope | None = None,
                   start_line: int | None = None, end_line: int | None = None) -> NotePassages:
-    """The passages of `vault/source_path` the scope may read that overlap lines `start_line`..`end_line`
-    (1-based, inclusive; None = from the start / to the end). NotFoundError when the note is absent,
-    above the scope's clearance, or holds no passage in those lines."""
+    """The passages the scope may read, overlapping lines `start_line`..`end_line` (1-based, inclusive;
+    None = from the start / to the end), of the note `note` names in `vault`: a path, a path without
+    `.md`, a unique file name or an alias (rag.retrieval.note_names). NotFoundError when the note is
+    absent, above the scope's clearance, or holds no passage in those lines."""
     scope = scope or Scope.unrestricted()
-    validate_source_path(source_path)
+    validate_source_path(note)
     first, last = _line(start_line, "start_line"), _line(end_line, "end_line")
     if first is not None and last is not None and last < first:
         raise InputError(f"end_line ({last}) is before start_line ({first})")
     if not scope.allows_vault(vault):
         raise AuthError(f"this key may not read vault '{vault}'")
+    source_path = resolve_note(conn, vault, note, scope=scope).source_path
     with conn.cursor(row_factory=class_row(_PassageRow)) as cur:
         rows = cur.execute(_PASSAGES, {"vault": vault, "source_path": source_path, "levels": levels_param(scope),
                                        "first_line": first, "last_line": last}).fetchall()

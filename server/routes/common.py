@@ -18,9 +18,13 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+AMBIGUOUS_NAME = "The note's name fits several notes; the message lists them."
+
+
+def errors(*codes: int, described: dict[int, str] | None = None) -> dict[int | str, dict[str, Any]]:
     base = dict(ERROR_RESPONSES)
+    wording = {404: "Not found.", 409: "The vault already has a queued index run.", 502: "Upstream provider failed.",
+               **(described or {})}
     for code in codes:
-        base[code] = {**_ERR, "description": {404: "Not found.", 409: "The vault already has a queued index run.",
-                                                       502: "Upstream provider failed."}.get(code, "Error.")}
+        base[code] = {**_ERR, "description": wording.get(code, "Error.")}
     return base
