@@ -99,7 +99,7 @@ def timed_ask(base: str, key: str, out: list[dict[str, Any]]) -> None:
     with httpx.Client(base_url=base, timeout=600) as client:
         started = time.perf_counter()
         r = client.post("/v1/ask", headers={"Authorization": f"Bearer {key}"},
-                        json={"question": QUESTION, "debug": True})
+                        json={"query": QUESTION, "debug": True})
         body = r.json()
         out.append({"s": round(time.perf_counter() - started, 2), "status": r.status_code,
                     "answered_by": body.get("answered_by"),

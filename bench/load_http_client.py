@@ -19,7 +19,7 @@ def request_for(endpoint: str, rng: random.Random, chunk_path: str) -> tuple[str
     return {
         "context": ("POST", "/v1/context", {"query": query, "budget_tokens": 1500}),
         "search": ("POST", "/v1/search", {"query": query, "k": 10}),
-        "ask": ("POST", "/v1/ask", {"question": query}),
+        "ask": ("POST", "/v1/ask", {"query": query}),
         "chunk": ("GET", chunk_path, None),
         "healthz": ("GET", "/healthz", None),
     }[endpoint]

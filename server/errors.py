@@ -43,7 +43,7 @@ from rag.errors import (
     NotFoundError,
     RagError,
 )
-from ragpg_server.models import PROFILE_NAME_PATTERN, VAULT_NAME_PATTERN
+from ragpg_server.models import PROFILE_NAME_PATTERN, RENAMED_FIELDS, VAULT_NAME_PATTERN
 
 log = logging.getLogger("ragpg.server")
 
@@ -148,6 +148,8 @@ def describe_validation_errors(errors: Sequence[dict[str, Any]]) -> tuple[str, l
             msg = f"'{where}' is required" if where != "body" else "a JSON request body is required"
         elif kind == "extra_forbidden":
             msg = f"unknown field '{where}'"
+            if where in RENAMED_FIELDS:
+                msg += f": it was renamed '{RENAMED_FIELDS[where]}' (every route takes its text as 'query')"
         elif kind == "model_attributes_type" or (kind == "dict_type" and where == "body"):
             msg = "the request body must be a JSON object (Content-Type: application/json)"
         elif kind == "string_pattern_mismatch" and (err.get("ctx") or {}).get("pattern") in NAME_PATTERNS:
@@ -156,6 +158,8 @@ def describe_validation_errors(errors: Sequence[dict[str, Any]]) -> tuple[str, l
         else:
             msg = f"invalid '{where}': {err.get('msg', 'invalid value')}"
         details.append({"field": where, "problem": msg, "type": kind})
+    # A renamed field explains the rest (the new field is then missing): it is named first.
+    details.sort(key=lambda d: not (d["type"] == "extra_forbidden" and d["field"] in RENAMED_FIELDS))
     first = details[0]["problem"] if details else "invalid request"
     extra = f" (and {len(details) - 1} more problem{'s' if len(details) > 2 else ''})" if len(details) > 1 else ""
     return first + extra, details

@@ -1,6 +1,8 @@
 """The HTTP contract: the request models, and the responses that only the server gives.
 
-Requests are strict (`extra="forbid"`, no type coercion: `"k": "10"` is an error, not 10).
+Requests are strict (`extra="forbid"`, no type coercion: `"k": "10"` is an error, not 10). Every
+route takes its text as `query`; a field renamed so (`RENAMED_FIELDS`, POST /v1/ask's `question`) is
+refused with a message naming the new one, not taken as an alias.
 The retrieval responses are rag's own records, declared once (`rag.context.result.ContextPayload`,
 `rag.notes.results`, `rag.notes.browse.VaultOutline`, `rag.retrieval.chunks.ChunkRecord`); the
 models here list exactly the fields the API promises and refuse any other (`extra="forbid"`), so
@@ -46,6 +48,10 @@ FolderName = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator
 Filter = Annotated[dict[str, Any], AfterValidator(_check_filter)]
 
 
+# An old field name → the name it was renamed to (refused, with the new name in the message).
+RENAMED_FIELDS = {"question": "query"}
+
+
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -67,7 +73,7 @@ class ContextRequest(_Request):
 
 
 class AskRequest(_Request):
-    question: Query
+    query: Query = Field(description="The question.")
     vaults: list[VaultName] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     folders: list[FolderName] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     k: int | None = Field(None, ge=1, le=100, description="Chunks to use; clamped to 3-8.")

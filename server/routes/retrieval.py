@@ -36,7 +36,7 @@ async def ask(body: AskRequest, request: Request) -> AskReply:
     """Answer a question over notes vaults with cited sources (`rag.ask`)."""
 
     def op(c: Call) -> AskReply:
-        out = rag.ask(body.question, vaults=body.vaults, folders=body.folders, k=body.k, detail=body.detail,
+        out = rag.ask(body.query, vaults=body.vaults, folders=body.folders, k=body.k, detail=body.detail,
                       debug=body.debug or body.explain, runtime=c.runtime, scope=c.scope, request_id=c.request_id)
         return AskReply(**{**dict(out), "debug": out.debug if body.debug else None,
                            "explanation": explain_lines(out.debug) if body.explain else None})

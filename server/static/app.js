@@ -250,7 +250,7 @@ async function onAsk(event) {
   button.disabled = true;
   $("ask-status").textContent = "Looking through your notes…";
   try {
-    const data = await api("v1/ask", { question, ...scopeOf("ask"), detail: $("ask-detail").value, explain: true });
+    const data = await api("v1/ask", { query: question, ...scopeOf("ask"), detail: $("ask-detail").value, explain: true });
     showError(null);
     renderAnswer(data);
     $("ask-status").textContent = data.abstained ? "No answer found." : "Answer ready.";

@@ -40,7 +40,7 @@ def test_keys_required_once_any_exists(client: TestClient, keys: Keys) -> None:
     assert client.get(PUBLIC, headers=bearer(keys.admin)).status_code == 200
     assert client.get(PUBLIC, headers={"X-API-Key": keys.admin}).status_code == 200
     # every /v1 route is behind the key
-    for method, path, body in (("post", "/v1/context", {"query": "x"}), ("post", "/v1/ask", {"question": "x"}),
+    for method, path, body in (("post", "/v1/context", {"query": "x"}), ("post", "/v1/ask", {"query": "x"}),
                                ("post", "/v1/search", {"query": "x"}), ("get", "/v1/vaults", None),
                                ("post", "/v1/index", {}),
                                ("get", "/v1/index/00000000-0000-0000-0000-000000000000", None)):

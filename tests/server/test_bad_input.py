@@ -15,7 +15,7 @@ from tests.server.test_http import assert_error
 # A valid body per POST endpoint; each case below breaks one thing about it.
 VALID = {
     "/v1/context": {"query": "gardening", "vaults": ["alpha"]},
-    "/v1/ask": {"question": "gardening", "vaults": ["alpha"]},
+    "/v1/ask": {"query": "gardening", "vaults": ["alpha"]},
     "/v1/search": {"query": "gardening", "vaults": ["alpha"]},
     "/v1/index": {"vaults": ["alpha"]},
 }
@@ -51,7 +51,7 @@ def test_malformed_json(client: TestClient, unchanged: Keys) -> None:
     ("/v1/context", "vaults", "alpha"),
     ("/v1/context", "filters", ["a"]),
     ("/v1/context", "mode", "fastest"),
-    ("/v1/ask", "question", ["x"]),
+    ("/v1/ask", "query", ["x"]),
     ("/v1/ask", "k", "3"),
     ("/v1/ask", "debug", "yes"),
     ("/v1/search", "k", 2.5),
@@ -140,10 +140,22 @@ def test_key_for_another_vault(client: TestClient, unchanged: Keys) -> None:
 def test_values_json_text_cannot_hold_are_400(client: TestClient, unchanged: Keys, raw: bytes, message: str) -> None:
     """Issue 29: what the library refuses with an InputError is a 400 with the same words over HTTP."""
     h = {**bearer(unchanged.admin), "content-type": "application/json"}
-    for path, field in (("/v1/context", b"query"), ("/v1/search", b"query"), ("/v1/ask", b"question")):
+    for path, field in (("/v1/context", b"query"), ("/v1/search", b"query"), ("/v1/ask", b"query")):
         body = raw.replace(b"QUERY", field)
         if path == "/v1/ask" and b"filters" in body:
             continue  # ask takes no filters
         resp = client.post(path, content=body, headers=h)
         err = assert_error(resp, 400, resp.json()["error"]["code"], message)
         assert err["code"] in ("invalid_request", "invalid_input")
+
+
+@pytest.mark.parametrize("path", ["/v1/ask", "/v1/context", "/v1/search"])
+def test_the_old_question_field_is_refused_naming_query(client: TestClient, unchanged: Keys, path: str) -> None:
+    """Issue 48: every route takes its text as `query`; `question` (POST /v1/ask's old name) is not an alias."""
+    h = bearer(unchanged.admin)
+    err = assert_error(client.post(path, json={"question": "gardening", "vaults": ["alpha"]}, headers=h), 400,
+                       "invalid_request")
+    assert err["message"].startswith("unknown field 'question': it was renamed 'query'"), err
+    both = assert_error(client.post(path, json={"question": "x", "query": "gardening", "vaults": ["alpha"]},
+                                    headers=h), 400, "invalid_request")
+    assert both["message"].startswith("unknown field 'question': it was renamed 'query'"), both

@@ -98,7 +98,7 @@ class Proxy:
 
 REQUESTS = [
     ("POST", "/v1/context", {"query": "gardening"}),
-    ("POST", "/v1/ask", {"question": "gardening"}),
+    ("POST", "/v1/ask", {"query": "gardening"}),
     ("POST", "/v1/search", {"query": "gardening"}),
     ("GET", "/v1/chunks/alpha/notes/public.md/0", None),
     ("GET", "/v1/vaults", None),

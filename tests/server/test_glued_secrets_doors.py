@@ -134,7 +134,7 @@ def test_glued_tokens_reach_no_table_and_no_door(glued_vault: str, client: TestC
     folders = client.get("/v1/vaults/glue/folders", headers=key)
     assert folders.status_code == 200 and len(folders.json()["folders"]) == 2, folders.text
     served.append(folders.text)
-    asked = client.post("/v1/ask", json={"question": QUESTION, "debug": True}, headers=key)
+    asked = client.post("/v1/ask", json={"query": QUESTION, "debug": True}, headers=key)
     assert asked.status_code == 200, asked.text
     served.append(asked.text)
 

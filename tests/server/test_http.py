@@ -100,7 +100,7 @@ def test_wrong_types_name_the_field(client: TestClient) -> None:
     assert_error(client.post("/v1/context", json={"query": "x", "budget_tokens": -1}), 400, "invalid_request",
                  "'budget_tokens'")
     assert_error(client.post("/v1/context", json={"query": "x", "mode": "yolo"}), 400, "invalid_request", "'mode'")
-    assert_error(client.post("/v1/ask", json={"question": "x", "vaults": "alpha"}), 400, "invalid_request",
+    assert_error(client.post("/v1/ask", json={"query": "x", "vaults": "alpha"}), 400, "invalid_request",
                  "'vaults'")
     assert_error(client.post("/v1/search", json={"query": "x", "vaults": ["../etc"]}), 400, "invalid_request",
                  "'vaults.0'")

@@ -140,7 +140,7 @@ def test_routes_without_the_model_answer_while_asks_wait_on_a_trickling_llm(sett
         def ask(url: str = served.url, replies: list[Any] = replies) -> None:
             with httpx.Client(base_url=url, timeout=120) as c:
                 started = time.monotonic()
-                r = c.post("/v1/ask", headers=bearer(notes_key), json={"question": QUESTION, "debug": True})
+                r = c.post("/v1/ask", headers=bearer(notes_key), json={"query": QUESTION, "debug": True})
                 replies.append((time.monotonic() - started, r.status_code, r.json()))
 
         askers = [threading.Thread(target=ask, daemon=True) for _ in range(IN_FLIGHT)]
@@ -174,7 +174,7 @@ def test_routes_without_the_model_answer_while_asks_wait_on_a_trickling_llm(sett
 def test_a_client_that_hangs_up_cancels_its_llm_call(settings, notes_key, trickling):
     deadline_s = 120.0  # only the hang-up can end the call in this test's time
     with serve(settings, trickling, notes_key, deadline_s) as served:
-        body = json.dumps({"question": QUESTION}).encode()
+        body = json.dumps({"query": QUESTION}).encode()
         headers = {"Host": f"127.0.0.1:{served.port}", "Content-Type": "application/json", **bearer(notes_key)}
         with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
             sock.sendall(request_bytes("POST", "/v1/ask", headers, body))

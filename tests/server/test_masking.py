@@ -51,7 +51,7 @@ def assert_masked(text: str) -> None:
 @pytest.mark.parametrize(("path", "body"), [
     ("/v1/context", {"query": "tomatoes deploy bucket payment token", "mode": "base"}),
     ("/v1/search", {"query": "tomatoes deploy bucket payment token"}),
-    ("/v1/ask", {"question": "what opens the tomatoes bucket", "debug": True}),
+    ("/v1/ask", {"query": "what opens the tomatoes bucket", "debug": True}),
 ])
 def test_every_http_read_shows_masked_text(client: TestClient, admin_key: str, path: str, body: dict) -> None:
     response = client.post(path, json=body, headers=bearer(admin_key))
@@ -226,7 +226,7 @@ def test_no_secret_in_any_table_or_response(note: HostileNote, conn: psycopg.Con
 
     responses = [client.post("/v1/search", json={"query": WORDS, "k": 50}, headers=bearer(key)),
                  client.post("/v1/context", json={"query": WORDS, "mode": "base"}, headers=bearer(key)),
-                 client.post("/v1/ask", json={"question": f"what is the {WORDS} plan?", "debug": True},
+                 client.post("/v1/ask", json={"query": f"what is the {WORDS} plan?", "debug": True},
                              headers=bearer(key))]
     assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
     items = responses[0].json()["items"]

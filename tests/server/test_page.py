@@ -159,7 +159,7 @@ def test_folders_follow_the_key(client: TestClient, vaults: dict[str, str]) -> N
 
 
 def test_ask_explain_returns_the_plain_explanation(client: TestClient, vaults: dict[str, str]) -> None:
-    body = {"question": "What do tomatoes need?", "vaults": ["notes"], "explain": True}
+    body = {"query": "What do tomatoes need?", "vaults": ["notes"], "explain": True}
     resp = client.post("/v1/ask", json=body, headers=bearer(vaults["admin"]))
     assert resp.status_code == 200, resp.text
     out = resp.json()

@@ -41,7 +41,7 @@ FILES = {
 ENDPOINTS = {
     "context": lambda q, **kw: ("/v1/context", {"query": q, **kw}),
     "search": lambda q, **kw: ("/v1/search", {"query": q, **kw}),
-    "ask": lambda q, **kw: ("/v1/ask", {"question": q, "debug": True, **kw}),
+    "ask": lambda q, **kw: ("/v1/ask", {"query": q, "debug": True, **kw}),
 }
 
 
