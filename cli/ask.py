@@ -98,7 +98,7 @@ def search_command(
 # -- rendering ----------------------------------------------------------------------------------
 
 def _location(r: Reference) -> str:
-    return f" (lines {r.lines})" if r.lines and "-" in r.lines else f" (line {r.lines})" if r.lines else ""
+    return f" ({r.location})" if r.location else ""
 
 
 def distinct(references: Iterable[Reference]) -> list[Reference]:
@@ -166,8 +166,6 @@ def _note_name(item: SearchItem, several_vaults: bool) -> str:
 
 
 def _where(item: SearchItem) -> str:
-    where = f" {item.heading_path}" if item.heading_path else ""
-    if item.start_line is None:
-        return where
-    end = item.end_line if item.end_line is not None else item.start_line
-    return where + (f" (lines {item.start_line}-{end})" if end != item.start_line else f" (line {item.start_line})")
+    """` Project Heron › Timeline (lines 3-9)`, ` (p. 3)`: the passage's heading and location (rag.places)."""
+    where = f" {item.heading}" if item.heading else ""
+    return where + (f" ({item.location})" if item.location else "")

@@ -10,7 +10,7 @@ TYPE_CHECKING). Each entry point checks its own arguments (rag.arguments), once.
 
 Layout (each folder's `__init__` says what it owns and what it may import; tests/layout checks it):
 the shared basics sit at the top (`config`, `errors`, `extras`, `types`, `access`, `arguments`, `text`,
-`tokens`, `llm`, `llm_budget`, `trace`) and import no stage; `runtime` builds what an entry point hands the stages
+`tokens`, `llm`, `llm_budget`, `trace`, `places`, `link_names`) and import no stage; `runtime` builds what an entry point hands the stages
 (docs/architecture.md has the table); the stages, in data-flow order, are
 `store/` (database, migrations, registries) → `ingest/` and `embed/` → `retrieval/` (SQL calls,
 Auto-RAG, ranking) → `context/` (assembly, evidence) → `notes/`; `compute` is the

@@ -6,7 +6,8 @@ outline and a note's stored passages; when those types change, only this module 
 pydantic here depends on fastapi, so `ragpg mcp` runs without the server extra.
 
 Every passage names its note as `vault` + `path` and as a `uri` (`ragpg://vault/path`) that
-`read_note` and resources/read accept; headings read `Tomatoes > Watering`.
+`read_note` and resources/read accept; headings read `Tomatoes › Watering` and `location` says where in
+the file (`lines 5-7`, a PDF's `p. 3`, a canvas's card), worded by rag.places as on every surface.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from urllib.parse import quote, unquote, urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from rag.errors import InputError
+from rag.places import location, shown_heading
 
 if TYPE_CHECKING:
     from rag import AskResponse, ContextResult, SearchItem, SearchResponse
@@ -43,6 +45,9 @@ def parse_note_uri(uri: str) -> tuple[str, str]:
     return parts.netloc, unquote(parts.path[1:])
 
 
+_LOCATION = "Where in the file, to cite it by: 'lines 5-7', a PDF's page 'p. 3', a canvas's card 'card \"...\"'."
+
+
 class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -51,9 +56,10 @@ class Located(_Out):
     vault: str
     path: str = Field(description="The note's path relative to its vault's root.")
     uri: str = Field(description="ragpg://vault/path: for read_note and resources/read.")
-    heading: str = Field(description="The section, e.g. 'Tomatoes > Watering'; '' above the first heading.")
+    heading: str = Field(description="The section, e.g. 'Tomatoes › Watering'; '' above the first heading.")
     start_line: int | None = Field(description="First line of the passage in the file (1-based).")
     end_line: int | None = Field(description="Last line of the passage in the file (inclusive).")
+    location: str | None = Field(description=_LOCATION)
 
 
 class SearchHit(Located):
@@ -116,6 +122,7 @@ class NoteSection(_Out):
     heading: str
     start_line: int | None
     end_line: int | None
+    location: str | None = Field(description=_LOCATION)
 
 
 class NoteText(_Out):
@@ -171,6 +178,8 @@ class RelatedNote(_Out):
 
 
 class RelatedNoteList(_Out):
+    vault: str
+    path: str = Field(description="The note asked about: the path its name resolved to.")
     related: list[RelatedNote] = Field(description="Linked notes first (both ways, then most links), then the "
                                                    "closest in meaning.")
 
@@ -180,14 +189,12 @@ def related_list(found: RelatedNotes) -> RelatedNoteList:
         RelatedNote(vault=r.vault, path=r.source_path, uri=note_uri(r.vault, r.source_path), title=r.title,
                     reasons=r.reasons) for r in found.related])
 
-    vault: str
-    path: str = Field(description="The note asked about: the path its name resolved to.")
 
 def search_result(response: SearchResponse) -> SearchNotesResult:
     def hit(i: SearchItem) -> SearchHit:
         return SearchHit(vault=i.vault, path=i.source_path, uri=note_uri(i.vault, i.source_path),
-                         heading=i.heading_path, start_line=i.start_line, end_line=i.end_line, snippet=i.snippet,
-                         score=i.score)
+                         heading=i.heading, start_line=i.start_line, end_line=i.end_line, location=i.location,
+                         snippet=i.snippet, score=i.score)
 
     return SearchNotesResult(
         query=response.query, passages=[hit(i) for i in response.items],
@@ -200,20 +207,24 @@ def ask_result(response: AskResponse) -> AskNotesResult:
         answer=response.answer, abstained=response.abstained, abstain_reason=response.abstain_reason,
         answered_by=response.answered_by, confidence=response.confidence, notice=response.notice,
         sources=[Source(vault=r.vault, path=r.source_path, uri=note_uri(r.vault, r.source_path),
-                        heading=r.heading_path, start_line=r.start_line, end_line=r.end_line, snippet=r.snippet)
+                        heading=r.heading, start_line=r.start_line, end_line=r.end_line, location=r.location,
+                        snippet=r.snippet)
                  for r in response.references])
 
 
 def context_result(result: ContextResult) -> GetContextResult:
     citations = [Citation(marker=c.marker, vault=c.vault, path=c.source_path,
-                          uri=note_uri(c.vault, c.source_path), heading=c.heading_path,
-                          start_line=c.start_line, end_line=c.end_line, title=c.title, url=c.url,
+                          uri=note_uri(c.vault, c.source_path), heading=c.heading,
+                          start_line=c.start_line, end_line=c.end_line, location=c.location, title=c.title, url=c.url,
                           chunk_refs=list(c.chunk_refs))
                  for c in result.citations]
     used = [ContextPassage(ref=r.candidate.ref, vault=r.candidate.vault, path=r.candidate.source_path,
                            uri=note_uri(r.candidate.vault, r.candidate.source_path),
-                           heading=r.candidate.heading_path, start_line=r.candidate.start_line,
-                           end_line=r.candidate.end_line, score=round(r.scores.final, 6))
+                           heading=shown_heading(r.candidate.source_path, r.candidate.heading_path),
+                           start_line=r.candidate.start_line, end_line=r.candidate.end_line,
+                           location=location(r.candidate.source_path, r.candidate.heading_path,
+                                             r.candidate.start_line, r.candidate.end_line),
+                           score=round(r.scores.final, 6))
             for r in result.used]
     return GetContextResult(context=result.context, citations=citations, used=used, insufficient=result.insufficient,
                             used_tokens=result.used_tokens, decision=result.decision.model_dump(mode="json"))
@@ -243,8 +254,10 @@ def note_text(note: NotePassages, max_chars: int) -> NoteText:
     return NoteText(vault=note.vault, path=note.source_path, uri=note_uri(note.vault, note.source_path),
                     title=note.title, start_line=kept[0].start_line, end_line=kept[-1].end_line,
                     text=joined_text(kept),
-                    sections=[NoteSection(ordinal=p.ordinal, heading=p.heading_path,
-                                          start_line=p.start_line, end_line=p.end_line) for p in kept],
+                    sections=[NoteSection(ordinal=p.ordinal, heading=shown_heading(note.source_path, p.heading_path),
+                                          start_line=p.start_line, end_line=p.end_line,
+                                          location=location(note.source_path, p.heading_path, p.start_line,
+                                                            p.end_line)) for p in kept],
                     truncated=bool(rest), next_start_line=rest[0].start_line if rest else None)
 
 

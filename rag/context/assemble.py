@@ -15,8 +15,8 @@ A dropped chunk whose text ends up inside a block of its own document anyway (ne
 block later) is cited after all, so "text in the context" and "cited" stay the same thing.
 
 Every chunk in a block is cited (one Citation per block; the marker `S<n>` names the document,
-so blocks of one document share it). A block's first line renders its citation: `[S1] Title — Heading
-(lines 3–9)` for a chat backend, or the notes prompt's `[File: name.md, Section: ...]` (`header`). `insufficient` is true when no block fits (or nothing was
+so blocks of one document share it). A block's first line renders its citation: `[S1] Title — Heading ›
+Path (lines 3-9)` for a chat backend (a PDF's block says its page, `(p. 3)`, a canvas's its card; rag.places), or the notes prompt's `[File: name.md, Section: ...]` (`header`). `insufficient` is true when no block fits (or nothing was
 ranked): an empty context is a result, not an error.
 """
 
@@ -28,6 +28,7 @@ from typing import Any
 
 from rag.arguments import token_budget
 from rag.obsidian import render_text
+from rag.places import location, shown_heading
 from rag.tokens import count_tokens, framed_counts, tokenizer
 from rag.types import RankedChunk, Record
 
@@ -45,7 +46,9 @@ DROP_EMPTY = "empty"
 
 class Citation(Record):
     """One block of the context: the document it quotes (`marker` names the document), where in it
-    (the first chunk's heading path, the lines), and every chunk whose text the block holds."""
+    (the first chunk's heading path, stored and as the reader sees it in `heading`; the lines; `location`,
+    the page of a PDF, the card of a canvas, else the lines, in words), and every chunk whose text the
+    block holds."""
 
     marker: str
     vault: str
@@ -53,8 +56,10 @@ class Citation(Record):
     title: str | None
     url: str | None
     heading_path: str
+    heading: str
     start_line: int | None
     end_line: int | None
+    location: str | None
     chunk_refs: tuple[str, ...]
     ordinals: tuple[int, ...]
 
@@ -232,8 +237,11 @@ def _citation(span: _Span, marker: str) -> Citation:
     meta, (start, end) = _meta(span), _lines(span)
     title = _one_line(meta[TITLE_KEY]) if meta.get(TITLE_KEY) else None
     url = str(meta[URL_KEY]) if meta.get(URL_KEY) else None
+    first = span.chunks[0].candidate
     return Citation(marker=marker, vault=span.vault, source_path=span.source_path, title=title, url=url,
-                    heading_path=span.chunks[0].candidate.heading_path, start_line=start, end_line=end,
+                    heading_path=first.heading_path, heading=shown_heading(span.source_path, first.heading_path),
+                    start_line=start, end_line=end,
+                    location=location(span.source_path, [r.candidate.heading_path for r in span.chunks], start, end),
                     chunk_refs=tuple(r.candidate.ref for r in span.chunks),
                     ordinals=tuple(r.candidate.ordinal for r in span.chunks))
 
@@ -242,12 +250,12 @@ Header = Callable[[Citation], str]  # a block's first line, naming its source; s
 
 
 def marker_header(cit: Citation) -> str:
-    """`[S1] Title — Heading > Path (lines 3–9)`: the chat context's header."""
+    """`[S1] Title — Heading › Path (lines 3-9)`: the chat context's header (`(p. 3)` in a PDF)."""
     head = f"[{cit.marker}] {cit.title or cit.source_path}"
-    if cit.heading_path.strip():
-        head += f" — {_one_line(cit.heading_path)}"
-    if cit.start_line is not None and cit.end_line is not None:
-        head += f" (lines {cit.start_line}–{cit.end_line})"
+    if cit.heading.strip():
+        head += f" — {_one_line(cit.heading)}"
+    if cit.location:
+        head += f" ({cit.location})"
     return head
 
 

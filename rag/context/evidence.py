@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from rag.context.assemble import DROP_DUPLICATE, DROP_EMPTY, DROP_OVER_BUDGET, AssembledContext, Block
 from rag.obsidian import render_text
+from rag.places import shown_heading
 from rag.types import Decision, RankedChunk, Record, ScoreBreakdown
 
 SNIPPET_MAX_CHARS = 300  # LLM pack: enough to judge relevance, small enough to keep the pack compact
@@ -48,7 +49,7 @@ class EvidenceItem(Record):
     vault: str
     source: str
     ordinal: int
-    heading: str
+    heading: str  # as the reader sees it (rag.places)
     lines: tuple[int | None, int | None] | None
     scores: ScoreBreakdown
     risk_flags: tuple[str, ...]
@@ -125,7 +126,7 @@ def _full_item(r: RankedChunk, assembled: AssembledContext, ids: _Ids,
     used = assembled.block_of(c.ref) is not None
     return EvidenceItem(
         ref=c.ref, id=ids.of(r) if used else None, rank=r.rank, used=used, vault=c.vault, source=c.source_path,
-        ordinal=c.ordinal, heading=c.heading_path,
+        ordinal=c.ordinal, heading=shown_heading(c.source_path, c.heading_path),
         lines=(c.start_line, c.end_line) if c.start_line is not None else None, scores=r.scores,
         risk_flags=c.risk_flags, snippet=snippet(c.content, AUDIT_SNIPPET_MAX_CHARS),
         notes=_notes(r, assembled, ids, by_ref))

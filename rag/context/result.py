@@ -11,6 +11,7 @@ from pydantic import Field
 
 from rag.context.assemble import Citation
 from rag.context.evidence import EvidenceFull, EvidenceLlm
+from rag.places import location, shown_heading
 from rag.types import Decision, RankedChunk, Record, ScoreBreakdown
 
 
@@ -27,12 +28,16 @@ class ContextChunk(Record):
     start_line: int | None
     end_line: int | None
     scores: ScoreBreakdown
+    heading: str = Field(description="The heading path as the reader sees it: `Project Heron › Timeline`.")
+    location: str | None = Field(description="`p. 3` in a PDF, `card \"...\"` in a canvas, else `lines 3-9`.")
 
     @classmethod
     def of(cls, r: RankedChunk) -> ContextChunk:
         c = r.candidate
         return cls(rank=r.rank, ref=c.ref, vault=c.vault, source_path=c.source_path, ordinal=c.ordinal,
-                   heading_path=c.heading_path, start_line=c.start_line, end_line=c.end_line, scores=r.scores)
+                   heading_path=c.heading_path, start_line=c.start_line, end_line=c.end_line, scores=r.scores,
+                   heading=shown_heading(c.source_path, c.heading_path),
+                   location=location(c.source_path, c.heading_path, c.start_line, c.end_line))
 
 
 class ContextPayload(Record):

@@ -1,4 +1,5 @@
-"""How notes passages read to a person: heading paths as section labels, file names, passages as
+"""How notes passages read to a person: heading paths as section labels (`heading_parts`, from
+rag.places, which words every surface's headings and locations), file names, passages as
 their reader sees them (`plain`), and one-line snippets. The citations an answer makes are `rag.notes.citations`."""
 
 from __future__ import annotations
@@ -9,13 +10,11 @@ from collections.abc import Sequence
 
 from rag.notes.question import stem
 from rag.obsidian import render_text
+from rag.places import heading_parts
 
-_HEADING_SPLIT = re.compile(r"\s+>\s+|\n")  # the chunker writes "# A > ## B"
+__all__ = ["file_name", "heading_parts", "plain", "snippet"]
+
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$\n?", re.MULTILINE)
-
-
-def heading_parts(heading_path: str) -> list[str]:
-    return [p.strip().lstrip("#").strip() for p in _HEADING_SPLIT.split(heading_path or "") if p.strip().lstrip("#")]
 
 
 def file_name(source_path: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, computed_field
 
 from rag.notes.format import file_name
+from rag.places import location, obsidian_target, shown_heading
 from rag.types import Record
 
 AnsweredBy = Literal["llm", "extractive", "none"]
@@ -19,7 +20,8 @@ Confidence = Literal["normal", "low"]
 
 
 class Passage(Record):
-    """A passage of a note: where it is (`heading_path` as a section label, `A > B`), and an excerpt."""
+    """A passage of a note: where it is (`heading_path` as stored, `heading` and `location` as the reader
+    sees them, rag.places), and an excerpt."""
 
     vault: str
     source_path: str
@@ -28,6 +30,24 @@ class Passage(Record):
     start_line: int | None
     end_line: int | None
     snippet: str
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
+    @property
+    def heading(self) -> str:
+        """The heading path as the reader sees it: `Project Heron › Timeline`."""
+        return shown_heading(self.source_path, self.heading_path)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def location(self) -> str | None:
+        """Where in the file: `p. 3` in a PDF, `card "..."` in a canvas, else `lines 3-9`."""
+        return location(self.source_path, self.heading_path, self.start_line, self.end_line)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def open_at(self) -> str:
+        """The `file` of an `obsidian://open` link to the passage: `path#Heading`, `file.pdf#page=3`."""
+        return obsidian_target(self.source_path, self.heading_path)
 
 
 class Reference(Passage):

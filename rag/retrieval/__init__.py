@@ -8,7 +8,9 @@
 - `facets`, `terms` — multi-facet queries, per-term statistics;
 - `rank`     — fusion and the final score; `profiles` — the named tunables of both;
 - `chunks`   — one chunk by its reference (vault, source path, ordinal);
-- `documents` — a note's stored passages by its path, and the notes a scope may read;
+- `documents` — a note's stored passages by its path or name, and the notes a scope may read;
+- `note_names` — a note as a reader names it (path, path without `.md`, file name, alias), resolved by
+  the link rule (`rag.link_names`) among the notes the scope may read;
 - `related`  — the notes linked with one either way, then the closest in meaning (the link graph);
 - `note_signal` — how close a question comes to each candidate note as a whole (its note vectors).
 

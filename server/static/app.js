@@ -121,26 +121,28 @@ function scopeOf(prefix) {
 
 // -- sources -------------------------------------------------------------------------------------
 
-function obsidianLink(vault, path) {
+// `openAt` is the passage's `open_at` (the server's rag.places): `path#Heading`, `file.pdf#page=3`, so
+// Obsidian opens the note at the passage's heading (the URI's `file` takes `Note%23Heading`).
+function obsidianLink(vault, openAt) {
   const name = (outlines[vault] || {}).obsidian_vault;
   if (!name) return null;
-  return `obsidian://open?vault=${encodeURIComponent(name)}&file=${encodeURIComponent(path)}`;
+  return `obsidian://open?vault=${encodeURIComponent(name)}&file=${encodeURIComponent(openAt)}`;
 }
 
-function where(heading, start, end) {
-  const parts = [];
-  if (heading) parts.push(heading);
-  if (start != null) parts.push(end != null && end !== start ? `lines ${start}-${end}` : `line ${start}`);
+// The heading and location as the server words them (`Project Heron › Timeline`, `lines 3-9`, `p. 3`).
+function where(passage) {
+  const parts = [passage.heading, passage.location].filter((p) => p);
   return parts.length ? " — " + parts.join(", ") : "";
 }
 
-function sourceItem(vault, path, ordinal, heading, start, end, snippet, id) {
+function sourceItem(found, snippet, id) {
+  const { vault, source_path: path, ordinal } = found;
   const li = el("li", id ? { id } : {});
   const several = Object.keys(outlines).length > 1;
   const name = several ? `${vault}: ${path}` : path;
-  const link = obsidianLink(vault, path);
+  const link = obsidianLink(vault, found.open_at || path);
   li.append(link ? el("a", { href: link, text: name, title: "Open this note in Obsidian" }) : el("strong", { text: name }));
-  li.append(el("span", { class: "where", text: where(heading, start, end) }));
+  li.append(el("span", { class: "where", text: where(found) }));
   const show = el("button", { type: "button", class: "linklike", "aria-expanded": "false", text: "Show passage" });
   const passage = el("div", { class: "passage", hidden: "" });
   show.addEventListener("click", () => togglePassage(show, passage, vault, path, ordinal));
@@ -234,8 +236,7 @@ function renderAnswer(data) {
   renderAnswerText(data.answer, data.references);
   const sources = $("sources");
   sources.replaceChildren();
-  data.references.forEach((r, i) => sources.append(
-    sourceItem(r.vault, r.source_path, r.ordinal, r.heading_path, r.start_line, r.end_line, "", `source-${i + 1}`)));
+  data.references.forEach((r, i) => sources.append(sourceItem(r, "", `source-${i + 1}`)));
   $("sources-heading").hidden = data.references.length === 0;
   $("why").open = false;
   renderExplanation(data.explanation);
@@ -281,8 +282,7 @@ async function onSearch(event) {
     showError(null);
     list.replaceChildren();
     for (const item of data.items) {
-      list.append(sourceItem(item.vault, item.source_path, item.ordinal, item.heading_path, item.start_line,
-                             item.end_line, item.snippet));
+      list.append(sourceItem(item, item.snippet));
     }
     $("search-status").textContent = data.items.length
       ? `${data.items.length} passage${data.items.length === 1 ? "" : "s"} found.`

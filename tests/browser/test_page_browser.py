@@ -88,7 +88,11 @@ def test_ask_shows_the_answer_sources_and_why(browser, live_server: str, key: st
     assert sources and sources[0].get_attribute("id") == "source-1"
     link = sources[0].find_element(By.TAG_NAME, "a")
     assert link.text == "projects/alpha.md"
-    assert link.get_attribute("href") == "obsidian://open?vault=Team%20Notes&file=projects%2Falpha.md"
+    # Obsidian opens the note at the passage's heading (its URI's `file=Note%23Heading`), and the page shows
+    # the heading as the reader sees it (issue 48)
+    assert link.get_attribute("href") == "obsidian://open?vault=Team%20Notes&file=projects%2Falpha.md%23Timeline"
+    where = sources[0].find_element(By.CSS_SELECTOR, ".where").text
+    assert where.startswith("— Alpha › Timeline, line") and "#" not in where, where
     screenshot("answer")
 
     # the passage behind a source, fetched through /v1/chunks

@@ -99,7 +99,7 @@ def test_sliding_window_chunks_merge_into_one_exact_block(manual):
     cit = result.citations[0]
     assert list(cit.ordinals) == [r["ordinal"] for r in rows]
     block = source[rows[0]["start_byte"]:rows[-1]["end_byte"]].decode()
-    assert result.context == f"[S1] {cit.title} (lines {cit.start_line}–{cit.end_line})\n{block}"
+    assert result.context == f"[S1] {cit.title} (lines {cit.start_line}-{cit.end_line})\n{block}"
     for i in range(12):  # the overlaps were spliced out: every paragraph once
         assert result.context.count(f"Paragraph {i} of") == 1
     merged = result.evidence_llm.items[0].notes

@@ -59,6 +59,8 @@ def test_canvas_cards_are_searchable_cited_by_node_and_link_their_files(
     top = search(cli, "zeppelin hangar")[0]
     assert top["source_path"] == "Boards/Launch.canvas"
     assert top["heading_path"].endswith("Card: Rollout checklist (node card-7f3a)")
+    assert (top["location"], top["heading"]) == ('card "Rollout checklist"', "")  # cited by its card
+    assert top["open_at"] == "Boards/Launch.canvas"  # Obsidian opens a canvas, not a card
     shown = json.dumps(top)
     assert "zeppelin hangar opens after the safety review" in shown
     assert "[[" not in shown and "]]" not in shown
@@ -82,6 +84,17 @@ def test_pdf_pages_are_cited_by_page_number(cli: Any, aconn: psycopg.Connection,
 
     top = search(cli, "marmalade factory")[0]
     assert top["source_path"] == "Attachments/Report 2024.pdf" and top["heading_path"].endswith("Page 2")
+    # cited by its page, never by the lines of the converted text (issue 48), on each surface
+    assert (top["location"], top["heading"], top["open_at"]) == ("p. 2", "", "Attachments/Report 2024.pdf#page=2")
+    code, out, err = cli("search", "marmalade factory")
+    assert code == 0 and "   - (p. 2)" in out.splitlines(), (out, err)
+    code, out, err = cli("ask", "When does the marmalade factory open?", "--json")
+    assert code == 0, err
+    pdf_refs = [r for r in json.loads(out)["references"] if r["source_path"] == "Attachments/Report 2024.pdf"]
+    assert pdf_refs and {r["location"] for r in pdf_refs} == {"p. 2"}
+    code, out, err = cli("ask", "When does the marmalade factory open?")
+    assert code == 0 and "Attachments/Report 2024.pdf (p. 2)" in out, out
+    assert "line" not in "".join(line for line in out.splitlines() if "Report 2024.pdf" in line)
 
 
 def test_unreadable_pdfs_are_skipped_with_reasons_and_nothing_else_is_lost(

@@ -71,7 +71,7 @@ def test_every_tool_and_the_resources_over_stdio(db_url: str, corpus: Corpus, tm
             assert answer["sources"] and all(src["path"] in _paths("garden") for src in answer["sources"])
             assert "twice a week" in answer["answer"]
             watering = [src for src in answer["sources"] if src["path"] == "tomatoes.md"
-                        and src["heading"] == "# Tomatoes > ## Watering"]
+                        and src["heading"] == "Tomatoes › Watering" and src["location"] == "lines 5-7"]
             assert watering and (watering[0]["start_line"], watering[0]["end_line"]) == (5, 7)
 
             context = data(await s.call_tool("get_context", {"query": "tomatoes watering", "budget_tokens": 2000}))
@@ -86,7 +86,7 @@ def test_every_tool_and_the_resources_over_stdio(db_url: str, corpus: Corpus, tm
             lines = data(await s.call_tool("read_note", {"vault": "garden", "path": "tomatoes.md", "start_line": 5,
                                                          "end_line": 7}))
             assert lines["text"].startswith("## Watering") and (lines["start_line"], lines["end_line"]) == (5, 7)
-            assert [(x["heading"], x["start_line"]) for x in lines["sections"]] == [("# Tomatoes > ## Watering", 5)]
+            assert [(x["heading"], x["location"]) for x in lines["sections"]] == [("Tomatoes › Watering", "lines 5-7")]
             assert not lines["truncated"] and lines["next_start_line"] is None
 
             vaults = data(await s.call_tool("list_vaults", {}))["vaults"]

@@ -608,8 +608,8 @@ def test_public_entry_point_matches_the_issue(notes, runtime, notes_config):
     assert set(resp.references[0].to_dict()) >= {"vault", "source_path", "heading_path", "ordinal", "lines",
                                                  "snippet"}
     ref = resp.references[0].to_dict()  # each value under its one name (docs/glossary.md)
-    assert set(ref) == {"vault", "source_path", "file", "heading_path", "ordinal", "lines", "start_line", "end_line",
-                        "snippet"}
+    assert set(ref) == {"vault", "source_path", "file", "heading_path", "heading", "location", "open_at", "ordinal",
+                        "lines", "start_line", "end_line", "snippet"}
 
 
 def test_a_repeated_question_reuses_its_sentence_vectors(notes, runtime, monkeypatch):

@@ -213,13 +213,13 @@ def test_ask_with_llm_down_still_answers_cleanly(vault, capsys, llm_stub, monkey
 def test_search_human_and_json(vault, capsys):
     code, out, _ = run_in_process(capsys, "search", "alpha deploy servers", "--k", "3", "--passages")
     assert code == 0
-    assert out.startswith("1. ops/deploy.md # Deploy (lines ")
+    assert out.startswith("1. ops/deploy.md Deploy (lines ")  # the heading as its reader sees it
     assert len(re.findall(r"^\d\. ", out, re.MULTILINE)) == 3
     assert "AKIAIOSFODNN7EXAMPLE" not in out and "REDACTED" in out
     code, out, _ = run_in_process(capsys, "search", "alpha deploy servers", "--k", "3")  # by note
     names = re.findall(r"^\d\. (\S+)$", out, re.MULTILINE)
     assert code == 0 and names[0] == "ops/deploy.md" and len(names) == len(set(names)) == 3
-    assert re.search(r"^   - # Deploy \(lines \d+-\d+\)$", out, re.MULTILINE)
+    assert re.search(r"^   - Deploy \(lines \d+-\d+\)$", out, re.MULTILINE)
     code, out, _ = run_in_process(capsys, "search", "alpha deploy servers", "--json")
     found = json.loads(out)
     assert found["by"] == "note" and len({n["source_path"] for n in found["notes"]}) == len(found["notes"])

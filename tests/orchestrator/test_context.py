@@ -111,11 +111,11 @@ def test_header_format_and_citation_fields():
     c = cand("notes/a.md", 2, "body text", heading_path="Intro > Details",
              metadata={"title": "A  Title", "url": "https://x/a"}, start_line=3, end_line=9)
     out = assemble_context(ranked([c]), budget_tokens=BIG)
-    assert out.text == "[S1] A Title — Intro > Details (lines 3–9)\nbody text"
+    assert out.text == "[S1] A Title — Intro › Details (lines 3-9)\nbody text"
     assert out.citations[0].model_dump(mode="json") == {
         "marker": "S1", "vault": "v", "source_path": "notes/a.md", "title": "A Title", "url": "https://x/a",
-        "heading_path": "Intro > Details", "start_line": 3, "end_line": 9, "chunk_refs": ["v/notes/a.md#2"],
-        "ordinals": [2]}
+        "heading_path": "Intro > Details", "heading": "Intro › Details", "start_line": 3, "end_line": 9,
+        "location": "lines 3-9", "chunk_refs": ["v/notes/a.md#2"], "ordinals": [2]}
     plain = assemble_context(ranked([cand("b.md", 0, "x")]), budget_tokens=BIG)
     assert plain.text == "[S1] b.md\nx"
 

@@ -76,7 +76,8 @@ def test_shapes(client: TestClient, corpus: dict[str, str]) -> None:
     assert body["used"] and {c["ref"] for c in body["used"]} <= {c["ref"] for c in body["ranked"]}
     found = post(client, "search", corpus["admin"], k=5).json()
     assert found["items"] and set(found["items"][0]) == {"vault", "source_path", "heading_path", "ordinal",
-                                                         "start_line", "end_line", "snippet", "score"}
+                                                         "start_line", "end_line", "snippet", "score", "heading",
+                                                         "location", "open_at"}
     # by note (the default): distinct notes, each with its passages; `items` are those passages in order
     notes = [(n["vault"], n["source_path"]) for n in found["notes"]]
     assert found["by"] == "note" and notes and len(notes) == len(set(notes)) <= 5
