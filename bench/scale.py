@@ -248,10 +248,10 @@ def run_tenants(n: int, args: argparse.Namespace, corpus: corpus_mod.Corpus, mas
     out["tenants"] = tenants_mod.size_summary(vault_rank, args.tenants)
     print(f"[{label(n)}] loading {corpus.n_chunks} chunks into {args.tenants} vaults ...", flush=True)
     with MemorySampler(server_pid) as mem:
-        if args.own_partition_min_chunks is not None:
-            settings.ingest.own_partition_min_chunks = args.own_partition_min_chunks
+        ingest = settings.ingest if args.own_partition_min_chunks is None else settings.ingest.model_copy(
+            update={"own_partition_min_chunks": args.own_partition_min_chunks})
         out["load"] = tenants_mod.load(conn, corpus, model, prepared(corpus, doc_vault), doc_vault, args.tenants,
-                                       settings.ingest)
+                                       ingest)
     out["load"].update(chunks_per_s=round(corpus.n_chunks / out["load"]["seconds"]["total"], 1),
                        client_peak_rss_mb=round(client_peak_rss_mb(), 1), memory_peaks=mem.peaks())
     vault_ids = {v["name"]: v["id"] for v in out["load"].pop("vaults")}
