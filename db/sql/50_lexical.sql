@@ -110,6 +110,9 @@ declare
     v_filter text;
     v_depth integer;
     v_vault_ids bigint[];  -- the vaults searched (every vault when the filter names none)
+    v_term_vaults bigint[];  -- the vaults whose term statistics are read
+    v_cand_ids bigint[];  -- the bm25 indexes' candidates, when they pick them, and each one's vault
+    v_cand_vaults bigint[];
     -- Only a caller row-level security does not bind (the owner) sees every chunk of a vault: the
     -- bm25 index (which ranks with every chunk's statistics) and the unchecked cut below are its
     -- alone; any other caller's candidates are cut only after its policy on chunks has kept them.
@@ -125,6 +128,17 @@ begin
     end if;
     v_vault_ids := ragpg_vault_ids(f.vaults);
     perform set_config('plan_cache_mode', ragpg_plan_cache_mode_for(v_vault_ids), true);
+    v_filter := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 4);
+    v_term_vaults := v_vault_ids;
+    if v_filter = '' and v_whole and ragpg_lexical_backend(f.vaults, null, k1, b) = 'pg_textsearch' then
+        -- Every vault searched has a bm25 index (55_bm25_index.sql): it picks the candidates, the
+        -- postings score them (the same scores as below, for far fewer chunks), and only the vaults
+        -- holding a candidate need their term statistics (naming no vault over 1,000 vaults, the
+        -- statistics of every vault were a probe per vault and term).
+        select x.ids, x.vault_ids into v_cand_ids, v_cand_vaults
+        from ragpg_bm25_index_candidates(query_text, candidate_count, v_vault_ids) x;
+        v_term_vaults := array(select distinct u from unnest(v_cand_vaults) u);
+    end if;
     -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
     -- the vault's average chunk length, from the statistics of the levels the caller reads. Each pair
     -- is one primary-key range probe of bm25_term_stats (an aggregate, so the lateral subquery is
@@ -139,23 +153,23 @@ begin
     into t
     from (select sv.vault_id, sum(sv.chunk_count)::bigint as chunk_count, sum(sv.total_length)::bigint as total_length
           from bm25_vault_stats sv
-          where sv.vault_id = any(v_vault_ids)
+          where sv.vault_id = any(v_term_vaults)
           group by sv.vault_id) s
     cross join ragpg_query_lexemes(query_text, f.vaults) q
     -- (the vaults again as a value: only their partitions of bm25_term_stats are opened)
     cross join lateral (select sum(tt.chunk_frequency)::bigint as chunk_frequency from bm25_term_stats tt
-                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme and tt.vault_id = any(v_vault_ids)
+                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme and tt.vault_id = any(v_term_vaults)
                         having count(*) > 0) ts
     where s.chunk_count > 0;
     if t.vault_ids is null then
         return;
     end if;
-    v_filter := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 4);
-    if v_filter = '' and v_whole and ragpg_lexical_backend(f.vaults, null, k1, b) = 'pg_textsearch' then
-        -- Every vault searched has a bm25 index (55_bm25_index.sql): it picks the candidates, the
-        -- postings score them (the same scores as below, for far fewer chunks).
-        return query select * from ragpg_lexical_scores_indexed(query_text, candidate_count, t.vault_ids, t.cfgs,
-                                                                t.lexemes, t.weights, t.avgdls, k1, b);
+    if v_cand_ids is not null then
+        return query
+        select s.chunk_id, s.bm25_score
+        from ragpg_bm25_exact_scores(v_cand_ids, v_cand_vaults, t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, k1, b) s
+        order by s.bm25_score desc, s.chunk_id
+        limit candidate_count;
         return;
     end if;
     if v_filter = '' and v_whole then
@@ -279,7 +293,7 @@ $$;
 
 -- How common each of the query's lexemes is in the given vaults (null = all): chunk frequency
 -- summed over the vaults and the vaults' chunk count. A question whose rare words the notes never
--- use is one they likely cannot answer (rag.notes.abstain). With readable_levels, only chunks of
+-- use is one they likely cannot answer (rag.notes.signals). With readable_levels, only chunks of
 -- those confidentiality levels count, so the figures say nothing about notes a caller may not read.
 -- in_chunks: which of the given chunks (the passages an answer would draw on) hold the lexeme, by
 -- the same analysis that indexed them (their heading and content), so the question's words and the

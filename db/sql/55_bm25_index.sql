@@ -19,7 +19,7 @@
 -- serves only a search that covers every vault in it (naming no vault, say): one naming some of the
 -- small vaults takes the SQL BM25, which reads their own postings (a small vault's are few).
 --
--- The index only chooses candidates: ragpg_lexical_scores_indexed scores them exactly from
+-- The index only chooses candidates (ragpg_bm25_index_candidates): the postings score them exactly from
 -- bm25_postings, so a chunk's bm25_score is the same number whichever backend found it (pg_textsearch
 -- computes its own scores with float4 statistics, and returning them per row costs about 0.4 ms a
 -- row in 1.0.0; its order is used, its scores are not). ragpg_lexical_backend decides per call: the
@@ -442,30 +442,27 @@ begin
 end
 $$;
 
--- The indexed lexical leg: each vault's best candidate_count chunks by its bm25 index (ids only, in
--- index order), then their exact scores (ragpg_bm25_exact_scores). The best candidate_count of the
--- union are returned.
-create or replace function ragpg_lexical_scores_indexed(query_text text, candidate_count integer,
-                                                        vault_ids bigint[], cfgs regconfig[], lexemes text[],
-                                                        weights float8[], avgdls float8[], k1 float8, b float8)
-returns table (chunk_id bigint, bm25_score float8)
-language plpgsql stable rows 60
+-- The indexed lexical leg's candidates: each vault's best candidate_count chunks by its bm25 index (ids
+-- only, in index order; the small vaults' shared index once, deeper), with each one's vault. The
+-- caller scores them exactly (ragpg_bm25_exact_scores) and keeps the best candidate_count.
+create or replace function ragpg_bm25_index_candidates(query_text text, candidate_count integer, p_vault_ids bigint[],
+                                                       out ids bigint[], out vault_ids bigint[])
+language plpgsql stable
 set search_path = public, pg_catalog, pg_temp
 set plan_cache_mode = auto  -- (whatever its caller chose: pg_textsearch's scans are faster so)
 as $$
-#variable_conflict use_column
 declare
     i record;
     r record;
-    v_ids bigint[] := '{}';
-    v_id_vaults bigint[] := '{}';  -- each candidate's vault
 begin
+    ids := '{}';
+    vault_ids := '{}';
     -- (the shared table once, whatever number of small vaults it holds: ragpg_lexical_backend sends
     -- here only searches that cover every vault in it)
     for i in select min(x.vault_id) as vault_id, x.table_name, min(x.index_name) as index_name,
                     x.table_name = ragpg_bm25_shared_table() as shared
              from bm25_indexes x
-             where x.vault_id in (select distinct u from unnest(vault_ids) u)
+             where x.vault_id in (select distinct u from unnest(p_vault_ids) u)
              group by x.table_name order by 1 loop
         -- A top-level query, read row by row: pg_textsearch's planner hook serves the ORDER BY score
         -- from the index scan only there; inside a subquery (array(select ...)) every row's score is
@@ -476,13 +473,30 @@ begin
                                 i.table_name, i.index_name)
                  using query_text, (candidate_count + ragpg_bm25_index_extra_candidates())
                                    * case when i.shared then ragpg_bm25_shared_depth_factor() else 1 end loop
-            v_ids := v_ids || r.chunk_id;
-            v_id_vaults := v_id_vaults || r.vault_id;
+            ids := ids || r.chunk_id;
+            vault_ids := vault_ids || r.vault_id;
         end loop;
     end loop;
+end
+$$;
+
+-- The indexed lexical leg over the given vaults' term arrays (as ragpg_lexical_scores computes them):
+-- the candidates above, their exact scores, the best candidate_count.
+create or replace function ragpg_lexical_scores_indexed(query_text text, candidate_count integer,
+                                                        vault_ids bigint[], cfgs regconfig[], lexemes text[],
+                                                        weights float8[], avgdls float8[], k1 float8, b float8)
+returns table (chunk_id bigint, bm25_score float8)
+language plpgsql stable rows 60
+set search_path = public, pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    c record;
+begin
+    select * into c from ragpg_bm25_index_candidates(query_text, candidate_count, vault_ids);
     return query
     select s.chunk_id, s.bm25_score
-    from ragpg_bm25_exact_scores(v_ids, v_id_vaults, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) s
+    from ragpg_bm25_exact_scores(c.ids, c.vault_ids, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) s
     order by s.bm25_score desc, s.chunk_id
     limit candidate_count;
 end
