@@ -42,27 +42,27 @@ class _Row:
     aliases: Any
 
 
-_READABLE_NOTE = sql.SQL("exists (select 1 from chunks c where c.vault_id = d.vault_id and c.document_id = d.id "
-                         "and {readable})").format(readable=READABLE)
-
-# The note at exactly that path: the one query a caller naming notes by path needs.
+# The note at exactly that path, if the scope may read it (it holds a passage the scope may read): one
+# indexed lookup, all a caller naming notes by path needs.
 _EXACT = sql.SQL("""
 select v.name as vault, d.source_path, null::jsonb as aliases
 from documents d join vaults v on v.id = d.vault_id
-where v.name = any(%(vaults)s::text[]) and d.source_path = %(name)s and {readable_note}
+where v.name = any(%(vaults)s::text[]) and d.source_path = %(path)s
+  and exists (select 1 from chunks c where c.vault_id = d.vault_id and c.document_id = d.id and {readable})
 order by v.name
-""").format(readable_note=_READABLE_NOTE)
+""").format(readable=READABLE)
 
-# Every note the scope may read in the vaults, with its aliases (front matter, on each passage).
-_NOTES = sql.SQL("""
-select v.name as vault, d.source_path,
-       coalesce((select c.metadata -> 'aliases' from chunks c
-                 where c.vault_id = d.vault_id and c.document_id = d.id order by c.ordinal limit 1),
-                '[]'::jsonb) as aliases
-from documents d join vaults v on v.id = d.vault_id
-where v.name = any(%(vaults)s::text[]) and {readable_note}
-order by v.name, d.source_path
-""").format(readable_note=_READABLE_NOTE)
+# Every note the scope may read in the vaults, with its aliases (front matter, on every passage): one
+# join over the passages rather than a subquery per note, which a table without statistics yet (a note
+# named right after its first index run) planned as a scan per note.
+_ALL = sql.SQL("""
+select distinct on (d.id) v.name as vault, d.source_path, coalesce(c.metadata -> 'aliases', '[]'::jsonb) as aliases
+from chunks c
+join documents d on d.id = c.document_id
+join vaults v on v.id = c.vault_id
+where v.name = any(%(vaults)s::text[]) and {readable}
+order by d.id, c.ordinal
+""").format(readable=READABLE)
 
 
 def resolve_note(conn: Connection, vault: str | None, name: str, *, scope: Scope | None = None) -> NoteRef:
@@ -75,12 +75,12 @@ def resolve_note(conn: Connection, vault: str | None, name: str, *, scope: Scope
     if vault is not None and vault not in known:
         raise unknown_vault(vault, known)
     vaults = [vault] if vault is not None else [v for v in known if scope.allows_vault(v)]
-    params = {"vaults": vaults, "name": name, "levels": levels_param(scope)}
+    params = {"vaults": vaults, "path": name, "levels": levels_param(scope)}
     try:
         exact = _rows(conn, _EXACT, params)
         if len(exact) == 1:
             return NoteRef(exact[0].vault, exact[0].source_path)
-        found = [NoteRef(r.vault, r.source_path) for r in exact] or _by_name(_rows(conn, _NOTES, params), name)
+        found = [NoteRef(r.vault, r.source_path) for r in exact] or _by_name(_rows(conn, _ALL, params), name)
     finally:
         if not conn.autocommit:
             conn.rollback()
