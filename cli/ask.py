@@ -11,7 +11,7 @@ import json
 import logging
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import typer
 
@@ -21,6 +21,7 @@ from ragpg_cli.terminal import for_terminal, json_for_terminal
 # The notes pipeline (numpy, litellm, ...) loads when `ask`/`search` runs, not at every `ragpg` start.
 if TYPE_CHECKING:
     from rag.notes.ask import AskResponse, Reference, SearchItem, SearchResponse
+    from rag.notes.results import Detail
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,8 @@ def ask_command(
 
     rt = _runtime(ctx)
     try:
-        response = ask(question, vaults=vault, folders=folder, k=k, detail=detail, debug=debug or explain,
-                       runtime=rt)
+        response = ask(question, vaults=vault, folders=folder, k=k, detail=cast("Detail", detail),
+                       debug=debug or explain, runtime=rt)  # ask refuses a detail it does not know
     finally:
         rt.close()
     explanation = explain_lines(response.debug) if explain else []
@@ -67,7 +68,8 @@ def ask_command(
         lines = (line if line.startswith(" ") else f"- {line}" for line in explanation)
         typer.echo(for_terminal("\n".join(["", "Why this answer:", *lines])))
     if debug and response.debug is not None:  # the full numbers, to stderr
-        sys.stderr.write(json_for_terminal(json.dumps(response.debug, indent=2, default=str, ensure_ascii=False)) + "\n")
+        sys.stderr.write(json_for_terminal(json.dumps(response.debug.model_dump(mode="json"), indent=2,
+                                                      ensure_ascii=False)) + "\n")
 
 
 def search_command(
@@ -125,8 +127,8 @@ def source_lines(references: Iterable[Reference], *, numbered: bool = False) -> 
 
 
 def render_answer(response: AskResponse) -> str:
-    """The answer and its Sources. A quoted answer marks each sentence with the number of its source
-    in the list (`[1]`); an LLM's answer keeps the `[File: ..., Section: ...]` citations its prompt asks for."""
+    """The answer and its Sources. Each citation of the answer, quoted or written by an LLM, is shown as the
+    number of its source in the list (`[1]`), as the web page shows it."""
     from rag.notes.citations import cite_label, numbered
 
     parts = ["Answer:"]
@@ -134,10 +136,9 @@ def render_answer(response: AskResponse) -> str:
         parts.append(f"({response.notice})")
     if response.confidence == "low" and not response.abstained:
         parts.append(f"({LOW_CONFIDENCE_NOTE})")
-    quoted = response.answered_by == "extractive" and not response.abstained
     labels = [cite_label(r.source_path, r.heading_path) for r in distinct(response.references)]
-    parts.append(numbered(response.answer, labels) if quoted else response.answer)
-    sources = source_lines(response.references, numbered=quoted)
+    parts.append(response.answer if response.abstained else numbered(response.answer, labels))
+    sources = source_lines(response.references, numbered=not response.abstained)
     if sources:
         parts += ["", "Sources:", *sources]
     return "\n".join(parts)

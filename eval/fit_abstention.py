@@ -1,4 +1,4 @@
-"""Fit the notes abstention (rag.notes.abstain) on the golden set's dev split; report dev and test.
+"""Fit the notes abstention (rag.notes.signals) on the golden set's dev split; report dev and test.
 
     RAGPG_DATA_DIR=... python eval/fit_abstention.py eval/golden/obsidian-help.yaml [--vault help]
 
@@ -29,25 +29,29 @@ import numpy as np  # noqa: E402
 
 from rag.config import load_settings  # noqa: E402
 from rag.eval import load_golden  # noqa: E402
-from rag.notes.abstain import PORTABLE_SIGNALS, SIGNALS  # noqa: E402
 from rag.notes.ask import ask  # noqa: E402
+from rag.notes.signals import PORTABLE_SIGNALS, SIGNALS  # noqa: E402
 from rag.runtime import Runtime  # noqa: E402
 
 L2 = 0.1
 ANSWER_COST = 1.5
 CV_FOLDS = 5
 CV_MAX_SIGNALS = 3
+SENTENCE_WEIGHT_TO_READ = 1e-12
 
 
 def collect(golden_path: str, vaults: list[str]) -> list[dict]:
     settings = load_settings()
+    # sentence_similarity is read only when it weighs something: a weight too small to change any decision
+    weights = {"sentence_similarity": SENTENCE_WEIGHT_TO_READ, **settings.notes.abstain_weights}
+    settings = settings.model_copy(update={"notes": settings.notes.model_copy(update={"abstain_weights": weights})})
     rt = Runtime.from_settings(settings, pool_max_size=2)
     rows = []
     try:
         for case in load_golden(golden_path).cases:
             resp = ask(case.query, vaults=list(case.vaults) or vaults or None, folders=list(case.folders),
                        debug=True, runtime=rt)
-            signals = (resp.debug or {}).get("abstention", {}).get("signals")
+            signals = resp.decision.signals or None
             rows.append({"id": case.id, "split": case.split, "answerable": not case.expect_abstain,
                          "signals": signals})
     finally:

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # what a type checker sees: the real signatures and types (no
     from rag.errors import LLMError as LLMError
     from rag.errors import NotFoundError as NotFoundError
     from rag.errors import RagError as RagError
-    from rag.ingest.pipeline import index_vaults as index  # noqa: F401  (in __all__, through _EXPORTS)
+    from rag.indexing import index as index
     from rag.ingest.report import IndexReport as IndexReport
     from rag.notes.ask import ask as ask
     from rag.notes.ask import search as search
@@ -80,7 +80,7 @@ _EXPORTS = {
     "Reference": ("rag.notes.results", "Reference"),
     "SearchItem": ("rag.notes.results", "SearchItem"),
     "SearchResponse": ("rag.notes.results", "SearchResponse"),
-    "index": ("rag.ingest.pipeline", "index_vaults"),
+    "index": ("rag.indexing", "index"),
     "IndexReport": ("rag.ingest.report", "IndexReport"),
     "Candidate": ("rag.types", "Candidate"),
     "RankedChunk": ("rag.types", "RankedChunk"),

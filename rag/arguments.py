@@ -79,19 +79,18 @@ def optional_text(fn: str, name: str, value: Any) -> None:
 
 
 def optional_names(fn: str, name: str, value: Any) -> None:
+    """A list of names or None, the one rule of every entry point (a bare string is refused: its letters are
+    a sequence of names too)."""
     if value is None:
         return
-    if isinstance(value, str | bytes) or not isinstance(value, list | tuple | set | frozenset):
+    if isinstance(value, str):
+        raise InputError(f"{fn}: '{name}' must be a list of names or None (one name: [{value[:40]!r}]), got a string")
+    if isinstance(value, bytes) or not isinstance(value, list | tuple | set | frozenset):
         raise InputError(f"{fn}: '{name}' must be a list of names or None, got {_got(value)}")
     for item in value:
         if not isinstance(item, str):
             raise InputError(f"{fn}: every item of '{name}' must be a string, got {_got(item)}")
         _unicode(fn, name, item)
-
-
-def name_or_names(fn: str, name: str, value: Any) -> None:
-    """One name or a list of them (the notes entry points accept `vaults="work"`)."""
-    optional_names(fn, name, [value] if isinstance(value, str) else value)
 
 
 def _leaf_problem(node: Any, where: str) -> str | None:
@@ -208,9 +207,10 @@ CONTEXT_CHECKS: dict[str, Check] = {
     "budget_tokens": token_budget, **_COMMON,
 }
 # `ask` and `search` check k and detail themselves (their messages name the allowed range and values).
-ASK_CHECKS: dict[str, Check] = {"question": text, "vaults": name_or_names, "folders": name_or_names,
+ASK_CHECKS: dict[str, Check] = {"question": text, "vaults": optional_names, "folders": optional_names,
                                 "detail": text, "debug": flag, **_COMMON}
-SEARCH_CHECKS: dict[str, Check] = {"query": text, "vaults": name_or_names, "folders": name_or_names,
+INDEX_CHECKS: dict[str, Check] = {"vaults": optional_names, "allow_empty": flag, "runtime": optional_runtime}
+SEARCH_CHECKS: dict[str, Check] = {"query": text, "vaults": optional_names, "folders": optional_names,
                                    "filters": json_object, **_COMMON}
 
 

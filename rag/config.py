@@ -8,6 +8,7 @@ Unknown keys in the config file are rejected.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import tomllib
 from pathlib import Path
@@ -148,8 +149,6 @@ class Settings(BaseSettings):
     def _level_name(cls, value: Any) -> Any:
         return value.strip().upper() if isinstance(value, str) else value
 
-    _config_path: Path | None = None
-
     @classmethod
     def settings_customise_sources(
         cls,
@@ -159,17 +158,21 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _TomlFileSource(settings_cls, cls._config_path))
+        return (init_settings, env_settings, _TomlFileSource(settings_cls, _CONFIG_PATH.get()))
 
     @property
     def pgdata_dir(self) -> Path:
         return self.data_dir / "pgdata"
 
 
+# The config file of the load_settings call under way (per thread and task, never state of the class).
+_CONFIG_PATH: contextvars.ContextVar[Path | None] = contextvars.ContextVar("ragpg_config_path", default=None)
+
+
 def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings:
     """Build the settings object; every problem becomes a one-line ConfigError."""
     path = config_path if config_path is not None else default_config_path()
-    Settings._config_path = path
+    token = _CONFIG_PATH.set(path)  # read by settings_customise_sources while this call builds the settings
     try:
         return Settings(**overrides)
     except ValidationError as exc:
@@ -180,4 +183,4 @@ def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings
             raise ConfigError(f"unknown setting '{where}'{source}") from None
         raise ConfigError(f"invalid setting '{where}': {err.get('msg')}{source}") from None
     finally:
-        Settings._config_path = None
+        _CONFIG_PATH.reset(token)

@@ -10,12 +10,16 @@ from rag.config_groups import Group, ZeroToOne
 
 # Fitted on the golden set's dev split only (`python eval/fit_abstention.py eval/golden/obsidian-help.yaml
 # --cv --portable --max-wrong 0.05`, local model): of the signals that do not depend on the embedder's
-# cosine scale (rag.notes.abstain.PORTABLE_SIGNALS), the subset of up to three that scored best in 5-fold
+# cosine scale (rag.notes.signals.PORTABLE_SIGNALS), the subset of up to three that scored best in 5-fold
 # cross-validation on dev, and the threshold that abstains most while wrongly abstaining on at most 5 % of
 # dev's answerable questions; signals left out weigh 0. Refit after changing retrieval, ranking or signals.
 # Refit 2026-11-28: the fit before (term_coverage / unknown_share / passage_coverage) dated from 2026-11-24,
 # before the names_missing signal and later retrieval changes. CV on dev: abstained 0.580, wrongly 0.042;
 # the fitted model alone on dev 0.600 / 0.032 and on test (scored, never fitted) 0.550 / 0.062.
+# The signals the abstention model can weigh (rag.notes.signals.AbstainSignals has one field each).
+ABSTAIN_SIGNALS: tuple[str, ...] = ("top_final", "margin", "top_similarity", "sentence_similarity", "term_coverage",
+                                    "unknown_share", "leg_agreement", "top_bm25", "rarest_missing",
+                                    "passage_coverage", "names_missing")
 ABSTAIN_WEIGHTS: dict[str, float] = {"term_coverage": 1.574, "unknown_share": -3.615, "names_missing": -3.724}
 ABSTAIN_BIAS = 1.888
 ABSTAIN_THRESHOLD = 0.72
@@ -63,7 +67,7 @@ class NotesSettings(Group):
     """Passages added (negative: removed) when you name folders with --folder: a narrower question."""
     abstain_weights: dict[str, float] = Field(default_factory=lambda: dict(ABSTAIN_WEIGHTS))
     """The abstention model: p(answerable) = logistic(bias + sum of weight x signal) over the signals of
-    rag.notes.abstain (term_coverage, unknown_share, passage_coverage, ...); a signal left out weighs 0.
+    rag.notes.signals (term_coverage, unknown_share, passage_coverage, ...); a signal left out weighs 0.
     Fitted on the golden set's dev split (eval/fit_abstention.py); refit after changing retrieval or
     ranking."""
     abstain_bias: float = ABSTAIN_BIAS
@@ -142,6 +146,9 @@ class NotesSettings(Group):
     def _consistent(self) -> NotesSettings:
         if self.k_min > self.k_max:
             raise ValueError(f"k_min ({self.k_min}) must not exceed k_max ({self.k_max})")
+        unknown = sorted(set(self.abstain_weights) - set(ABSTAIN_SIGNALS))
+        if unknown:  # a misspelt signal would weigh 0 without a word
+            raise ValueError(f"abstain_weights: unknown signal '{unknown[0]}' (known: {', '.join(ABSTAIN_SIGNALS)})")
         if self.abstain_low_confidence < self.abstain_threshold:
             raise ValueError("abstain_low_confidence must not be below abstain_threshold")
         for name, table in (("answer_sentences", self.answer_sentences), ("answer_sources", self.answer_sources)):

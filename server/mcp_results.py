@@ -88,8 +88,10 @@ class Source(Located):
 
 class AskNotesResult(_Out):
     answer: str
-    abstained: bool = Field(description="True when the notes do not answer the question (see abstain_reason).")
-    abstain_reason: str | None
+    abstained: bool = Field(description="True when the notes do not answer the question (see rule and why).")
+    rule: str = Field(description="The rule that decided: 'model' (the calibrated evidence model), 'names_missing', "
+                      "'nothing_found', 'llm_declined' or 'only_flagged_text'.")
+    why: str = Field(description="The decision in plain words.")
     answered_by: str = Field(description="'llm', 'extractive' (quoted from the notes, no LLM) or 'none'.")
     confidence: str | None = Field(description="'normal' or 'low'; null when abstained.")
     notice: str | None = Field(description="A sentence for the reader, e.g. that the answer quotes the notes.")
@@ -203,8 +205,11 @@ def search_result(response: SearchResponse) -> SearchNotesResult:
 
 
 def ask_result(response: AskResponse) -> AskNotesResult:
+    from rag.notes.decision import explanation
+
     return AskNotesResult(
-        answer=response.answer, abstained=response.abstained, abstain_reason=response.abstain_reason,
+        answer=response.answer, abstained=response.abstained, rule=response.decision.rule,
+        why=explanation(response.decision),
         answered_by=response.answered_by, confidence=response.confidence, notice=response.notice,
         sources=[Source(vault=r.vault, path=r.source_path, uri=note_uri(r.vault, r.source_path),
                         heading=r.heading, start_line=r.start_line, end_line=r.end_line, location=r.location,

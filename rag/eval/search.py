@@ -80,8 +80,8 @@ class SystemSearch:
         if case.filters:
             raise InputError("the ask path takes no metadata filters; use --mode search or a context mode")
         response = ask(case.query, vaults=vaults, folders=list(case.folders), debug=True, runtime=self.runtime)
-        candidates = (response.debug or {}).get("candidates", [])
-        pairs = first_notes([(c["path"], c["ordinal"]) for c in candidates], depth)
+        candidates = response.debug.candidates if response.debug else []
+        pairs = first_notes([(c.path, c.ordinal) for c in candidates], depth)
         # The answer is what the reader sees, the abstention sentence included: so forbidden claims are
         # scored on every case that lists them, and the metric set does not depend on what abstained.
         return EvalHit.from_pairs(pairs, answer=response.answer, abstained=response.abstained)

@@ -2,12 +2,13 @@
 
 Without an LLM (or when it fails, or when no passage fits the budget) the answer is the best 1-3
 sentences of the passages drawn on (`--detail` brief 1, normal 2, detailed 3 by default), scored by
-the local embedding model plus term overlap (`rag.notes.extractive`), each cited. With an LLM the
+the embedder the notes were indexed with plus term overlap (`rag.notes.extractive`), each cited;
+an LLM that answers never has them scored. With an LLM the
 passages are assembled like any context (`rag.context.assemble`, at most
 `notes.answer_context_budget_tokens`), each block under the `[File: name.md, Section: ...]` label
 the answer is asked to cite (`rag.notes.citations`); an answer that says the notes do not cover the
-question is an abstention with reason `llm_declined`; an extractive answer with nothing to quote
-(every sentence flagged as an injection) is one with reason `only_flagged_text`. References: the
+question is an abstention by the rule `llm_declined`; an extractive answer with nothing to quote
+(every sentence flagged as an injection) is one by the rule `only_flagged_text`. References: the
 passages the answer cites, then, up to the detail's number of sources, the other passages shown.
 """
 
@@ -16,7 +17,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -25,8 +27,9 @@ from rag.context.assemble import assemble_context
 from rag.errors import LLMError
 from rag.llm import LLM, Message
 from rag.llm_budget import LLMDeadlineError
+from rag.notes.ask_trace import CandidateTrace, CitationTrace, Detail, FoundBy, LLMTrace
 from rag.notes.citations import file_section_header, match_citations
-from rag.notes.decision import decision_trace
+from rag.notes.decision import overruled
 from rag.notes.extractive import (
     Sentence,
     extractive_answer,
@@ -37,15 +40,12 @@ from rag.notes.extractive import (
 )
 from rag.notes.format import snippet
 from rag.notes.question import query_terms, question_parts
-from rag.notes.results import AnswerDecision, AnsweredBy, AskResponse, Confidence, Reference, RuleName
+from rag.notes.results import AnswerDecision, AnsweredBy, AskResponse, Confidence, Reference
 from rag.notes.shapes import answer_shape, asks_for_steps
 from rag.notes.steps import StepLimits
 from rag.prompts import load_prompt
 from rag.runtime import Runtime
 from rag.types import Candidate, RankedChunk
-
-if TYPE_CHECKING:
-    from rag.notes.scope import NotesScope
 
 log = logging.getLogger(__name__)
 
@@ -62,35 +62,27 @@ def caution() -> str:
     return load_prompt("notes_caution").render() + "\n"
 
 
-def abstained(reason: str, answered_by: AnsweredBy = "none", *, decision: AnswerDecision | None = None) -> AskResponse:
+def abstained(decision: AnswerDecision, answered_by: AnsweredBy = "none") -> AskResponse:
     """The abstention answer; when the notes cover the topic but not the thing asked, it says so."""
-    text = f"{ABSTAIN_ANSWER} {decision.message}" if decision is not None and decision.message else ABSTAIN_ANSWER
-    return AskResponse(answer=text, references=[], abstained=True, abstain_reason=reason,
-                       answered_by=answered_by, decision=decision)
+    text = f"{ABSTAIN_ANSWER} {decision.message}" if decision.message else ABSTAIN_ANSWER
+    return AskResponse(answer=text, references=[], abstained=True, answered_by=answered_by, decision=decision)
 
 
-def overruled(decision: AnswerDecision | None, rule: RuleName, reason: str) -> AnswerDecision:
-    """The decision after the answer step abstained although the evidence answered."""
-    if decision is None:
-        return AnswerDecision(abstain=True, rule=rule, evidence_vault=None, reasons=[reason])
-    return decision.model_copy(update={"abstain": True, "rule": rule, "reasons": [reason]})
-
-
-def found_by(c: Candidate) -> str:
+def found_by(c: Candidate) -> FoundBy:
     legs = [name for name, rank in (("lexical", c.lexical_rank), ("vector", c.vector_rank)) if rank is not None]
-    return "both" if len(legs) == 2 else (legs[0] if legs else "neither")
+    return "both" if len(legs) == 2 else ("lexical" if legs == ["lexical"] else "vector" if legs else "neither")
 
 
-def candidate_debug(r: RankedChunk, sc: NotesScope) -> dict[str, Any]:
+def candidate_trace(r: RankedChunk) -> CandidateTrace:
     c = r.candidate
-    folder = str((c.metadata or {}).get("folder") or "")
-    return {"rank": r.rank, "chunk_id": c.chunk_id, "vault": c.vault, "path": c.source_path,
-            "ordinal": c.ordinal, "heading": c.heading_path, "folder": folder,
-            "folder_prior": r.scores.weights_applied.get("prior", 1.0), "found_by": found_by(c),
-            "vector_rank": c.vector_rank, "lexical_rank": c.lexical_rank,
-            "vector": None if c.similarity is None else round(c.similarity, 6),
-            "lexical": None if r.scores.lexical is None else round(r.scores.lexical, 6),
-            "final": round(r.scores.final, 6), "lines": [c.start_line, c.end_line], "text": c.content}
+    return CandidateTrace(
+        rank=r.rank, chunk_id=c.chunk_id, vault=c.vault, path=c.source_path, ordinal=c.ordinal,
+        heading=c.heading_path, folder=str((c.metadata or {}).get("folder") or ""),
+        folder_prior=r.scores.weights_applied.get("prior", 1.0), found_by=found_by(c),
+        vector_rank=c.vector_rank, lexical_rank=c.lexical_rank,
+        vector=None if c.similarity is None else round(c.similarity, 6),
+        lexical=None if r.scores.lexical is None else round(r.scores.lexical, 6),
+        final=round(r.scores.final, 6), lines=(c.start_line, c.end_line), text=c.content)
 
 
 def _similarity_to(rt: Runtime, query_embedding: Any,
@@ -147,7 +139,7 @@ def rank_answer_sentences(rt: Runtime, ns: NotesSettings, question: str, kept: S
     return favour_parts(shaped, by_part, floor)
 
 
-def _references(chunks: Sequence[Candidate], used: Sequence[int], limit: int, question: str,
+def _references(chunks: Sequence[Candidate], used: Sequence[int], question: str,
                 ns: NotesSettings) -> list[Reference]:
     """The passages something was taken from (every one an LLM cited; a quoted answer quotes at most
     the detail's number of sentences)."""
@@ -160,64 +152,76 @@ def _references(chunks: Sequence[Candidate], used: Sequence[int], limit: int, qu
             for c in (chunks[i] for i in order)]
 
 
-def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedChunk], sentences: list[Sentence],
-           band: Confidence, detail: str, trace: dict[str, Any], decision: AnswerDecision | None = None) -> AskResponse:
+@dataclass(frozen=True)
+class Answered:
+    """The answer step's result: the response, and the LLM's and the citations' part of the trace."""
+
+    response: AskResponse
+    llm: LLMTrace | None = None
+    citations: CitationTrace | None = None
+
+
+def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedChunk],
+           sentences: Callable[[], list[Sentence]], band: Confidence, detail: Detail,
+           decision: AnswerDecision) -> Answered:
+    """The LLM's answer when one is configured and answers; else the passages' best sentences, quoted
+    (`sentences` scores them on first call: an LLM that answers never needs them)."""
     chunks = [r.candidate for r in kept]
-    limit = ns.answer_sources[detail]
+    llm_trace: LLMTrace | None = None
     notice = NOTICE_NO_LLM
     if rt.llm is not None:
-        answered, notice = _llm_answer(rt.llm, ns, question, kept, band, limit, trace)
-        if answered is not None and answered.abstained:
-            declined = overruled(decision, "llm_declined", "the language model found no answer in the passages")
-            trace["abstention"] = decision_trace(declined)
-            return answered.model_copy(update={"decision": declined})
-        if answered is not None:
-            return answered.model_copy(update={"decision": decision})
-    text, used = extractive_answer(sentences, chunks, count=ns.answer_sentences[detail],
+        reply, llm_trace, notice = _llm_answer(rt.llm, ns, question, kept, band, ns.answer_sources[detail])
+        if reply is not None and reply.text is None:
+            return Answered(abstained(overruled(decision, "llm_declined"), "llm"), llm_trace)
+        if reply is not None and reply.text is not None:
+            response = AskResponse(answer=reply.text, references=reply.references, abstained=False,
+                                   answered_by="llm", confidence=band, decision=decision)
+            return Answered(response, llm_trace, reply.citations)
+    text, used = extractive_answer(sentences(), chunks, count=ns.answer_sentences[detail],
                                    min_share_of_best=ns.extractive_min_share_of_best, fallback_chars=ns.snippet_chars,
                                    short_words=ns.extractive_short_sentence_words,
                                    steps=StepLimits(ns.steps_max_items, ns.steps_max_chars)
                                    if asks_for_steps(question) else None)
     if not text:  # every sentence the passages hold is flagged as an injection: nothing to quote
-        flagged = overruled(decision, "only_flagged_text", "every sentence that matched is flagged as an instruction "
-                            "to a model")
-        trace["abstention"] = decision_trace(flagged)
-        return abstained("only_flagged_text", "extractive", decision=flagged)
-    trace["citations"] = {"matched_chunks": [i + 1 for i in used], "unmatched_citations": [],
-                          "matched_by_file_only": []}
-    return AskResponse(answer=text, references=_references(chunks, used, limit, question, ns), abstained=False,
-                       abstain_reason=None, answered_by="extractive", notice=notice, confidence=band,
-                       decision=decision)
+        return Answered(abstained(overruled(decision, "only_flagged_text"), "extractive"), llm_trace)
+    response = AskResponse(answer=text, references=_references(chunks, used, question, ns), abstained=False,
+                           answered_by="extractive", notice=notice, confidence=band, decision=decision)
+    return Answered(response, llm_trace, CitationTrace(matched_chunks=[i + 1 for i in used]))
 
 
-def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[RankedChunk], band: Confidence, limit: int,
-                trace: dict[str, Any]) -> tuple[AskResponse | None, str]:
+@dataclass(frozen=True)
+class _Reply:
+    text: str | None  # None: the model said the passages do not answer
+    references: list[Reference]
+    citations: CitationTrace | None = None
+
+
+def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[RankedChunk], band: Confidence,
+                limit: int) -> tuple[_Reply | None, LLMTrace, str]:
     """The LLM's answer over the passages that fit `answer_context_budget_tokens` (assembled like any
     context, each block under its `[File: ..., Section: ...]` label), or None and the notice of the
     quoted answer given instead."""
     assembled = assemble_context(kept, budget_tokens=ns.answer_context_budget_tokens, header=file_section_header)
     shown = [r.candidate for r in sorted((r for b in assembled.blocks for r in b.chunks), key=lambda r: r.rank)]
-    trace["llm"] = {"model": llm.model, "context_tokens": assembled.used_tokens, "passages": len(shown),
-                    "left_out": len(kept) - len(shown)}
+    trace = LLMTrace(model=llm.model, context_tokens=assembled.used_tokens, passages=len(shown),
+                     left_out=len(kept) - len(shown))
     if not shown:
-        trace["llm"]["skipped"] = f"no passage fits answer_context_budget_tokens ({ns.answer_context_budget_tokens})"
-        return None, NOTICE_NO_ROOM
+        skipped = f"no passage fits answer_context_budget_tokens ({ns.answer_context_budget_tokens})"
+        return None, trace.model_copy(update={"skipped": skipped}), NOTICE_NO_ROOM
     messages = [Message("system", load_prompt("notes_system").render()),
                 Message("user", load_prompt("notes_user").render(
                     context=assembled.text, question=question, caution=caution() if band == "low" else ""))]
     try:
         text = llm.complete(messages, max_tokens=ns.answer_max_tokens)
     except LLMError as exc:
-        trace["llm"]["error"] = str(exc)
         log.warning("answering with the LLM failed, quoting the notes instead: %s", exc)
-        return None, NOTICE_LLM_LATE if isinstance(exc, LLMDeadlineError) else NOTICE_LLM_FAILED
+        notice = NOTICE_LLM_LATE if isinstance(exc, LLMDeadlineError) else NOTICE_LLM_FAILED
+        return None, trace.model_copy(update={"error": str(exc)}), notice
     if _declined(text):
-        return abstained("llm_declined", "llm"), ""
+        return _Reply(None, []), trace, ""
     match = match_citations(text, shown)
-    trace["citations"] = match.debug()
     used = match.used or list(range(min(len(shown), limit)))  # cites nothing: the best passages, up to the detail
-    return AskResponse(answer=text, references=_references(shown, used, limit, question, ns), abstained=False,
-                       abstain_reason=None, answered_by="llm", confidence=band), ""
+    return _Reply(text, _references(shown, used, question, ns), match.trace()), trace, ""
 
 
 # What a model puts before the sentence it was asked to say: markdown emphasis, quotes, a label.

@@ -8,8 +8,11 @@ Both run the stages every entry point runs (docs/architecture.md, "ask and searc
 3. retrieve: `rag.retrieval.stage.retrieve_stage` with the notes profile (hybrid SQL, facets,
    Auto-RAG) over that filter — every folder in scope is searched;
 4. rank: `rag.retrieval.rank.rank_candidates` with the folder prior as a multiplier (`rag.notes.scope`);
-5. then the notes' own last steps: sentence scoring, calibrated abstention (`rag.notes.abstain`),
-   the answer — from the LLM with the notes prompt, or extractively without one — and references.
+5. `ask` then makes one decision (`rag.notes.decision`: rules, then the calibrated model over the
+   signals of `rag.notes.signals`) and gives the answer it calls for — from the LLM with the notes
+   prompt, or quoted without one (sentences are scored only for a quoted answer or a signal whose
+   weight is not 0) — with references. Each stage hands a typed value on (`Evidence`, an
+   `AnswerDecision`, `Outcome`); `AskTrace` records them all (rag.notes.ask_trace).
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from rag.access import Scope
 from rag.arguments import ASK_CHECKS, SEARCH_CHECKS, check_arguments, query_text
@@ -27,12 +33,15 @@ from rag.errors import InputError
 from rag.llm import llm_request
 from rag.llm_budget import without_llm
 from rag.notes import answer as answering
-from rag.notes.decision import decide_answer, decision_trace, evidence_vault, in_vault
+from rag.notes.ask_trace import AskTrace, CitationTrace, KTrace, LLMTrace, ScopeTrace
+from rag.notes.decision import decide_answer, evidence_vault, in_vault
+from rag.notes.extractive import Sentence
 from rag.notes.format import snippet
-from rag.notes.question import choose_k, query_terms, validate_detail
+from rag.notes.question import KChoice, choose_k, query_terms, validate_detail
 from rag.notes.results import (
     AskResponse,
     Confidence,
+    Detail,
     Reference,
     SearchBy,
     SearchItem,
@@ -45,7 +54,7 @@ from rag.notes.settings import notes_settings
 from rag.retrieval.note_signal import note_signals
 from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import Retrieval, retrieve_stage
-from rag.retrieval.terms import query_term_stats
+from rag.retrieval.terms import TermStat, query_term_stats
 from rag.runtime import Runtime, default_runtime
 from rag.store.database import Connection
 from rag.trace_signals import decision_signals, record_signals
@@ -59,14 +68,10 @@ log = logging.getLogger(__name__)
 ABSTAIN_ANSWER = answering.ABSTAIN_ANSWER
 
 
-def _names(values: Sequence[str] | str | None, what: str) -> list[str]:
-    if values is None:
-        return []
-    if isinstance(values, str):
-        values = [values]
+def _names(values: Sequence[str] | None, what: str) -> list[str]:
     out = []
-    for v in values:
-        if not isinstance(v, str) or not v.strip():
+    for v in values or []:
+        if not v.strip():
             raise InputError(f"a {what} name is empty")
         out.append(v.strip())
     return list(dict.fromkeys(out))
@@ -84,12 +89,41 @@ def retrieve_notes(conn: Connection, rt: Runtime, question: str, sc: NotesScope)
     return found, rank_candidates(found.candidates, prof, prior=sc.prior, note_signals=signals)
 
 
-# -- ask ------------------------------------------------------------------------------------------
+# -- ask: scope -> ranked passages -> one decision -> answer -> response -----------------------------
 
-def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[str] | None = None,
-        k: int | None = None, detail: str = "normal", debug: bool = False, *,
-        runtime: Runtime | None = None, scope: Scope | None = None, request_id: str | None = None) -> AskResponse:
-    """Answer a question from the user's notes, citing them. Never raises for an LLM failure."""
+@dataclass(frozen=True)
+class Evidence:
+    """What the question found: ranked passages and the evidence vault's term statistics."""
+
+    scope: ScopeTrace
+    retrieval: Decision
+    ranked: list[RankedChunk]
+    stats: list[TermStat]
+    query_embedding: np.ndarray | None
+    timings_ms: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The decision and the answer it led to, with what answering took."""
+
+    response: AskResponse
+    sentences_scored: int = 0
+    llm: LLMTrace | None = None
+    citations: CitationTrace | None = None
+    answer_ms: float | None = None
+
+
+def ask(question: str, *, vaults: Sequence[str] | None = None, folders: Sequence[str] | None = None,
+        k: int | None = None, detail: Detail = "normal", debug: bool = False, runtime: Runtime | None = None,
+        scope: Scope | None = None, request_id: str | None = None) -> AskResponse:
+    """Answer `question` from the user's notes, citing them; never raises for an LLM failure.
+
+    `vaults` (none: every vault the caller may read) and `folders` narrow the search; `k` is how many
+    passages the answer draws on (default: chosen from the question and `detail`); `debug` returns the
+    typed record of every step (`AskResponse.debug`, an `AskTrace`). Abstaining is an answer too:
+    `abstained` is true and `decision.rule` says why.
+    """
     check_arguments("ask", {"question": question, "vaults": vaults, "folders": folders, "detail": detail,
                             "debug": debug, "runtime": runtime, "scope": scope, "request_id": request_id}, ASK_CHECKS)
     rt = runtime or default_runtime()
@@ -98,57 +132,83 @@ def ask(question: str, vaults: Sequence[str] | None = None, folders: Sequence[st
     validate_detail(detail)
     vault_list, folder_list = _names(vaults, "vault"), _names(folders, "folder")
     k_choice = choose_k(question, detail=detail, k=k, user_folders=bool(folder_list), s=ns)
-    trace: dict[str, Any] = {"question": question, "detail": detail,
-                             "k": {"value": k_choice.k, "requested": k, "reasons": list(k_choice.reasons)}}
     with llm_request(rt.settings.llm), rt.tracer.root(
             request_id=request_id or uuid.uuid4().hex, query=question, profile=ns.profile, mode="ask") as root:
         started = time.perf_counter()
-        response, decision = _ask(rt, ns, question, vault_list, folder_list, k_choice.k, detail,
-                                  scope or Scope.unrestricted(), trace)
+        evidence = gather_evidence(rt, ns, question, vault_list, folder_list, scope or Scope.unrestricted())
+        outcome = decide_and_answer(rt, ns, question, evidence, k_choice.k, detail)
+        trace = _trace(question, detail, k_choice, k, evidence, outcome, time.perf_counter() - started)
+        response = outcome.response
         root.set(abstained=response.abstained, answeredBy=response.answered_by,
-                 folderMethod=trace.get("folders", {}).get("method"), topScore=trace.get("best_score"),
+                 folderMethod=trace.scope.folders.method if trace.scope else None, topScore=trace.best_score,
                  chunkCount=len(response.references), insufficient=response.abstained,
-                 decisionRule=response.decision.rule if response.decision else None)
-        timings = {**trace.get("timings_ms", {}), "total_ms": (time.perf_counter() - started) * 1000}
-        record_signals(root, decision_signals(decision, timings_ms=timings, abstained=response.abstained))
+                 decisionRule=response.decision.rule)
+        record_signals(root, decision_signals(evidence.retrieval, timings_ms=trace.timings_ms,
+                                              abstained=response.abstained))
     return response.model_copy(update={"debug": trace}) if debug else response
 
 
-def _ask(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], folder_list: list[str], k: int,
-         detail: str, scope: Scope, trace: dict[str, Any]) -> tuple[AskResponse, Decision]:
+def gather_evidence(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], folder_list: list[str],
+                    scope: Scope) -> Evidence:
+    """Scope, retrieve and rank; the evidence is judged within its own vault (rag.notes.decision)."""
     # One connection, scoped to the caller, for every read of the request; given back before answering.
     with rt.connection(autocommit=True, scope=scope, read=True) as conn:
         sc = prepare_scope(conn, rt, ns, question, vault_list, folder_list, None, scope, rank_folders=True)
         found, ranked = retrieve_notes(conn, rt, question, sc)
-        # The evidence is judged within its own vault: its term statistics, its passages (rag.notes.decision).
-        vault = evidence_vault(ranked[:k])
+        vault = evidence_vault(ranked)
         own = [r.candidate.chunk_id for r in in_vault(ranked, vault)[:ns.abstain_top_passages]]
         stats = query_term_stats(conn, question, [vault], scope.readable_levels(), own) if vault else []
-    trace.update(sc.debug())
-    retrieval = found.run.decision(insufficient=not ranked)
-    trace["retrieval"] = retrieval.model_dump(mode="json")
-    trace["timings_ms"] = dict(found.run.timings_ms)
-    trace["candidates"] = [answering.candidate_debug(r, sc) for r in ranked]
-    kept = ranked[:k]
-    trace["best_score"] = kept[0].scores.final if kept else None
+    return Evidence(scope=sc.trace(), retrieval=found.run.decision(insufficient=not ranked), ranked=ranked,
+                    stats=stats, query_embedding=sc.query_embedding, timings_ms=dict(found.run.timings_ms))
+
+
+def decide_and_answer(rt: Runtime, ns: NotesSettings, question: str, evidence: Evidence, k: int,
+                      detail: Detail) -> Outcome:
+    """One decision over the first `k` passages, then the answer (or the abstention) it calls for."""
+    kept = evidence.ranked[:k]
     if not kept:
-        decision = decide_answer(question, kept, [], 0.0, ns)
-        trace["abstention"] = decision_trace(decision)
-        return answering.abstained("no_results", decision=decision), retrieval
-    answering_started = time.perf_counter()
-    sentences = answering.rank_answer_sentences(rt, ns, question, kept, sc.query_embedding)
-    best_sentence = max((x.similarity for x in sentences if kept[x.passage].candidate.vault == vault), default=0.0)
-    decision = decide_answer(question, ranked, stats, best_sentence, ns)
-    trace["abstention"] = decision_trace(decision)
+        return Outcome(answering.abstained(decide_answer(question, kept, [], None, ns)))
+    started = time.perf_counter()
+    scored: list[list[Sentence]] = []
+
+    def sentences() -> list[Sentence]:  # scored once, on first need
+        if not scored:
+            scored.append(answering.rank_answer_sentences(rt, ns, question, kept, evidence.query_embedding))
+        return scored[0]
+
+    vault = evidence_vault(kept)
+    best_sentence = None
+    if ns.abstain_weights.get("sentence_similarity", 0.0):
+        best_sentence = max((x.similarity for x in sentences() if kept[x.passage].candidate.vault == vault),
+                            default=0.0)
+    decision = decide_answer(question, evidence.ranked, evidence.stats, best_sentence, ns)
     if decision.abstain:
-        log.info("ask abstained (%s, p=%s) for %d candidates", decision.rule, decision.p_answerable, len(ranked))
-        trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000  # the sentences it weighed
-        return answering.abstained("no_relevant_context", decision=decision), retrieval
+        log.info("ask abstained (%s, p=%s) for %d candidates", decision.rule, decision.p_answerable,
+                 len(evidence.ranked))
+        return Outcome(answering.abstained(decision), len(scored[0]) if scored else 0,
+                       answer_ms=(time.perf_counter() - started) * 1000)
     band: Confidence = "low" if (decision.p_answerable or 0.0) < ns.abstain_low_confidence else "normal"
-    trace["confidence"] = band
-    answered = answering.answer(rt, ns, question, kept, sentences, band, detail, trace, decision)
-    trace["timings_ms"]["answer_ms"] = (time.perf_counter() - answering_started) * 1000
-    return answered, retrieval
+    answered = answering.answer(rt, ns, question, kept, sentences, band, detail, decision)
+    return Outcome(answered.response, len(scored[0]) if scored else 0, answered.llm, answered.citations,
+                   (time.perf_counter() - started) * 1000)
+
+
+def _trace(question: str, detail: Detail, k_choice: KChoice, requested: int | None, evidence: Evidence,
+           outcome: Outcome, elapsed_s: float) -> AskTrace:
+    timings = dict(evidence.timings_ms)
+    if outcome.answer_ms is not None:
+        timings["answer_ms"] = outcome.answer_ms
+    timings["total_ms"] = elapsed_s * 1000
+    kept = evidence.ranked[:k_choice.k]
+    response = outcome.response
+    return AskTrace(
+        question=question, detail=detail,
+        k=KTrace(value=k_choice.k, requested=requested, reasons=list(k_choice.reasons)),
+        scope=evidence.scope, retrieval=evidence.retrieval,
+        candidates=[answering.candidate_trace(r) for r in evidence.ranked],
+        best_score=kept[0].scores.final if kept else None, sentences_scored=outcome.sentences_scored,
+        decision=response.decision, confidence=response.confidence, llm=outcome.llm, citations=outcome.citations,
+        timings_ms=timings)
 
 
 # -- search ---------------------------------------------------------------------------------------

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from rag.context.assemble import Citation
+from rag.notes.ask_trace import CitationTrace
 from rag.notes.format import file_name, heading_parts
 from rag.types import Candidate
 
@@ -49,9 +49,9 @@ class CitationMatch:
     unmatched: list[str] = field(default_factory=list)
     by_file_only: list[str] = field(default_factory=list)
 
-    def debug(self) -> dict[str, Any]:
-        return {"matched_chunks": [i + 1 for i in self.used], "unmatched_citations": self.unmatched,
-                "matched_by_file_only": self.by_file_only}
+    def trace(self) -> CitationTrace:
+        return CitationTrace(matched_chunks=[i + 1 for i in self.used], unmatched_citations=self.unmatched,
+                             matched_by_file_only=self.by_file_only)
 
 
 def match_citations(answer: str, passages: Sequence[Candidate]) -> CitationMatch:
@@ -81,11 +81,17 @@ def without_citations(answer: str) -> str:
 
 def numbered(answer: str, labels: Sequence[str]) -> str:
     """The answer with each `[File: ..., Section: ...]` replaced by `[n]`, the 1-based position of the
-    same label in `labels` (the Sources list); a citation of no listed label is left as written."""
+    same label in `labels` (the Sources list), else of the first label of the same file (a model that
+    paraphrased the section, read back the way `match_citations` reads it); a citation of no listed
+    file is left as written."""
     folded = [_folded(label) for label in labels]
+    files = [label.split(",", 1)[0] + "," for label in folded]
 
     def number(m: re.Match[str]) -> str:
         cited = _folded(m.group())
-        return f"[{folded.index(cited) + 1}]" if cited in folded else m.group()
+        if cited in folded:
+            return f"[{folded.index(cited) + 1}]"
+        same_file = [i for i, prefix in enumerate(files) if cited.startswith(prefix) or cited == prefix[:-1] + "]"]
+        return f"[{same_file[0] + 1}]" if same_file else m.group()
 
     return _CITED.sub(number, answer)

@@ -95,16 +95,6 @@ class FolderSelection:
     notes: list[str] = field(default_factory=list)
     llm_answer: str | None = None
 
-    def debug(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "selected": [{"folder": s.label, "vault": s.vault, "source": s.source, "weight": s.weight}
-                         for s in self.scopes],
-            "available": [f.label for f in self.available],
-            "notes": list(self.notes),
-            **({"llm_answer": self.llm_answer} if self.llm_answer is not None else {}),
-        }
-
 
 # -- listing --------------------------------------------------------------------------------------
 

@@ -11,9 +11,13 @@ from typing import Any, Literal
 
 from pydantic import Field, computed_field
 
+from rag.notes.ask_trace import AnswerDecision, AskTrace, Detail, RuleName
 from rag.notes.format import file_name
 from rag.places import location, obsidian_target, shown_heading
 from rag.types import Record
+
+__all__ = ["AnswerDecision", "AnsweredBy", "AskResponse", "AskTrace", "Confidence", "Detail", "NoteHit", "Passage",
+           "Reference", "RuleName", "SearchBy", "SearchItem", "SearchResponse", "group_by_note"]
 
 AnsweredBy = Literal["llm", "extractive", "none"]
 Confidence = Literal["normal", "low"]
@@ -72,37 +76,17 @@ class Reference(Passage):
         return self.model_dump(mode="json")
 
 
-RuleName = Literal["nothing_found", "names_missing", "model", "llm_declined", "only_flagged_text"]
-
-
-class AnswerDecision(Record):
-    """Why `ask` answered or abstained: the rule that decided, the named signals it read and plain-words
-    reasons that agree with the outcome (`rag.notes.decision`). `message` is what the reader is told
-    when the notes cover the topic but not the thing asked about."""
-
-    abstain: bool
-    rule: RuleName
-    evidence_vault: str | None
-    p_answerable: float | None = None
-    threshold: float | None = None
-    signals: dict[str, float] = Field(default_factory=dict)
-    names: list[str] = Field(default_factory=list, description="The names and numbers the question asks about.")
-    names_missing: list[str] = Field(default_factory=list)
-    mentioned: list[str] = Field(default_factory=list, description="Words of the question the passages do use.")
-    message: str | None = None
-    reasons: list[str] = Field(default_factory=list)
-
-
 class AskResponse(Record):
+    """The answer with the passages it cites; `decision` says why it answered or abstained (its `rule`)."""
+
     answer: str
     references: list[Reference]
     abstained: bool
-    abstain_reason: str | None
-    debug: dict[str, Any] | None = Field(default=None, description="Present when the request set debug=true.")
+    decision: AnswerDecision
     answered_by: AnsweredBy = "llm"  # "none" when abstained before answering
     notice: str | None = None  # a plain sentence for the reader, e.g. that the answer quotes the notes
     confidence: Confidence | None = None  # None when abstained
-    decision: AnswerDecision | None = None  # why it answered or abstained
+    debug: AskTrace | None = Field(default=None, description="How the answer was reached; when debug=true.")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form; `debug` only when it was asked for."""

@@ -20,6 +20,7 @@ from rag.access import Scope
 from rag.config import NotesSettings
 from rag.errors import NotFoundError
 from rag.llm import LLM, AskedAhead
+from rag.notes.ask_trace import FolderTrace, ScopeTrace, SelectedFolder
 from rag.notes.folders import (
     Folder,
     FolderScope,
@@ -82,17 +83,20 @@ class NotesScope:
 
         return multiplier
 
-    def debug(self) -> dict[str, Any]:
+    def trace(self) -> ScopeTrace:
+        """Where the question was searched (the folders' part of `AskTrace`)."""
         self.settle()
         searched = [f.label for f in self.available if not self.user_scopes
                     or any(s.covers(f) for s in self.user_scopes)]
-        folders: dict[str, Any] = {"searched": searched, "prior_weight": self.prior_weight,
-                                   "restricted_to": [s.label for s in self.user_scopes]}
-        if self.selection is not None:
-            folders |= self.selection.debug()
-        else:
-            folders["method"] = "none"
-        return {"vaults": self.vaults, "folders": folders, "filter": self.filter}
+        sel = self.selection
+        folders = FolderTrace(
+            searched=searched, prior_weight=self.prior_weight, restricted_to=[s.label for s in self.user_scopes],
+            method=sel.method if sel else "none",
+            selected=[SelectedFolder(folder=s.label, vault=s.vault, source=s.source, weight=s.weight)
+                      for s in sel.scopes] if sel else [],
+            available=[f.label for f in sel.available] if sel else [], notes=list(sel.notes) if sel else [],
+            llm_answer=sel.llm_answer if sel else None)
+        return ScopeTrace(vaults=self.vaults, folders=folders, filter=self.filter)
 
 
 def resolve_vaults(conn: Any, requested: Sequence[str], scope: Scope) -> list[str]:

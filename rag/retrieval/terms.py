@@ -3,7 +3,7 @@
 alike, so no Python stemming has to guess at its lexemes.
 
 A question whose rarest words the notes never use is one they likely cannot answer; the notes
-abstention reads these figures (`rag.notes.abstain`).
+abstention reads these figures (`rag.notes.signals`).
 """
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ def test_ask_shows_the_answer_sources_and_why(browser, live_server: str, key: st
     why = visible(browser, "#why-lines")
     text = why.text
     assert "Searched vault notes: every folder" in text
-    assert "projects/alpha.md — # Alpha > ## Timeline (found by both word and meaning search)" in text
+    assert "projects/alpha.md — Alpha › Timeline (found by both word and meaning search)" in text
     assert "Decision: answered" in text
     browser.execute_script("document.getElementById('why').scrollIntoView()")
     screenshot("explanation")

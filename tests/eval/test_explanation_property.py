@@ -12,6 +12,7 @@ from rag.notes.ask import ask
 from rag.notes.explain import explain_lines
 from rag.runtime import Runtime
 from tests.eval.conftest import Run
+from tests.support.ask_trace import trace_json
 
 GOLDEN = Path(__file__).resolve().parents[2] / "eval" / "golden" / "obsidian-help.yaml"
 # What argues for abstaining; beside "answered" only with what outweighed it.
@@ -38,7 +39,7 @@ def test_no_rendered_explanation_contradicts_its_decision(cli: Run, shared_data:
             resp = ask(case.query, folders=list(case.folders), debug=True, runtime=rt)
             assert resp.decision is not None and resp.debug is not None
             assert resp.decision.abstain == resp.abstained
-            assert resp.debug["abstention"]["rule"] == resp.decision.rule  # the trace renders the record
+            assert trace_json(resp)["decision"]["rule"] == resp.decision.rule  # the trace renders the record
             decided = [line for line in explain_lines(resp.debug) if line.startswith("Decision: ")]
             assert len(decided) == 1
             assert contradictions(decided[0], resp.abstained) == [], (case.id, decided[0])

@@ -12,7 +12,7 @@ import rag
 def test_every_public_name_resolves() -> None:
     for name in rag.__all__:
         assert getattr(rag, name) is not None, name
-    assert rag.index.__name__ == "index_vaults"
+    assert rag.index.__name__ == "index" and rag.index.__module__ == "rag.indexing"
     assert issubclass(rag.NotFoundError, rag.InputError) and issubclass(rag.InputError, rag.RagError)
 
 
@@ -50,7 +50,7 @@ def test_compute_context_is_a_typed_callable_to_a_users_type_checker(tmp_path) -
 
     user = tmp_path / "user.py"
     user.write_text("\n".join([
-        "from rag import ask, compute_context, search",
+        "from rag import ask, compute_context, index, search",
         "reveal_type(compute_context)",
         "result = compute_context('q')",
         "reveal_type(result.citations[0].source_path)",
@@ -59,6 +59,13 @@ def test_compute_context_is_a_typed_callable_to_a_users_type_checker(tmp_path) -
         "reveal_type(ask('q').references[0].lines)",
         "reveal_type(search('q').items[0].score)",
         "compute_context(3)",
+        "reveal_type(ask)",
+        "reveal_type(ask('q').debug)",
+        "reveal_type(ask('q').decision.rule)",
+        "reveal_type(index)",
+        "reveal_type(search)",
+        "ask('q', detail='verbose')",
+        "ask('q', ['notes'])",
     ]) + "\n", encoding="utf-8")
     repo = Path(rag.__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental",
@@ -66,10 +73,22 @@ def test_compute_context_is_a_typed_callable_to_a_users_type_checker(tmp_path) -
                           env={"MYPYPATH": str(repo), "PATH": "/usr/bin:/bin"})
     revealed = [line.split('Revealed type is "', 1)[1].rstrip('"') for line in done.stdout.splitlines()
                 if "Revealed type is" in line]
-    assert len(revealed) == 6, done.stdout + done.stderr
+    assert len(revealed) == 11, done.stdout + done.stderr
     signature = revealed[0]
     assert signature.startswith("def (query: str, *, vaults: typing.Sequence[str] | None =")
     assert "mode: Literal['auto'] | Literal['base']" in signature and "budget_tokens: int =" in signature
     assert signature.endswith("-> rag.context.result.ContextResult")
-    assert revealed[1:] == ["str", "str", "float", "str | None", "float"]
+    assert revealed[1:6] == ["str", "str", "float", "str | None", "float"]
     assert 'Argument 1 to "compute_context" has incompatible type "int"; expected "str"' in done.stdout
+    # one public face: the first argument, then keyword-only; closed choices as Literal; a typed record
+    ask_sig, trace, rule, index_sig, search_sig = revealed[6:]
+    assert ask_sig.startswith("def (question: str, *, vaults: typing.Sequence[str] | None =")
+    assert "detail: Literal['brief'] | Literal['normal'] | Literal['detailed'] =" in ask_sig
+    assert "runtime: rag.runtime.Runtime | None =" in ask_sig and ask_sig.endswith("-> rag.notes.results.AskResponse")
+    assert trace == "rag.notes.ask_trace.AskTrace | None"
+    assert rule.startswith("Literal['nothing_found'] | Literal['names_missing'] | Literal['model']")
+    assert index_sig.startswith("def (vaults: typing.Sequence[str] | None =, *, allow_empty: bool =")
+    assert "runtime: rag.runtime.Runtime | None =" in index_sig
+    assert search_sig.startswith("def (query: str, *, vaults:") and "by: Literal['note'] | Literal['passage']" in search_sig
+    assert 'Argument "detail" to "ask" has incompatible type' in done.stdout
+    assert 'Too many positional arguments for "ask"' in done.stdout

@@ -18,7 +18,9 @@ from tests.support.files import write_files
 
 PUBLIC_MARK, INTERNAL_MARK, RESTRICTED_MARK, WORK_MARK = "SUNFLOWER", "BLUEHERON", "ZEBRAQUARTZ", "KINGFISHER"
 # The tail of "Your notes mention X but not Y." / "Your notes do not mention Y.": Y is the question's own words.
-NOT_MENTIONED = re.compile(r"(?:but not|do not mention) [^.]*\.")
+# the question's own name, repeated by the answer and by its reason ("why": "... never mention X, which the
+# question asks about"): the only place a hidden note's word may appear, because the asker wrote it
+NOT_MENTIONED = re.compile(r"(?:but not|do not mention) [^.]*\.|never mention [^,]*, which the question asks about")
 
 TOMATOES = (
     "# Tomatoes\n"  # line 1

@@ -11,6 +11,7 @@ from rag.notes.ask import ask
 from rag.tokens import count_tokens
 from tests.notes.conftest import answer_prompts, script, use_settings
 from tests.notes.kit import toward
+from tests.support.ask_trace import trace_json
 
 Q = "When does project alpha ship?"
 LABEL = re.compile(r"^\[File: (n\d)\.md, Section: Launch plan (\d)\]$", re.MULTILINE)
@@ -38,18 +39,18 @@ def test_the_prompt_cites_each_passage_by_label_within_the_budget(notes, llm_run
     script(llm_stub, answer="It ships soon [File: n1.md, Section: Launch plan 1]; see also "
                             "[File: n7.md, Section: Launch plan 7].")
     resp = ask(Q, detail="detailed", debug=True, runtime=llm_runtime)  # k = 8: eight passages drawn on
-    assert resp.answered_by == "llm" and resp.debug["k"]["value"] == 8
+    assert resp.answered_by == "llm" and trace_json(resp)["k"]["value"] == 8
     context = prompt_context(llm_stub)
     shown = LABEL.findall(context)
     assert 0 < len(shown) < 8 and all(name == f"n{n}" for name, n in shown)
     assert [name for name, _ in shown] == [f"n{i}" for i in range(len(shown))]  # the best ranked fit first
-    assert count_tokens(context) == resp.debug["llm"]["context_tokens"] <= budget
-    assert resp.debug["llm"]["passages"] == len(shown) and resp.debug["llm"]["left_out"] == 8 - len(shown)
+    assert count_tokens(context) == trace_json(resp)["llm"]["context_tokens"] <= budget
+    assert trace_json(resp)["llm"]["passages"] == len(shown) and trace_json(resp)["llm"]["left_out"] == 8 - len(shown)
     # every block's text is its passage's, under its own label
     for name, n in shown:
         assert f"[File: {name}.md, Section: Launch plan {n}]\nProject alpha note {n} says it ships soon." in context
     # n7 was left out: the model cannot have seen it, so it is no reference
-    assert resp.debug["citations"]["unmatched_citations"] == ["[File: n7.md, Section: Launch plan 7]"]
+    assert trace_json(resp)["citations"]["unmatched_citations"] == ["[File: n7.md, Section: Launch plan 7]"]
     assert resp.references[0].source_path == "plans/n1.md"
     assert {r.source_path for r in resp.references} <= {f"plans/{name}.md" for name, _ in shown}
 
@@ -59,7 +60,7 @@ def test_a_larger_budget_shows_every_passage(notes, llm_runtime, llm_stub, monke
     use_settings(monkeypatch, answer_context_budget_tokens=100_000)
     script(llm_stub, answer="Soon [File: n0.md, Section: Launch plan 0].")
     resp = ask(Q, detail="detailed", debug=True, runtime=llm_runtime)
-    assert len(LABEL.findall(prompt_context(llm_stub))) == 8 and resp.debug["llm"]["left_out"] == 0
+    assert len(LABEL.findall(prompt_context(llm_stub))) == 8 and trace_json(resp)["llm"]["left_out"] == 0
 
 
 def test_when_no_passage_fits_the_answer_quotes_the_notes(notes, llm_runtime, llm_stub, monkeypatch):
@@ -69,5 +70,5 @@ def test_when_no_passage_fits_the_answer_quotes_the_notes(notes, llm_runtime, ll
     resp = ask(Q, debug=True, runtime=llm_runtime)
     assert answer_prompts(llm_stub) == []  # no answering request was sent
     assert resp.answered_by == "extractive" and resp.notice == NOTICE_NO_ROOM and not resp.abstained
-    assert "answer_context_budget_tokens (10)" in resp.debug["llm"]["skipped"]
+    assert "answer_context_budget_tokens (10)" in trace_json(resp)["llm"]["skipped"]
     assert re.search(r"\[File: n\d\.md, Section: Launch plan \d\]$", resp.answer.splitlines()[0])

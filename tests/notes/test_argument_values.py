@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rag.compute import compute_context
 from rag.errors import InputError
 from rag.notes.ask import ask, search
 from tests.notes.test_ask import Q, two_notes
@@ -25,7 +26,11 @@ def indexed(notes, runtime, notes_config):
 @pytest.mark.security
 @pytest.mark.parametrize("call, message", [
     (lambda rt: ask("\ud800", runtime=rt), "ask: 'question' is not valid Unicode: a lone surrogate (\\ud800)"),
-    (lambda rt: ask(Q, vaults="work\udcff", runtime=rt), "ask: 'vaults' is not valid Unicode: a lone surrogate"),
+    (lambda rt: ask(Q, vaults=["work\udcff"], runtime=rt), "ask: 'vaults' is not valid Unicode: a lone surrogate"),
+    # one rule of vaults and folders on every entry point: a list of names; a bare string is refused
+    (lambda rt: ask(Q, vaults="work", runtime=rt), "ask: 'vaults' must be a list of names or None (one name: ['work'])"),
+    (lambda rt: search(Q, folders="projects", runtime=rt), "search: 'folders' must be a list of names or None"),
+    (lambda rt: compute_context(Q, vaults="work", runtime=rt), "compute_context: 'vaults' must be a list of names"),
     (lambda rt: ask(Q, folders=[3], runtime=rt), "ask: every item of 'folders' must be a string, got int 3"),
     (lambda rt: ask(Q, detail=["brief"], runtime=rt), "ask: 'detail' must be a string, got list ['brief']"),
     (lambda rt: ask(Q, scope="all", runtime=rt), "ask: 'scope' must be a rag.access.Scope or None, got str"),

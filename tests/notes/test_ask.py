@@ -13,10 +13,12 @@ from rag.access import Scope
 from rag.errors import AuthError, InputError, NotFoundError
 from rag.notes.answer import NOTICE_LLM_FAILED, NOTICE_NO_LLM, caution
 from rag.notes.ask import ABSTAIN_ANSWER, ask, search
+from rag.notes.decision import explanation
 from rag.retrieval.profiles import BUILTIN_PROFILES
 from rag.retrieval.rank import FRESHNESS_UNKNOWN
 from tests.notes.conftest import FOLDER_PROMPT_MARK, answer_prompts, ask_module, script, use_settings
-from tests.notes.kit import toward
+from tests.notes.kit import ABSTAIN, toward
+from tests.support.ask_trace import trace_json
 
 Q = "When does project alpha ship?"  # content terms: project, alpha, ship
 OFF_TOPIC = "Gardening notes about tomatoes and basil."  # no term of Q
@@ -24,7 +26,7 @@ ZEBRA = "Which zebra crossed the quantum volcano yesterday?"  # no word of it in
 
 
 def by_path(resp):
-    return {c["path"]: c for c in resp.debug["candidates"]}
+    return {c["path"]: c for c in trace_json(resp)["candidates"]}
 
 
 def notes_profile_final(similarity: float, lexical: float, prior: float = 1.0) -> float:
@@ -55,18 +57,18 @@ def three_folders(notes, sims=(0.8, 0.8, 0.8)):
 def test_answers_from_the_passage_that_says_it(notes, runtime, notes_config):
     two_notes(notes)
     resp = ask(Q, debug=True, runtime=runtime)
-    assert not resp.abstained and resp.abstain_reason is None
+    assert not resp.abstained and not resp.decision.abstain
     assert resp.answered_by == "extractive" and resp.notice == NOTICE_NO_LLM and resp.confidence == "normal"
     assert resp.answer.splitlines()[0] == ("Project alpha ships in March after the beta review. "
                                            "[File: alpha.md, Section: Timeline]")
     assert resp.references[0].source_path == "projects/alpha.md" and resp.references[0].heading_path == "# Alpha > ## Timeline"
-    first = resp.debug["candidates"][0]
+    first = trace_json(resp)["candidates"][0]
     # the best BM25 match gets lexical 1.0; no folder prior (weight 0)
     assert (first["rank"], first["path"], first["found_by"], first["folder_prior"]) == (1, "projects/alpha.md",
                                                                                         "both", 1.0)
     assert first["vector"] == pytest.approx(0.8, abs=1e-5) and first["lexical"] == 1.0
     assert first["final"] == pytest.approx(notes_profile_final(0.8, 1.0), abs=1e-5)
-    assert resp.debug["abstention"]["abstain"] is False
+    assert trace_json(resp)["decision"]["abstain"] is False
 
 
 def test_a_question_in_words_the_notes_never_use_abstains(notes, runtime, notes_config):
@@ -75,26 +77,30 @@ def test_a_question_in_words_the_notes_never_use_abstains(notes, runtime, notes_
                                              ("# Alpha > ## Budget", "Alpha has a budget of forty thousand.")])
     notes.note("work", "garden/plants.md", [("# Plants", OFF_TOPIC)])
     resp = ask(ZEBRA, debug=True, runtime=runtime)
-    assert resp.abstained and resp.abstain_reason == "no_relevant_context"
+    assert resp.abstained and resp.decision.rule == "model"
     assert resp.answer == ABSTAIN_ANSWER and resp.references == []
     assert resp.answered_by == "none" and resp.confidence is None and resp.notice is None
-    decision = resp.debug["abstention"]
+    decision = trace_json(resp)["decision"]
     assert decision["abstain"] and decision["p_answerable"] < 0.5
     assert decision["signals"]["unknown_share"] == 1.0 and decision["signals"]["term_coverage"] == 0.0
-    assert "never appear in the notes" in decision["reason"]
-    assert resp.debug["candidates"]  # passages were found; they do not answer
-    assert resp.debug["timings_ms"]["answer_ms"] > 0  # weighing their sentences is timed on this path too
+    assert "never appear in the notes" in explanation(resp.decision)
+    assert trace_json(resp)["candidates"]  # passages were found; they do not answer
+    assert trace_json(resp)["timings_ms"]["answer_ms"] > 0  # deciding is timed on this path too
+    # no quote to make: sentences are scored only when a signal with a weight reads them
+    weighed = bool(notes_config.abstain_weights.get("sentence_similarity"))
+    assert resp.debug is not None and (resp.debug.sentences_scored > 0) == weighed
     # the note answers this one in the same words
     same = ask("When does project alpha ship?", debug=True, runtime=runtime)
-    assert not same.abstained and same.debug["abstention"]["signals"]["unknown_share"] == 0.0
+    assert not same.abstained and trace_json(same)["decision"]["signals"]["unknown_share"] == 0.0
     assert same.answer.startswith("Project alpha ships in March. [File: alpha.md, Section: Timeline]")
+    assert same.debug is not None and same.debug.sentences_scored > 0  # the quoted answer needed them
 
 
 def test_the_decision_follows_the_settings(notes, runtime, monkeypatch):
     two_notes(notes)
     use_settings(monkeypatch, abstain_bias=-20.0)  # no evidence is strong enough
     resp = ask(Q, debug=True, runtime=runtime)
-    assert resp.abstained and resp.abstain_reason == "no_relevant_context"
+    assert resp.abstained and resp.decision.rule == "model"
     use_settings(monkeypatch, abstain_bias=20.0)  # any evidence is
     assert not ask(ZEBRA, runtime=runtime).abstained
 
@@ -102,10 +108,10 @@ def test_the_decision_follows_the_settings(notes, runtime, monkeypatch):
 def test_abstains_when_nothing_matches_at_all(notes, runtime, notes_config):
     notes.note("work", "garden/plants.md", [("# Plants", OFF_TOPIC)], embed=False)  # no vector, no shared word
     resp = ask(Q, debug=True, runtime=runtime)
-    assert resp.abstained and resp.abstain_reason == "no_results"
+    assert resp.abstained and resp.decision.rule == "nothing_found"
     assert resp.answer == ABSTAIN_ANSWER and resp.references == []
-    assert resp.debug["candidates"] == [] and resp.debug["retrieval"]["insufficient"] is True
-    assert resp.debug["abstention"]["reason"] == "not answered: nothing in the notes matched"
+    assert trace_json(resp)["candidates"] == [] and trace_json(resp)["retrieval"]["insufficient"] is True
+    assert explanation(resp.decision) == "not answered: nothing in the notes matched"
 
 
 def test_low_confidence_asks_the_llm_for_a_cautious_answer(notes, llm_runtime, llm_stub, monkeypatch):
@@ -136,17 +142,17 @@ def archive_far_better(notes):
 
 
 def candidate_refs(resp):
-    return {(c["path"], c["ordinal"]) for c in resp.debug["candidates"]}
+    return {(c["path"], c["ordinal"]) for c in trace_json(resp)["candidates"]}
 
 
 def test_without_a_prior_weight_no_folder_ranking_happens(notes, runtime, notes_config):
     assert notes_config.folder_prior_weight == 0.0  # the default: the eval gave the centroid prior no weight
     archive_far_better(notes)
     resp = ask(Q, debug=True, runtime=runtime)
-    folders = resp.debug["folders"]
-    assert folders["method"] == "none" and "selected" not in folders and folders["prior_weight"] == 0.0
+    folders = trace_json(resp)["scope"]["folders"]
+    assert folders["method"] == "none" and folders["selected"] == [] and folders["prior_weight"] == 0.0
     assert folders["searched"] == ["work/archive", "work/meetings", "work/projects"]
-    assert {c["folder_prior"] for c in resp.debug["candidates"]} == {1.0}
+    assert {c["folder_prior"] for c in trace_json(resp)["candidates"]} == {1.0}
 
 
 def test_the_lowest_ranked_folder_is_still_searched_and_can_rank_first(notes, runtime, monkeypatch):
@@ -155,13 +161,13 @@ def test_the_lowest_ranked_folder_is_still_searched_and_can_rank_first(notes, ru
     unweighted = ask(Q, debug=True, runtime=runtime)
     use_settings(monkeypatch, folder_prior_weight=0.5)
     resp = ask(Q, debug=True, runtime=runtime)
-    folders = resp.debug["folders"]
+    folders = trace_json(resp)["scope"]["folders"]
     assert folders["method"] == "centroid" and folders["prior_weight"] == 0.5
     assert [(s["folder"], s["weight"]) for s in folders["selected"]] == [
         ("work/projects", 1.0), ("work/meetings", 0.9), ("work/archive", 0.8)]
     assert folders["searched"] == ["work/archive", "work/meetings", "work/projects"]
     assert candidate_refs(resp) == candidate_refs(unweighted)  # the prior moved scores, dropped nothing
-    best = resp.debug["candidates"][0]
+    best = trace_json(resp)["candidates"][0]
     assert best["path"] == "archive/best.md" and best["folder_prior"] == pytest.approx(0.5 + 0.5 * 0.8)
     assert best["final"] == pytest.approx(notes_profile_final(0.95, 1.0, 0.9), abs=1e-5)
     assert resp.references[0].source_path == "archive/best.md"
@@ -173,7 +179,7 @@ def test_a_heavy_prior_pushes_the_last_folder_down_but_never_out(notes, runtime,
     unweighted = ask(Q, debug=True, runtime=runtime)
     use_settings(monkeypatch, folder_prior_weight=1.0, folder_weight_step=0.45, folder_weight_min=0.1)
     resp = ask(Q, debug=True, runtime=runtime)
-    assert [s["weight"] for s in resp.debug["folders"]["selected"]] == [1.0, 0.55, 0.1]
+    assert [s["weight"] for s in trace_json(resp)["scope"]["folders"]["selected"]] == [1.0, 0.55, 0.1]
     assert candidate_refs(resp) == candidate_refs(unweighted)
     best = by_path(resp)["archive/best.md"]
     assert best["folder_prior"] == pytest.approx(0.1) and best["rank"] > 1
@@ -186,7 +192,7 @@ def test_folders_the_llm_did_not_list_are_still_searched_at_the_minimum_weight(n
     three_folders(notes)
     script(llm_stub, folders='```json\n["work/meetings", "work/recipes"]\n```', answer="ok")
     resp = ask(Q, debug=True, runtime=llm_runtime)
-    folders = resp.debug["folders"]
+    folders = trace_json(resp)["scope"]["folders"]
     assert folders["method"] == "llm" and folders["prior_weight"] == 0.3
     assert [(s["folder"], s["source"], s["weight"]) for s in folders["selected"]] == [
         ("work/meetings", "llm", 1.0), ("work/recipes", "llm", 0.9)]
@@ -195,7 +201,7 @@ def test_folders_the_llm_did_not_list_are_still_searched_at_the_minimum_weight(n
     assert cands["meetings/m1.md"]["folder_prior"] == pytest.approx(1.0)
     assert cands["recipes/soup.md"]["folder_prior"] == pytest.approx(0.7 + 0.3 * 0.9)
     assert cands["projects/alpha.md"]["folder_prior"] == pytest.approx(0.7 + 0.3 * 0.1)  # not listed: the minimum
-    assert [c["path"] for c in resp.debug["candidates"]] == ["meetings/m1.md", "recipes/soup.md", "projects/alpha.md"]
+    assert [c["path"] for c in trace_json(resp)["candidates"]] == ["meetings/m1.md", "recipes/soup.md", "projects/alpha.md"]
     prompt = next(r["messages"][-1]["content"] for r in llm_stub.requests
                   if FOLDER_PROMPT_MARK in r["messages"][-1]["content"])
     assert "work/meetings\nwork/projects\nwork/recipes" in prompt
@@ -208,7 +214,7 @@ def test_malformed_llm_folder_answer_weighs_by_centroid_and_searches_everything(
     # the centroid order the ranking falls back to weighs what a centroid order weighs, not the LLM's weight
     use_settings(monkeypatch, folder_prior_weight_llm=0.3, folder_prior_weight=0.2)
     resp = ask(Q, debug=True, runtime=llm_runtime)
-    folders = resp.debug["folders"]
+    folders = trace_json(resp)["scope"]["folders"]
     assert folders["method"] == "all" and "not a JSON array" in folders["notes"][0]
     assert [s["folder"] for s in folders["selected"]] == ["work/meetings", "work/recipes", "work/projects"]
     assert folders["prior_weight"] == 0.2
@@ -216,18 +222,18 @@ def test_malformed_llm_folder_answer_weighs_by_centroid_and_searches_everything(
     assert set(by_path(resp)) == {"projects/alpha.md", "meetings/m1.md", "recipes/soup.md"}
     use_settings(monkeypatch, folder_prior_weight_llm=0.3, folder_prior_weight=0.0)
     unweighted = ask(Q, debug=True, runtime=llm_runtime)
-    assert unweighted.debug["folders"]["prior_weight"] == 0.0
-    assert {c["folder_prior"] for c in unweighted.debug["candidates"]} == {1.0}
+    assert trace_json(unweighted)["scope"]["folders"]["prior_weight"] == 0.0
+    assert {c["folder_prior"] for c in trace_json(unweighted)["candidates"]} == {1.0}
 
 
 def test_llm_naming_only_unknown_folders_searches_everything(notes, llm_runtime, llm_stub, notes_config):
     three_folders(notes)
     script(llm_stub, folders='["work/archive", "elsewhere"]', answer="ok")
     resp = ask(Q, debug=True, runtime=llm_runtime)
-    folders = resp.debug["folders"]
+    folders = trace_json(resp)["scope"]["folders"]
     assert folders["method"] == "all" and len(folders["selected"]) == 3
     assert any("unknown folders" in n for n in folders["notes"])
-    assert len(resp.debug["candidates"]) == 3
+    assert len(trace_json(resp)["candidates"]) == 3
 
 
 def test_without_centroids_folders_are_weighed_in_name_order(notes, runtime, monkeypatch):
@@ -241,10 +247,10 @@ def test_without_centroids_folders_are_weighed_in_name_order(notes, runtime, mon
 
     monkeypatch.setattr("rag.retrieval.retrieve.match_folders", unavailable)
     resp = ask(Q, debug=True, runtime=runtime)
-    folders = resp.debug["folders"]
+    folders = trace_json(resp)["scope"]["folders"]
     assert folders["method"] == "all" and "folder centroids unavailable" in folders["notes"][0]
     assert [s["folder"] for s in folders["selected"]] == ["work/meetings", "work/projects", "work/recipes"]
-    assert len(resp.debug["candidates"]) == 3
+    assert len(trace_json(resp)["candidates"]) == 3
 
 
 # -- folders the user names restrict the search -------------------------------------------------------
@@ -253,9 +259,9 @@ def test_user_folders_restrict_the_search(notes, runtime, notes_config):
     three_folders(notes, sims=(0.5, 0.9, 0.9))
     resp = ask(Q, folders=["projects"], debug=True, runtime=runtime)
     assert set(by_path(resp)) == {"projects/alpha.md"}
-    folders = resp.debug["folders"]
+    folders = trace_json(resp)["scope"]["folders"]
     assert folders["restricted_to"] == ["work/projects/**"] and folders["searched"] == ["work/projects"]
-    assert resp.debug["k"]["value"] == 4  # normal 5, a user folder -1
+    assert trace_json(resp)["k"]["value"] == 4  # normal 5, a user folder -1
     assert {i.source_path for i in search(Q, folders=["projects"], runtime=runtime).items} == {"projects/alpha.md"}
 
 
@@ -264,13 +270,13 @@ def test_vault_qualified_user_folder_and_several_vaults(notes, runtime, notes_co
     notes.note("work", "projects/alpha.md", [("# Alpha", OFF_TOPIC)], embeddings=[toward(q, 0.8, 1)])
     notes.note("home", "projects/house.md", [("# House", OFF_TOPIC)], embeddings=[toward(q, 0.9, 2)])
     resp = ask(Q, folders=["work/projects"], debug=True, runtime=runtime)
-    assert set(by_path(resp)) == {"projects/alpha.md"} and {c["vault"] for c in resp.debug["candidates"]} == {"work"}
+    assert set(by_path(resp)) == {"projects/alpha.md"} and {c["vault"] for c in trace_json(resp)["candidates"]} == {"work"}
     both = ask(Q, folders=["projects"], debug=True, runtime=runtime)
-    assert {(c["vault"], c["path"]) for c in both.debug["candidates"]} == {("work", "projects/alpha.md"),
+    assert {(c["vault"], c["path"]) for c in trace_json(both)["candidates"]} == {("work", "projects/alpha.md"),
                                                                           ("home", "projects/house.md")}
     only_home = ask(Q, vaults=["home"], debug=True, runtime=runtime)
-    assert only_home.debug["vaults"] == ["home"] and only_home.debug["folders"]["searched"] == ["home/projects"]
-    assert {c["vault"] for c in only_home.debug["candidates"]} == {"home"}
+    assert trace_json(only_home)["scope"]["vaults"] == ["home"] and trace_json(only_home)["scope"]["folders"]["searched"] == ["home/projects"]
+    assert {c["vault"] for c in trace_json(only_home)["candidates"]} == {"home"}
 
 
 def test_overlapping_and_prefix_user_folders(notes, runtime, notes_config):
@@ -279,10 +285,10 @@ def test_overlapping_and_prefix_user_folders(notes, runtime, notes_config):
     notes.note("j", "2024-02/week1/b.md", [("# B", OFF_TOPIC)], embeddings=[toward(q, 0.7, 2)])
     notes.note("j", "2023-12/c.md", [("# C", OFF_TOPIC)], embeddings=[toward(q, 0.9, 3)])
     prefix = ask(Q, folders=["2024-"], debug=True, runtime=runtime)
-    assert prefix.debug["folders"]["restricted_to"] == ["j/2024-*"]
+    assert trace_json(prefix)["scope"]["folders"]["restricted_to"] == ["j/2024-*"]
     assert set(by_path(prefix)) == {"2024-01/a.md", "2024-02/week1/b.md"}
     overlapping = ask(Q, folders=["2024-02", "2024-02/week1"], debug=True, runtime=runtime)
-    assert [c["path"] for c in overlapping.debug["candidates"]] == ["2024-02/week1/b.md"]
+    assert [c["path"] for c in trace_json(overlapping)["candidates"]] == ["2024-02/week1/b.md"]
 
 
 def test_unknown_folder_names_close_matches(notes, runtime, notes_config):
@@ -295,6 +301,38 @@ def test_unknown_folder_names_close_matches(notes, runtime, notes_config):
 
 # -- with a language model ----------------------------------------------------------------------------
 
+def test_sentences_are_never_embedded_when_an_llm_answers_and_their_signal_weighs_nothing(
+        notes, llm_runtime, llm_stub, monkeypatch):
+    two_notes(notes)
+    embedded: list[list[str]] = []
+    real = llm_runtime.embedder.embed_sentences
+
+    def counting(texts: list[str]) -> list[list[float]]:  # the real embedder, with its calls counted
+        embedded.append(list(texts))
+        return real(texts)
+
+    monkeypatch.setattr(llm_runtime.embedder, "embed_sentences", counting)
+    weights = {k: v for k, v in ABSTAIN["abstain_weights"].items() if k != "sentence_similarity"}
+    use_settings(monkeypatch, abstain_weights=weights)
+    script(llm_stub, answer="Alpha ships in March [File: alpha.md, Section: Timeline].")
+    resp = ask(Q, debug=True, runtime=llm_runtime)
+    assert resp.answered_by == "llm" and not resp.abstained
+    assert embedded == [] and resp.debug is not None and resp.debug.sentences_scored == 0
+    assert "sentence_similarity" not in resp.decision.signals  # not read, not reported as 0
+    # a quoted answer needs them: the LLM failing, they are scored then, once
+    llm_stub.fail_status = 500
+    quoted = ask(Q, debug=True, runtime=llm_runtime)
+    assert quoted.answered_by == "extractive" and embedded and quoted.debug is not None
+    assert quoted.debug.sentences_scored > 0
+    # and a weight that reads them has them scored before the decision, an LLM configured or not
+    use_settings(monkeypatch)
+    embedded.clear()
+    llm_stub.fail_status = None
+    script(llm_stub, answer="Alpha ships in March [File: alpha.md, Section: Timeline].")
+    weighed = ask(Q, runtime=llm_runtime)
+    assert weighed.answered_by == "llm" and embedded and "sentence_similarity" in weighed.decision.signals
+
+
 def test_references_are_the_passages_the_llm_answer_cites(notes, llm_runtime, llm_stub, notes_config):
     two_notes(notes)
     script(llm_stub, answer="Alpha ships in March [File: alpha.md, Section: Timeline] "
@@ -305,7 +343,7 @@ def test_references_are_the_passages_the_llm_answer_cites(notes, llm_runtime, ll
         ("projects/alpha.md", "# Alpha > ## Timeline", 0)]
     ref = resp.references[0].to_dict()
     assert ref["lines"] == "1" and ref["snippet"].startswith("Project alpha ships")
-    assert resp.debug["citations"]["unmatched_citations"] == ["[File: gamma.md, Section: Plans]"]
+    assert trace_json(resp)["citations"]["unmatched_citations"] == ["[File: gamma.md, Section: Plans]"]
     system, user = llm_stub.requests[-1]["messages"]
     assert system["role"] == "system" and "only the user's own notes" in system["content"]
     # the context is assembled like any (rag.context.assemble): each block under the label it is cited by
@@ -339,11 +377,11 @@ def test_the_llm_declining_is_an_abstention(notes, llm_runtime, llm_stub, notes_
     two_notes(notes)
     script(llm_stub, answer=declined)
     resp = ask(Q, debug=True, runtime=llm_runtime)
-    assert resp.abstained and resp.abstain_reason == "llm_declined" and resp.answered_by == "llm"
+    assert resp.abstained and resp.decision.rule == "llm_declined" and resp.answered_by == "llm"
     assert resp.answer == ABSTAIN_ANSWER and resp.references == []
-    assert resp.debug["abstention"]["abstain"] is True
-    assert resp.debug["abstention"]["reason"] == "not answered: the language model found no answer in the passages"
-    assert resp.debug["abstention"]["p_answerable"] >= 0.5  # the evidence alone would have answered
+    assert trace_json(resp)["decision"]["abstain"] is True
+    assert explanation(resp.decision) == "not answered: the language model found no answer in the passages"
+    assert trace_json(resp)["decision"]["p_answerable"] >= 0.5  # the evidence alone would have answered
 
 
 def test_an_answer_merely_mentioning_the_phrase_is_not_a_decline(notes, llm_runtime, llm_stub, notes_config):
@@ -362,10 +400,10 @@ def test_llm_down_means_a_quoted_answer_with_a_notice(notes, llm_runtime, llm_st
     assert not resp.abstained and resp.answered_by == "extractive" and resp.notice == NOTICE_LLM_FAILED
     assert resp.answer.splitlines()[0] == ("Project alpha ships in March after the beta review. "
                                            "[File: alpha.md, Section: Timeline]")
-    assert "error" in resp.debug["llm"]
-    assert resp.debug["folders"]["method"] == "all" and "failed" in resp.debug["folders"]["notes"][0]
-    assert resp.debug["folders"]["prior_weight"] == notes_config.folder_prior_weight == 0.0  # no LLM order
-    assert {c["folder"] for c in resp.debug["candidates"]} == {"projects", "garden"}  # every folder searched
+    assert "error" in trace_json(resp)["llm"]
+    assert trace_json(resp)["scope"]["folders"]["method"] == "all" and "failed" in trace_json(resp)["scope"]["folders"]["notes"][0]
+    assert trace_json(resp)["scope"]["folders"]["prior_weight"] == notes_config.folder_prior_weight == 0.0  # no LLM order
+    assert {c["folder"] for c in trace_json(resp)["candidates"]} == {"projects", "garden"}  # every folder searched
 
 
 # -- K: how many passages an answer draws on ----------------------------------------------------------
@@ -387,11 +425,11 @@ def test_auto_k_is_the_number_of_passages_the_llm_sees(notes, llm_runtime, llm_s
     script(llm_stub, answer="Soon [File: n0.md, Section: N].")
     for detail, k in (("brief", 3), ("normal", 5), ("detailed", 8)):
         resp = ask(Q, detail=detail, debug=True, runtime=llm_runtime)
-        assert resp.debug["k"]["value"] == k and context_chunks(llm_stub) == k
-        assert len(resp.debug["candidates"]) == 10  # ranked: all; drawn on: the best k
+        assert trace_json(resp)["k"]["value"] == k and context_chunks(llm_stub) == k
+        assert len(trace_json(resp)["candidates"]) == 10  # ranked: all; drawn on: the best k
     broad_q = "When does project alpha ship? Does project alpha ship soon?"  # two questions: +2
     resp = ask(broad_q, debug=True, runtime=llm_runtime)
-    assert resp.debug["k"]["value"] == 7 and "broad question" in resp.debug["k"]["reasons"][1]
+    assert trace_json(resp)["k"]["value"] == 7 and "broad question" in trace_json(resp)["k"]["reasons"][1]
     assert not resp.abstained and context_chunks(llm_stub) == 7
 
 
@@ -401,8 +439,8 @@ def test_explicit_k_out_of_range_is_an_error_naming_the_range(notes, llm_runtime
     for bad in (20, 1, 0):
         with pytest.raises(InputError, match=f"k must be between 3 and 8, got {bad}"):
             ask(Q, k=bad, runtime=llm_runtime)
-    assert ask(Q, k=8, debug=True, runtime=llm_runtime).debug["k"] == {"value": 8, "requested": 8,
-                                                                     "reasons": ["explicit k"]}
+    assert trace_json(ask(Q, k=8, debug=True, runtime=llm_runtime))["k"] == {"value": 8, "requested": 8,
+                                                                          "reasons": ["explicit k"]}
     assert context_chunks(llm_stub) == 8
     ask(Q, k=6, runtime=llm_runtime)
     assert context_chunks(llm_stub) == 6
@@ -425,7 +463,7 @@ def test_debug_lists_every_candidate_with_scores(notes, runtime, notes_config):
     q = notes.query_vector(Q)
     notes.note("work", "garden/plants.md", [("# Plants", OFF_TOPIC)], embeddings=[toward(q, 0.1, 9)])
     resp = ask(Q, k=3, debug=True, runtime=runtime)
-    cands = resp.debug["candidates"]
+    cands = trace_json(resp)["candidates"]
     assert [c["rank"] for c in cands] == [1, 2, 3, 4]
     assert set(cands[0]) >= {"chunk_id", "path", "heading", "text", "vector", "lexical", "final", "rank", "folder",
                              "folder_prior", "found_by", "vector_rank", "lexical_rank", "lines"}
@@ -433,9 +471,11 @@ def test_debug_lists_every_candidate_with_scores(notes, runtime, notes_config):
     plants = by_path(resp)["garden/plants.md"]
     assert plants["found_by"] == "vector" and plants["lexical"] is None and plants["folder"] == "garden"
     assert [c["final"] for c in cands] == sorted((c["final"] for c in cands), reverse=True)
-    assert set(resp.debug) >= {"question", "detail", "k", "vaults", "folders", "filter", "retrieval", "candidates",
-                               "best_score", "abstention", "confidence", "citations"}
-    assert resp.to_dict()["debug"] == resp.debug
+    assert set(trace_json(resp)) == {"question", "detail", "k", "scope", "retrieval", "candidates", "best_score",
+                                     "sentences_scored", "decision", "confidence", "llm", "citations", "timings_ms"}
+    assert set(trace_json(resp)["scope"]) == {"vaults", "folders", "filter"}
+    assert trace_json(resp)["decision"] == resp.to_dict()["decision"]  # the record, not a copy in other words
+    assert resp.to_dict()["debug"] == trace_json(resp)
     assert "debug" not in ask(Q, runtime=runtime).to_dict()
 
 
@@ -447,8 +487,8 @@ def test_restricted_notes_stay_out_of_reach(notes, runtime, notes_config):
                embeddings=[toward(q, 0.9, 2)], confidentiality="confidential")
     internal = Scope(clearance="internal")
     resp = ask(Q, debug=True, runtime=runtime, scope=internal)
-    assert resp.debug["folders"]["searched"] == ["work/projects"]
-    assert {c["path"] for c in resp.debug["candidates"]} == {"projects/alpha.md"}
+    assert trace_json(resp)["scope"]["folders"]["searched"] == ["work/projects"]
+    assert {c["path"] for c in trace_json(resp)["candidates"]} == {"projects/alpha.md"}
     assert {r.source_path for r in resp.references} == {"projects/alpha.md"} and "early" not in resp.answer
     assert {i.source_path for i in search(Q, k=20, runtime=runtime, scope=internal).items} == {"projects/alpha.md"}
     assert "secret/plan.md" in {i.source_path for i in search(Q, k=20, runtime=runtime).items}
@@ -658,7 +698,7 @@ def test_one_scoped_connection_per_request(notes, llm_runtime, llm_stub, monkeyp
     resp = ask(Q, debug=True, runtime=llm_runtime, scope=caller)
     assert resp.answered_by == "llm" and len(answer_prompts(llm_stub)) == 1
     assert any(FOLDER_PROMPT_MARK in r["messages"][-1]["content"] for r in llm_stub.requests)  # folders ranked
-    assert resp.debug["folders"]["selected"]  # ... by centroids, after the LLM's answer was malformed
+    assert trace_json(resp)["scope"]["folders"]["selected"]  # ... by centroids, after the LLM's answer was malformed
     assert taken == [caller]
     taken.clear()
     assert search(Q, runtime=llm_runtime, scope=caller).items

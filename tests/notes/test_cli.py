@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from rag.notes.abstain import SIGNALS
 from rag.notes.answer import NOTICE_NO_LLM
-from rag.notes.results import AskResponse, Reference
+from rag.notes.results import AnswerDecision, AskResponse, Reference
+from rag.notes.signals import SIGNALS
 from ragpg_cli.ask import LOW_CONFIDENCE_NOTE, render_answer, source_lines
 from tests.notes.conftest import index_vault, script
 from tests.support.cli import ragpg, run_in_process
@@ -107,7 +107,7 @@ def test_explain_says_how_the_answer_was_found(vault, capsys):
     lines = why.splitlines()
     assert lines[:3] == ["- Searched vault notes: every folder (4).", "- All folders counted equally.",
                          "- Best passages:"]
-    assert lines[3] == "  1. projects/alpha.md — # Alpha > ## Timeline (found by both word and meaning search)"
+    assert lines[3] == "  1. projects/alpha.md — Alpha › Timeline (found by both word and meaning search)"
     assert len([line for line in lines if re.match(r"  \d\. ", line)]) == 5
     assert lines[-2] == "- The answer draws on up to 5 passages."
     assert lines[-1].startswith("- Decision: answered: the evidence is strong enough (confidence ")
@@ -135,10 +135,10 @@ def test_explain_with_json_adds_an_explanation_list(vault, capsys):
     assert "debug" not in data and isinstance(data["explanation"], list)
     assert data["explanation"][0] == "Searched vault notes: every folder (4)."
     assert data["explanation"][-1].startswith("Decision: answered:")
-    assert "  1. projects/alpha.md — # Alpha > ## Timeline (found by both word and meaning search)" in data["explanation"]
+    assert "  1. projects/alpha.md — Alpha › Timeline (found by both word and meaning search)" in data["explanation"]
     code, out, _ = run_in_process(capsys, "ask", QUESTION, "--explain", "--json", "--debug")
     data = json.loads(out)
-    assert data["explanation"] and data["debug"]["abstention"]["abstain"] is False
+    assert data["explanation"] and data["debug"]["decision"]["abstain"] is False
     code, out, _ = run_in_process(capsys, "ask", QUESTION, "--json")
     assert "explanation" not in json.loads(out)
 
@@ -155,16 +155,17 @@ def test_ask_json_and_debug(vault, capsys):
     assert data["decision"]["evidence_vault"] == "notes"
     assert {"vault", "source_path", "heading_path", "ordinal", "lines", "snippet"} <= set(data["references"][0])
     assert data["debug"]["k"]["value"] == 3
-    assert data["debug"]["folders"]["searched"] == ["notes/meetings", "notes/ops", "notes/projects", "notes/recipes"]
+    assert data["debug"]["scope"]["folders"]["searched"] == ["notes/meetings", "notes/ops", "notes/projects",
+                                                             "notes/recipes"]
     assert all({"vector", "lexical", "final", "found_by"} <= set(c) for c in data["debug"]["candidates"])
-    assert tuple(data["debug"]["abstention"]["signals"]) == SIGNALS
+    assert tuple(data["debug"]["decision"]["signals"]) == SIGNALS
 
 
 def test_ask_human_debug_goes_to_stderr(vault, capsys):
     code, out, err = run_in_process(capsys, "ask", QUESTION, "--debug", "--folder", "projects")
     assert code == 0 and out.startswith("Answer:\n") and not JARGON.search(out)
     debug = json.loads(err)
-    assert debug["folders"]["restricted_to"] == ["notes/projects/**"]
+    assert debug["scope"]["folders"]["restricted_to"] == ["notes/projects/**"]
     assert {c["path"].split("/")[0] for c in debug["candidates"]} == {"projects"}
 
 
@@ -182,10 +183,13 @@ def test_ask_with_llm_cites_sources(vault, capsys, llm_stub, monkeypatch):
     code, out, err = run_in_process(capsys, "ask", QUESTION, "--detail", "brief")
     assert code == 0, err
     assert NOTICE_NO_LLM not in out
-    assert out.startswith("Answer:\nThe alpha project ships in March [File: alpha.md, Section: Timeline]")
+    # the model's citations are numbered as a quoted answer's are, each by its place in Sources
+    assert out.startswith("Answer:\nThe alpha project ships in March [1], as agreed in the weekly meeting [2].\n")
     # brief lists one source, but every passage the answer cites is listed
-    assert [line.split(" (")[0] for line in parts(out)[1]] == ["- projects/alpha.md", "- meetings/2024-05-01.md"]
+    assert [line.split(" (")[0] for line in parts(out)[1]] == ["[1] projects/alpha.md", "[2] meetings/2024-05-01.md"]
     assert not JARGON.search(out)
+    code, printed, _ = run_in_process(capsys, "ask", QUESTION, "--detail", "brief", "--json")  # the response keeps
+    assert json.loads(printed)["answer"].startswith("The alpha project ships in March [File: alpha.md, Section: Tim")
 
 
 def test_ask_with_llm_declining_abstains(vault, capsys, llm_stub, monkeypatch):
@@ -193,8 +197,9 @@ def test_ask_with_llm_declining_abstains(vault, capsys, llm_stub, monkeypatch):
     script(llm_stub, answer="I could not find this information in the available documents.")
     code, out, _ = run_in_process(capsys, "ask", QUESTION, "--json")
     data = json.loads(out)
-    assert (data["abstained"], data["abstain_reason"], data["answered_by"], data["references"]) == (
+    assert (data["abstained"], data["decision"]["rule"], data["answered_by"], data["references"]) == (
         True, "llm_declined", "llm", [])
+    assert "abstain_reason" not in data
     code, out, _ = run_in_process(capsys, "ask", QUESTION, "--explain")
     assert out.splitlines()[-1] == ("- Decision: not answered: the language model found no answer in the "
                                     "passages.")
@@ -269,6 +274,9 @@ def ref(vault: str, path: str, heading: str, ordinal: int, start: int, end: int)
                      end_line=end, snippet="")
 
 
+DECIDED = AnswerDecision(abstain=False, rule="model", evidence_vault="v")
+
+
 def test_sources_are_deduplicated_by_source_and_location():
     refs = [ref("v", "a.md", "A", 0, 1, 4), ref("v", "a.md", "A", 0, 1, 4),
             ref("v", "a.md", "B", 1, 6, 9), ref("v", "b.md", "", 0, 3, 3)]
@@ -276,7 +284,7 @@ def test_sources_are_deduplicated_by_source_and_location():
     two_vaults = [ref("v", "a.md", "", 0, 1, 2), ref("w", "a.md", "", 0, 1, 2)]
     assert source_lines(two_vaults) == ["- v: a.md (lines 1-2)", "- w: a.md (lines 1-2)"]
     abstained = AskResponse(answer="I could not find this information in the available documents.", references=[],
-                            abstained=True, abstain_reason="no_relevant_context", answered_by="none")
+                            abstained=True, decision=DECIDED.model_copy(update={"abstain": True}), answered_by="none")
     assert render_answer(abstained) == "Answer:\nI could not find this information in the available documents."
 
 
@@ -286,17 +294,17 @@ def test_ask_abstains_in_plain_words(vault, capsys):
     assert out == "Answer:\nI could not find this information in the available documents.\n"
     code, out, _ = run_in_process(capsys, "ask", ZEBRA, "--json")
     data = json.loads(out)
-    assert (data["abstained"], data["abstain_reason"], data["references"]) == (True, "no_relevant_context", [])
+    assert (data["abstained"], data["decision"]["rule"], data["references"]) == (True, "model", [])
     assert data["answer"] == "I could not find this information in the available documents."
 
 
 def test_low_confidence_answer_says_so_plainly():
     one = ref("v", "a.md", "A", 0, 1, 4)
     low = AskResponse(answer="Alpha ships in March. [File: a.md, Section: A]", references=[one], abstained=False,
-                      abstain_reason=None, answered_by="extractive", notice=NOTICE_NO_LLM, confidence="low")
+                      decision=DECIDED, answered_by="extractive", notice=NOTICE_NO_LLM, confidence="low")
     text = render_answer(low)
     assert text.splitlines()[1:3] == [f"({NOTICE_NO_LLM})", f"({LOW_CONFIDENCE_NOTE})"]
     assert not JARGON.search(text)
-    normal = AskResponse(answer="Alpha ships in March.", references=[one], abstained=False, abstain_reason=None,
+    normal = AskResponse(answer="Alpha ships in March.", references=[one], abstained=False, decision=DECIDED,
                          confidence="normal")
     assert LOW_CONFIDENCE_NOTE not in render_answer(normal)

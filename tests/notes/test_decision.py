@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from rag.notes.abstain import PORTABLE_SIGNALS
 from rag.notes.ask import ask
 from rag.notes.decision import explanation
 from rag.notes.question import asked_names
 from rag.notes.results import AnswerDecision
+from rag.notes.signals import PORTABLE_SIGNALS
 from tests.notes.conftest import use_settings
 
 NOTES = {
@@ -32,7 +32,7 @@ def fingerprint(d: AnswerDecision | None) -> tuple[object, ...]:
     return d.abstain, d.rule, d.p_answerable, tuple(sorted(words.items())), tuple(d.names_missing)
 
 
-# The default model's kind: signals that read words (rag.notes.abstain.PORTABLE_SIGNALS), here with
+# The default model's kind: signals that read words (rag.notes.signals.PORTABLE_SIGNALS), here with
 # round weights; the final scores the others read are the shared ranking's, fused over every vault searched.
 WORDS_MODEL = {"abstain_weights": {"term_coverage": 3.0, "unknown_share": -4.0, "passage_coverage": -1.0},
                "abstain_bias": 0.5, "abstain_threshold": 0.5, "abstain_low_confidence": 0.5}

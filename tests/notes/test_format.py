@@ -55,7 +55,7 @@ def test_citation_with_unknown_file_is_ignored_and_noted():
     m = match_citations(answer, CHUNKS)
     assert m.used == [0]
     assert m.unmatched == ["[File: beta.md, Section: Timeline]"]
-    assert m.debug()["unmatched_citations"] == ["[File: beta.md, Section: Timeline]"]
+    assert m.trace().unmatched_citations == ["[File: beta.md, Section: Timeline]"]
 
 
 def test_citation_with_paraphrased_section_points_at_the_file():

@@ -19,6 +19,7 @@ from rag.runtime import Runtime
 from tests.notes.conftest import answer_prompts, llm_settings, script
 from tests.notes.kit import toward
 from tests.notes.test_ask import OFF_TOPIC, Q, two_notes
+from tests.support.ask_trace import trace_json
 
 WEAK = "When does the alpha thing happen, if at all?"
 DEADLINE_S = 2.0
@@ -53,11 +54,12 @@ def test_ask_returns_within_the_deadline_and_quotes_with_the_reason(notes, trick
     assert took < DEADLINE_S + SLACK_S, f"ask took {took:.1f}s"
     assert not resp.abstained and resp.answered_by == "extractive" and resp.notice == NOTICE_LLM_LATE
     trace = resp.debug
-    assert "llm deadline" in trace["llm"]["error"]
+    assert trace is not None and trace.llm is not None and "llm deadline" in (trace.llm.error or "")
     # the folder ranking (and any correction beside it) waited out the budget; the answer, after
     # them, was not asked at all
-    assert any("llm deadline" in n for n in trace["folders"]["notes"]), trace["folders"]
-    assert trace["folders"]["method"] != "llm"
+    assert trace.scope is not None
+    assert any("llm deadline" in n for n in trace.scope.folders.notes), trace.scope.folders
+    assert trace.scope.folders.method != "llm"
     assert answer_prompts(llm_stub) == []
 
 
@@ -70,7 +72,7 @@ def test_search_never_calls_the_llm(notes, trickling_runtime, llm_stub, notes_co
     assert time.monotonic() - started < SLACK_S
     # and ask still uses it (the same runtime): search's "no LLM" does not leak out of the call
     resp = ask(Q, debug=True, runtime=trickling_runtime)
-    assert llm_stub.requests and "llm deadline" in json.dumps(resp.debug)
+    assert llm_stub.requests and "llm deadline" in json.dumps(trace_json(resp))
 
 
 def test_folder_ranking_is_asked_while_retrieval_and_its_corrections_run(notes, settings, llm_stub, notes_config):
@@ -96,7 +98,7 @@ def test_folder_ranking_is_asked_while_retrieval_and_its_corrections_run(notes, 
         done.set()
         watcher.join(timeout=5)
         rt.close()
-    assert resp.debug["retrieval"]["route"] == "correct"  # weak retrieval: HyDE and rewrite were asked
-    assert resp.debug["folders"]["method"] == "llm"
+    assert trace_json(resp)["retrieval"]["route"] == "correct"  # weak retrieval: HyDE and rewrite were asked
+    assert trace_json(resp)["scope"]["folders"]["method"] == "llm"
     # the folder ranking, HyDE and the rewrite were all waiting on the model at once: one wait, not three
     assert peak["in_flight"] == 3, peak

@@ -14,6 +14,7 @@ from rag.retrieval.stage import retrieve_stage
 from rag.runtime import Runtime
 from tests.notes.conftest import use_settings
 from tests.notes.kit import cosine, toward, toward_both
+from tests.support.ask_trace import trace_json
 
 CORPUS = {
     ("work", "sync/setup.md"): [
@@ -106,11 +107,11 @@ def test_the_cases_cover_what_they_claim(corpus, runtime):
                                                    ("Which tomatoes grow with basil?", ())])
 def test_ask_draws_on_the_same_candidates_as_search(corpus, runtime, question, folders):
     resp = ask(question, folders=list(folders), debug=True, runtime=runtime)
-    cands = [key(c["vault"], c["path"], c["ordinal"]) for c in resp.debug["candidates"]]
+    cands = [key(c["vault"], c["path"], c["ordinal"]) for c in trace_json(resp)["candidates"]]
     items = search(question, folders=list(folders), k=20, by="passage", runtime=runtime).items
     assert cands == [key(i.vault, i.source_path, i.ordinal) for i in items]
-    assert [c["final"] for c in resp.debug["candidates"]] == [i.score for i in items]
-    assert {(r.vault, r.source_path, r.ordinal) for r in resp.references} <= set(cands[:resp.debug["k"]["value"]])
+    assert [c["final"] for c in trace_json(resp)["candidates"]] == [i.score for i in items]
+    assert {(r.vault, r.source_path, r.ordinal) for r in resp.references} <= set(cands[:trace_json(resp)["k"]["value"]])
 
 
 # -- a question that joins two topics -------------------------------------------------------------
@@ -150,6 +151,6 @@ def test_a_question_joining_two_topics_gets_both_notes_into_the_top_5(notes, run
     assert ranked.index("pages.md") == 7  # after everywhere.md and the six reports
 
     resp = ask(TWO_TOPICS, debug=True, runtime=runtime)
-    assert resp.debug["retrieval"]["facets"] == ["How do I sync my vault across devices",
+    assert trace_json(resp)["retrieval"]["facets"] == ["How do I sync my vault across devices",
                                                  "how do I publish my notes as a website"]
-    assert {c["path"] for c in resp.debug["candidates"][:5]} >= {"everywhere.md", "pages.md"}
+    assert {c["path"] for c in trace_json(resp)["candidates"][:5]} >= {"everywhere.md", "pages.md"}

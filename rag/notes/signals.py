@@ -1,4 +1,4 @@
-"""Calibrated abstention without an LLM: does the evidence found answer the question at all?
+"""The signals of notes `ask`'s answer/abstain decision and the calibrated model over them.
 
 No single score separates answerable from unanswerable questions (an unanswerable near-miss often
 gets a higher cosine than a paraphrased answerable one), so the decision combines signals that
@@ -7,7 +7,8 @@ generalise across questions (docs/architecture.md, "ask and search, step by step
 * `top_final`            the best ranked passage's final score (rag.retrieval.rank)
 * `margin`               how far it leads the best passage of another note
 * `top_similarity`       the best cosine similarity among the top passages
-* `sentence_similarity`  the best cosine of one *sentence* of the top passages to the question
+* `sentence_similarity`  the best cosine of one *sentence* of the top passages to the question (read
+                         only when its weight is not 0 or the answer is quoted: None otherwise)
 * `term_coverage`        the rarity-weighted share of the question's words found in the top passages
 * `unknown_share`        the rarity-weighted share of the question's words the vaults never use
 * `leg_agreement`        the share of the top passages that both the vector and the BM25 leg found
@@ -17,14 +18,17 @@ generalise across questions (docs/architecture.md, "ask and search, step by step
 * `rarest_missing`       the rarity of the rarest question word missing from the top passages
                          (its idf over the largest idf possible; 0 when every word is there)
 * `names_missing`        the share of the specific things the question names (YubiKey, Joplin, 500;
-                         `rag.notes.question.specific_names`) that the top passages never mention:
-                         a near miss asks about the one thing its page does not cover
+                         `rag.notes.question.asked_names`) that the top passages never mention
+                         (`missing_names`, the one rule of "a passage mentions a name", which the
+                         decision's `names_missing` rule reads over more passages): a near miss asks
+                         about the one thing its page does not cover
 
     p(answerable) = 1 / (1 + exp(-(bias + Σ weight_i · signal_i)))     abstain when p < threshold
 
-The weights, bias and threshold are settings (`NotesSettings.abstain_*`) fitted by logistic
-regression on the golden set's dev split only (`python eval/fit_abstention.py`); the test split
-reports how well they generalise.
+The weights, bias and threshold are settings (`NotesSettings.abstain_*`, keys checked against
+`SIGNALS` when the settings load) fitted by logistic regression on the golden set's dev split only
+(`python eval/fit_abstention.py`); the test split reports how well they generalise. The rules and
+the words that explain a decision are `rag.notes.decision`'s.
 """
 
 from __future__ import annotations
@@ -33,16 +37,17 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
+from rag.config_notes import ABSTAIN_SIGNALS
 from rag.retrieval.terms import TermStat
+from rag.text import stem, tokenize
 from rag.types import RankedChunk
 
-SIGNALS: tuple[str, ...] = ("top_final", "margin", "top_similarity", "sentence_similarity", "term_coverage",
-                            "unknown_share", "leg_agreement", "top_bm25", "rarest_missing", "passage_coverage",
-                            "names_missing")
+SIGNALS: tuple[str, ...] = ABSTAIN_SIGNALS  # the settings check the weights' keys against these names
 # The signals that read words, not cosines: a model fitted on them holds whatever embedder a vault uses.
 PORTABLE_SIGNALS: tuple[str, ...] = ("term_coverage", "unknown_share", "top_bm25", "rarest_missing",
                                      "passage_coverage", "names_missing")
 BM25_SCALE = 10.0  # BM25 is unbounded; this brings typical top scores of short questions near 1
+LOGIT_CLAMP = 60.0  # exp() of more overflows; p is 0 or 1 to double precision long before
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ class AbstainSignals:
     top_final: float
     margin: float
     top_similarity: float
-    sentence_similarity: float
+    sentence_similarity: float | None  # None: not read (weight 0 and an LLM answers)
     term_coverage: float
     unknown_share: float
     leg_agreement: float
@@ -60,20 +65,8 @@ class AbstainSignals:
     names_missing: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
-        return {k: round(v, 6) for k, v in asdict(self).items()}
-
-
-@dataclass(frozen=True)
-class AbstainDecision:
-    abstain: bool
-    probability: float  # p(answerable)
-    threshold: float
-    signals: AbstainSignals
-    reason: str  # plain words, for --explain
-
-    def debug(self) -> dict[str, object]:
-        return {"abstain": self.abstain, "p_answerable": round(self.probability, 6), "threshold": self.threshold,
-                "signals": self.signals.as_dict(), "reason": self.reason}
+        """The signals read, rounded (one not read is left out)."""
+        return {k: round(v, 6) for k, v in asdict(self).items() if v is not None}
 
 
 def _idf(stat: TermStat) -> float:
@@ -104,15 +97,21 @@ def _margin(ranked: Sequence[RankedChunk]) -> float:
     return top.scores.final - (other.scores.final if other else 0.0)
 
 
-def names_missing(names: Sequence[str], passages: Sequence[str]) -> float:
-    """The share of `names` that no passage mentions (case-insensitive); 0 when the question names none."""
-    if not names:
-        return 0.0
-    text = " ".join(passages).casefold()
-    return sum(1 for name in names if name.casefold() not in text) / len(names)
+def passage_text(r: RankedChunk) -> str:
+    """What a passage says about itself: its note's path, its headings, its text."""
+    c = r.candidate
+    return f"{c.source_path} {c.heading_path} {c.content}"
 
 
-def collect_signals(ranked: Sequence[RankedChunk], stats: Sequence[TermStat], sentence_similarity: float, *,
+def missing_names(names: Sequence[str], passages: Sequence[str]) -> list[str]:
+    """The names no passage mentions, as written (any case) or by the stems of their words ("PDFs" ~ "PDF")."""
+    text = " ".join(passages)
+    folded = text.casefold()
+    stems = {stem(t) for t in tokenize(text)}
+    return [n for n in names if n.casefold() not in folded and not {stem(t) for t in tokenize(n)} <= stems]
+
+
+def collect_signals(ranked: Sequence[RankedChunk], stats: Sequence[TermStat], sentence_similarity: float | None, *,
                     top_passages: int, names: Sequence[str] = ()) -> AbstainSignals:
     top = list(ranked[:top_passages])
     sims = [r.candidate.similarity for r in top if r.candidate.similarity is not None]
@@ -125,37 +124,11 @@ def collect_signals(ranked: Sequence[RankedChunk], stats: Sequence[TermStat], se
         top_similarity=max(sims, default=0.0), sentence_similarity=sentence_similarity,
         term_coverage=coverage, unknown_share=unknown, leg_agreement=len(both) / len(top) if top else 0.0,
         top_bm25=bm25 / BM25_SCALE, rarest_missing=rarest, passage_coverage=single,
-        names_missing=names_missing(names, [f"{r.candidate.source_path} {r.candidate.heading_path} {r.candidate.content}"
-                                            for r in top]))
+        names_missing=len(missing_names(names, [passage_text(r) for r in top])) / len(names) if names else 0.0)
 
 
-def decide(signals: AbstainSignals, weights: Mapping[str, float], bias: float, threshold: float) -> AbstainDecision:
+def p_answerable(signals: AbstainSignals, weights: Mapping[str, float], bias: float) -> float:
+    """The model's p(answerable): the logistic of bias + the weighted signals (a signal not read counts 0)."""
     values = asdict(signals)
-    z = bias + sum(weights.get(name, 0.0) * values[name] for name in SIGNALS)
-    p = 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
-    abstain = p < threshold
-    return AbstainDecision(abstain, p, threshold, signals, _reason(signals, abstain, p, threshold))
-
-
-# When `--explain` names a signal as a reason (wording only; the decision is the fitted model's).
-EXPLAIN_UNKNOWN_SHARE_MIN = 0.3
-EXPLAIN_COVERAGE_BELOW = 0.5
-EXPLAIN_SENTENCE_SIMILARITY_BELOW = 0.45
-EXPLAIN_NAMES_MISSING_MIN = 0.5
-
-
-def _reason(s: AbstainSignals, abstain: bool, p: float, threshold: float) -> str:
-    notes = []
-    if s.unknown_share >= EXPLAIN_UNKNOWN_SHARE_MIN:
-        notes.append(f"{s.unknown_share:.0%} of the question's distinctive words never appear in the notes")
-    if s.term_coverage < EXPLAIN_COVERAGE_BELOW:
-        notes.append(f"the best passages contain only {s.term_coverage:.0%} of the question's distinctive words")
-    if s.sentence_similarity < EXPLAIN_SENTENCE_SIMILARITY_BELOW:
-        notes.append("no sentence in the best passages is close in meaning to the question")
-    if s.names_missing >= EXPLAIN_NAMES_MISSING_MIN:
-        notes.append("the best passages never mention something the question names")
-    if s.leg_agreement == 0:
-        notes.append("word search and meaning search found different passages")
-    verdict = (f"not answered: the evidence is too weak (confidence {p:.2f} < {threshold:.2f})" if abstain
-               else f"answered: the evidence is strong enough (confidence {p:.2f} ≥ {threshold:.2f})")
-    return verdict + (" — " + "; ".join(notes) if notes else "")
+    z = bias + sum(weights.get(name, 0.0) * (values[name] or 0.0) for name in SIGNALS)
+    return 1.0 / (1.0 + math.exp(-max(min(z, LOGIT_CLAMP), -LOGIT_CLAMP)))
