@@ -368,6 +368,13 @@ begin
         return;
     end if;
 
+    if exists (select from pg_inherits h join pg_class c on c.oid = h.inhrelid
+               where h.inhparent = to_regclass(quote_ident(p_table)) and c.relname <> ragpg_shared_partition_name(p_table)) then
+        -- large vaults' graphs beside the shared one: each searched on its own (12_vault_partitions.sql)
+        return query select * from ragpg_vector_scores_by_graph(p_table, query_embedding, similarity_threshold,
+                                                                match_count, ef_search);
+        return;
+    end if;
     -- A role bound by row-level security reads a vector only with its chunk: the server's reader sees every
     -- embedding row (its policy leaves the check to this join), the owner skips the join.
     return query execute format(
@@ -380,6 +387,61 @@ begin
         p_table, case when row_security_active('public.chunks'::regclass)
                       then 'join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id' else '' end)
         using query_embedding, match_count, similarity_threshold;
+end
+$$;
+
+-- An unfiltered search over the shared graph and every large vault's (12_vault_partitions.sql): each
+-- graph searched on its own with ef_search sized by its own rows (ragpg_hnsw_ef_search), then the
+-- nearest match_count of them all. In one statement over the parent, every graph was walked at the
+-- ef_search the whole table's size asks for (800 at 1M chunks), small graphs as deep as the largest.
+-- Each statement names its graph's vaults as values (a vault's id; for the shared partition, every
+-- large vault's id left out), so the plan opens that partition alone.
+create or replace function ragpg_vector_scores_by_graph(p_table text, query_embedding vector,
+                                                        similarity_threshold float8, match_count integer,
+                                                        ef_search integer)
+returns table (chunk_id bigint, similarity float8)
+language plpgsql stable rows 60
+set search_path = public, pg_catalog, pg_temp
+as $$
+declare
+    v_own bigint[];
+    v_id bigint;
+    v_ids bigint[] := '{}';
+    v_distances float8[] := '{}';
+    v_more_ids bigint[];
+    v_more_distances float8[];
+    v_join text := case when row_security_active('public.chunks'::regclass)
+                        then 'join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id and %s' else '' end;
+begin
+    select coalesce(array_agg(substring(c.relname from '_p([0-9]+)$')::bigint), '{}') into v_own
+    from pg_inherits h join pg_class c on c.oid = h.inhrelid
+    where h.inhparent = to_regclass(quote_ident(p_table)) and c.relname <> ragpg_shared_partition_name(p_table);
+    -- (null: the shared partition, every large vault left out)
+    foreach v_id in array v_own || array[null::bigint] loop
+        perform set_config('hnsw.ef_search', ragpg_hnsw_ef_search(
+            case when v_id is null then ragpg_shared_partition_name(p_table) else ragpg_vault_partition_name(p_table, v_id) end,
+            ef_search, match_count)::text, true);
+        execute format(
+            'select array_agg(nn.chunk_id), array_agg(nn.distance)
+             from (select e.chunk_id, e.embedding <=> $1 as distance
+                   from %I e %s
+                   where %s
+                   order by e.embedding <=> $1
+                   limit $2) nn',
+            p_table,
+            format(v_join, case when v_id is null then 'c.vault_id <> all($4)' else 'c.vault_id = $3' end),
+            case when v_id is null then 'e.vault_id <> all($4)' else 'e.vault_id = $3' end)
+            into v_more_ids, v_more_distances
+            using query_embedding, match_count, v_id, v_own;
+        v_ids := v_ids || coalesce(v_more_ids, '{}');
+        v_distances := v_distances || coalesce(v_more_distances, '{}');
+    end loop;
+    return query
+    select u.id, 1 - u.distance
+    from unnest(v_ids, v_distances) as u (id, distance)
+    where 1 - u.distance >= similarity_threshold
+    order by u.distance, u.id
+    limit match_count;
 end
 $$;
 

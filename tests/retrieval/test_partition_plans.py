@@ -103,6 +103,35 @@ def test_without_a_vault_every_partition_is_searched(conn: psycopg.Connection) -
     assert {r.chunk_id for r in scoped} == in_right
 
 
+def test_without_a_vault_each_graph_is_searched_on_its_own(conn: psycopg.Connection) -> None:
+    """Naming no vault: the shared graph and each large vault's, each in a statement of its own that opens
+    that partition alone (its ef_search sized by its rows), merged into the nearest of them all."""
+    dims = 16
+    model, ids = _two_vaults(conn, 300, dims)  # two large vaults
+    small = add_vault(conn, "small")
+    doc = add_document(conn, small, "small.md")
+    conn.execute("insert into chunks (document_id, vault_id, ordinal, content) select %s, %s, g, 'tiny ' || g"
+                 " from generate_series(0, 99) g", (doc, small))
+    rng = np.random.default_rng(9)
+    small_ids = [r["id"] for r in conn.execute("select id from chunks where vault_id = %s order by id", (small,))]
+    add_embeddings(conn, model, zip(small_ids, random_unit_vectors(rng, 100, dims), strict=True))
+    query = rng.standard_normal(dims).astype(np.float32)
+    text = "[" + ",".join(map(str, query.tolist())) + "]"
+    exact = [r["chunk_id"] for r in conn.execute(psycopg.sql.SQL(
+        "select chunk_id from {} order by embedding <=> %s::vector, chunk_id limit 20").format(
+        psycopg.sql.Identifier(model.embedding_table)), (text,))]
+    plans = _auto_explain(conn)
+    assert plans is not None
+    rows = retrieve.match_vector(conn, model, query, match_count=20, similarity_threshold=-1)
+    assert [r.chunk_id for r in rows] == exact
+    assert {r["vault_id"] for r in conn.execute("select distinct vault_id from chunks where id = any(%s)",
+                                                (exact,))} == {ids["left"], ids["right"], small}  # all three graphs
+    table = model.embedding_table
+    searched = [p for p in plans if "embedding <=>" in p and "Limit" in p]
+    opened = [sorted(set(re.findall(rf"\bon ({table}_(?:p\d+|shared))\b", p))) for p in searched]
+    assert sorted(opened) == sorted([[f"{table}_p{ids['left']}"], [f"{table}_p{ids['right']}"], [f"{table}_shared"]])
+
+
 def test_keys_follow_the_distribution_rules(conn: psycopg.Connection) -> None:
     """Citus: every primary key and unique constraint of a distributed table includes the distribution
     column, and a foreign key between distributed tables includes it on both sides; a distributed table
