@@ -35,13 +35,12 @@ from rag.notes.extractive import (
     extractive_answer,
     favour_parts,
     favour_shape,
-    score_sentences,
+    score_terms,
     weigh_by_passage,
 )
 from rag.notes.format import snippet
-from rag.notes.question import query_terms, question_parts
+from rag.notes.question import Question
 from rag.notes.results import AnswerDecision, AnsweredBy, AskResponse, Confidence, Reference
-from rag.notes.shapes import answer_shape, asks_for_steps
 from rag.notes.steps import StepLimits
 from rag.prompts import load_prompt
 from rag.runtime import Runtime
@@ -113,38 +112,36 @@ def _similarity_to(rt: Runtime, query_embedding: Any,
     return similarity
 
 
-def rank_answer_sentences(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedChunk],
+def rank_answer_sentences(rt: Runtime, ns: NotesSettings, q: Question, kept: Sequence[RankedChunk],
                           query_embedding: Any | None) -> list[Sentence]:
     """Every sentence of the passages drawn on, scored against the question and weighed by its passage.
     `query_embedding` is the one retrieval used (None for a lexical profile: embedded here)."""
     chunks = [r.candidate for r in kept]
     if query_embedding is None:
-        query_embedding = rt.embedder.embed_query(question)
+        query_embedding = rt.embedder.embed_query(q.text)
     vectors: dict[str, Any] = {}
     passage_scores = [r.scores.final for r in kept]
 
-    def scored_against(text: str, embedding: Any) -> list[Sentence]:
-        scored = score_sentences(text, chunks, similarity=_similarity_to(rt, embedding, vectors),
-                                 semantic_weight=ns.extractive_semantic_weight,
-                                 with_context=ns.extractive_sentence_context)
+    def scored_against(terms: Sequence[str], embedding: Any) -> list[Sentence]:
+        scored = score_terms(terms, chunks, similarity=_similarity_to(rt, embedding, vectors),
+                             semantic_weight=ns.extractive_semantic_weight,
+                             with_context=ns.extractive_sentence_context)
         return weigh_by_passage(scored, passage_scores)
 
-    weighed = scored_against(question, query_embedding)
-    shaped = favour_shape(weighed, answer_shape(question), asks_for_steps(question), ns.extractive_shape_min_share)
-    parts = question_parts(question, ns.question_part_min_terms)
-    if len(parts) < 2 or not weighed:
+    weighed = scored_against(q.match_terms, query_embedding)
+    shaped = favour_shape(weighed, q.shape, q.wants_steps, ns.extractive_shape_min_share)
+    if len(q.parts) < 2 or not weighed:
         return shaped
-    by_part = [scored_against(part, rt.embedder.embed_query(part)) for part in parts]
+    by_part = [scored_against(part.match_terms, rt.embedder.embed_query(part.text)) for part in q.parts]
     floor = ns.extractive_min_share_of_best * max(x.score for x in weighed)
     return favour_parts(shaped, by_part, floor)
 
 
-def _references(chunks: Sequence[Candidate], used: Sequence[int], question: str,
+def _references(chunks: Sequence[Candidate], used: Sequence[int], terms: Sequence[str],
                 ns: NotesSettings) -> list[Reference]:
     """The passages something was taken from (every one an LLM cited; a quoted answer quotes at most
-    the detail's number of sentences)."""
+    the detail's number of sentences); `terms` choose each snippet's sentence."""
     order = list(dict.fromkeys(used))
-    terms = query_terms(question)
     # the stored trail ("# A > ## B"), as SQL and compute_context show it: one heading format everywhere
     return [Reference(vault=c.vault, source_path=c.source_path, heading_path=c.heading_path,
                       ordinal=c.ordinal, start_line=c.start_line, end_line=c.end_line,
@@ -161,16 +158,19 @@ class Answered:
     citations: CitationTrace | None = None
 
 
-def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedChunk],
-           sentences: Callable[[], list[Sentence]], band: Confidence, detail: Detail,
-           decision: AnswerDecision) -> Answered:
-    """The LLM's answer when one is configured and answers; else the passages' best sentences, quoted
-    (`sentences` scores them on first call: an LLM that answers never needs them)."""
+def answer(rt: Runtime, ns: NotesSettings, q: Question, kept: Sequence[RankedChunk],
+           sentences: Callable[[], list[Sentence]], detail: Detail, decision: AnswerDecision) -> Answered:
+    """What the decision calls for: the abstention; or the LLM's answer when one is configured and
+    answers; else the passages' best sentences, quoted (`sentences` scores them on first call: an LLM
+    that answers never needs them)."""
+    if decision.abstain:
+        return Answered(abstained(decision))
+    band: Confidence = "low" if (decision.p_answerable or 0.0) < ns.abstain_low_confidence else "normal"
     chunks = [r.candidate for r in kept]
     llm_trace: LLMTrace | None = None
     notice = NOTICE_NO_LLM
     if rt.llm is not None:
-        reply, llm_trace, notice = _llm_answer(rt.llm, ns, question, kept, band, ns.answer_sources[detail])
+        reply, llm_trace, notice = _llm_answer(rt.llm, ns, q, kept, band, ns.answer_sources[detail])
         if reply is not None and reply.text is None:
             return Answered(abstained(overruled(decision, "llm_declined"), "llm"), llm_trace)
         if reply is not None and reply.text is not None:
@@ -180,11 +180,10 @@ def answer(rt: Runtime, ns: NotesSettings, question: str, kept: Sequence[RankedC
     text, used = extractive_answer(sentences(), chunks, count=ns.answer_sentences[detail],
                                    min_share_of_best=ns.extractive_min_share_of_best, fallback_chars=ns.snippet_chars,
                                    short_words=ns.extractive_short_sentence_words,
-                                   steps=StepLimits(ns.steps_max_items, ns.steps_max_chars)
-                                   if asks_for_steps(question) else None)
+                                   steps=StepLimits(ns.steps_max_items, ns.steps_max_chars) if q.wants_steps else None)
     if not text:  # every sentence the passages hold is flagged as an injection: nothing to quote
         return Answered(abstained(overruled(decision, "only_flagged_text"), "extractive"), llm_trace)
-    response = AskResponse(answer=text, references=_references(chunks, used, question, ns), abstained=False,
+    response = AskResponse(answer=text, references=_references(chunks, used, q.terms, ns), abstained=False,
                            answered_by="extractive", notice=notice, confidence=band, decision=decision)
     return Answered(response, llm_trace, CitationTrace(matched_chunks=[i + 1 for i in used]))
 
@@ -196,7 +195,7 @@ class _Reply:
     citations: CitationTrace | None = None
 
 
-def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[RankedChunk], band: Confidence,
+def _llm_answer(llm: LLM, ns: NotesSettings, q: Question, kept: Sequence[RankedChunk], band: Confidence,
                 limit: int) -> tuple[_Reply | None, LLMTrace, str]:
     """The LLM's answer over the passages that fit `answer_context_budget_tokens` (assembled like any
     context, each block under its `[File: ..., Section: ...]` label), or None and the notice of the
@@ -210,7 +209,7 @@ def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[Ranke
         return None, trace.model_copy(update={"skipped": skipped}), NOTICE_NO_ROOM
     messages = [Message("system", load_prompt("notes_system").render()),
                 Message("user", load_prompt("notes_user").render(
-                    context=assembled.text, question=question, caution=caution() if band == "low" else ""))]
+                    context=assembled.text, question=q.text, caution=caution() if band == "low" else ""))]
     try:
         text = llm.complete(messages, max_tokens=ns.answer_max_tokens)
     except LLMError as exc:
@@ -221,7 +220,7 @@ def _llm_answer(llm: LLM, ns: NotesSettings, question: str, kept: Sequence[Ranke
         return _Reply(None, []), trace, ""
     match = match_citations(text, shown)
     used = match.used or list(range(min(len(shown), limit)))  # cites nothing: the best passages, up to the detail
-    return _Reply(text, _references(shown, used, question, ns), match.trace()), trace, ""
+    return _Reply(text, _references(shown, used, q.terms, ns), match.trace()), trace, ""
 
 
 # What a model puts before the sentence it was asked to say: markdown emphasis, quotes, a label.

@@ -37,10 +37,9 @@ from rag.notes.ask_trace import AskTrace, CitationTrace, KTrace, LLMTrace, Scope
 from rag.notes.decision import decide_answer, evidence_vault, in_vault
 from rag.notes.extractive import Sentence
 from rag.notes.format import snippet
-from rag.notes.question import KChoice, choose_k, query_terms, validate_detail
+from rag.notes.question import KChoice, Question, choose_k, query_terms, read_question, validate_detail
 from rag.notes.results import (
     AskResponse,
-    Confidence,
     Detail,
     Reference,
     SearchBy,
@@ -131,12 +130,13 @@ def ask(question: str, *, vaults: Sequence[str] | None = None, folders: Sequence
     question = query_text(question, rt.settings.retrieval.max_query_chars, "question")
     validate_detail(detail)
     vault_list, folder_list = _names(vaults, "vault"), _names(folders, "folder")
+    q = read_question(question, ns)
     k_choice = choose_k(question, detail=detail, k=k, user_folders=bool(folder_list), s=ns)
     with llm_request(rt.settings.llm), rt.tracer.root(
             request_id=request_id or uuid.uuid4().hex, query=question, profile=ns.profile, mode="ask") as root:
         started = time.perf_counter()
         evidence = gather_evidence(rt, ns, question, vault_list, folder_list, scope or Scope.unrestricted())
-        outcome = decide_and_answer(rt, ns, question, evidence, k_choice.k, detail)
+        outcome = decide_and_answer(rt, ns, q, evidence, k_choice.k, detail)
         trace = _trace(question, detail, k_choice, k, evidence, outcome, time.perf_counter() - started)
         response = outcome.response
         root.set(abstained=response.abstained, answeredBy=response.answered_by,
@@ -162,18 +162,16 @@ def gather_evidence(rt: Runtime, ns: NotesSettings, question: str, vault_list: l
                     stats=stats, query_embedding=sc.query_embedding, timings_ms=dict(found.run.timings_ms))
 
 
-def decide_and_answer(rt: Runtime, ns: NotesSettings, question: str, evidence: Evidence, k: int,
+def decide_and_answer(rt: Runtime, ns: NotesSettings, q: Question, evidence: Evidence, k: int,
                       detail: Detail) -> Outcome:
     """One decision over the first `k` passages, then the answer (or the abstention) it calls for."""
     kept = evidence.ranked[:k]
-    if not kept:
-        return Outcome(answering.abstained(decide_answer(question, kept, [], None, ns)))
     started = time.perf_counter()
     scored: list[list[Sentence]] = []
 
     def sentences() -> list[Sentence]:  # scored once, on first need
         if not scored:
-            scored.append(answering.rank_answer_sentences(rt, ns, question, kept, evidence.query_embedding))
+            scored.append(answering.rank_answer_sentences(rt, ns, q, kept, evidence.query_embedding))
         return scored[0]
 
     vault = evidence_vault(kept)
@@ -181,14 +179,11 @@ def decide_and_answer(rt: Runtime, ns: NotesSettings, question: str, evidence: E
     if ns.abstain_weights.get("sentence_similarity", 0.0):
         best_sentence = max((x.similarity for x in sentences() if kept[x.passage].candidate.vault == vault),
                             default=0.0)
-    decision = decide_answer(question, evidence.ranked, evidence.stats, best_sentence, ns)
+    decision = decide_answer(q, evidence.ranked if kept else [], evidence.stats, best_sentence, ns)
     if decision.abstain:
         log.info("ask abstained (%s, p=%s) for %d candidates", decision.rule, decision.p_answerable,
                  len(evidence.ranked))
-        return Outcome(answering.abstained(decision), len(scored[0]) if scored else 0,
-                       answer_ms=(time.perf_counter() - started) * 1000)
-    band: Confidence = "low" if (decision.p_answerable or 0.0) < ns.abstain_low_confidence else "normal"
-    answered = answering.answer(rt, ns, question, kept, sentences, band, detail, decision)
+    answered = answering.answer(rt, ns, q, kept, sentences, detail, decision)
     return Outcome(answered.response, len(scored[0]) if scored else 0, answered.llm, answered.citations,
                    (time.perf_counter() - started) * 1000)
 

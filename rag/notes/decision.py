@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag.config import NotesSettings
-from rag.notes.question import asked_names, query_terms
+from rag.notes.question import Question
 from rag.notes.results import AnswerDecision, RuleName
 from rag.notes.signals import AbstainSignals, collect_signals, missing_names, p_answerable, passage_text
 from rag.retrieval.terms import TermStat
@@ -49,11 +49,11 @@ def in_vault(ranked: Sequence[RankedChunk], vault: str | None) -> list[RankedChu
     return [r for r in ranked if r.candidate.vault == vault]
 
 
-def mentioned_terms(question: str, passages: Sequence[str], leave_out: Sequence[str]) -> list[str]:
-    """The question's words the passages use (the first few, in the question's order)."""
+def mentioned_terms(terms: Sequence[str], passages: Sequence[str], leave_out: Sequence[str]) -> list[str]:
+    """The question's words (`terms`) the passages use (the first few, in the question's order)."""
     stems = {stem(t) for t in tokenize(" ".join(passages))}
     left = {stem(t) for n in leave_out for t in tokenize(n)}
-    found = [t for t in query_terms(question) if stem(t) in stems and stem(t) not in left]
+    found = [t for t in terms if stem(t) in stems and stem(t) not in left]
     return found[:MENTIONED_SHOWN]
 
 
@@ -65,15 +65,15 @@ def no_coverage_message(mentioned: Sequence[str], missing: Sequence[str]) -> str
     return f"Your notes mention {', '.join(mentioned)} but not {not_found}."
 
 
-def decide_answer(question: str, ranked: Sequence[RankedChunk], stats: Sequence[TermStat],
+def decide_answer(q: Question, ranked: Sequence[RankedChunk], stats: Sequence[TermStat],
                   sentence_similarity: float | None, ns: NotesSettings) -> AnswerDecision:
-    """The decision for `question` over its ranked passages; `stats` are the evidence vault's term statistics."""
+    """The decision for the question over its ranked passages; `stats` are the evidence vault's term statistics."""
     vault = evidence_vault(ranked)
     if vault is None:
         return AnswerDecision(abstain=True, rule="nothing_found", evidence_vault=None,
                               reasons=[VERDICTS["nothing_found"]])
     own = in_vault(ranked, vault)
-    names = asked_names(question)
+    names = list(q.names)
     texts = [passage_text(r) for r in own[:ns.names_top_passages]]
     missing = missing_names(names, texts)
     signals = collect_signals(own, stats, sentence_similarity, top_passages=ns.abstain_top_passages, names=names)
@@ -81,7 +81,7 @@ def decide_answer(question: str, ranked: Sequence[RankedChunk], stats: Sequence[
     common = {"evidence_vault": vault, "p_answerable": round(p, 6), "threshold": ns.abstain_threshold,
               "signals": signals.as_dict(), "names": names, "names_missing": missing}
     if missing:
-        mentioned = mentioned_terms(question, texts, names)
+        mentioned = mentioned_terms(q.terms, texts, names)
         return AnswerDecision(abstain=True, rule="names_missing", mentioned=mentioned,
                               message=no_coverage_message(mentioned, missing),
                               reasons=[f"the best passages never mention {', '.join(missing)}, which the question "

@@ -214,7 +214,16 @@ def _beside_title(weights: dict[str, float], chunk: Candidate) -> dict[str, floa
 def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[Candidate] | None = None, *,
                     similarity: Similarity | None = None, semantic_weight: float = 0.5,
                     with_context: bool = False) -> list[Sentence]:
-    """Every sentence of `chunks`, scored by the weighted share of question terms it contains.
+    """`score_terms` for the question's own match terms."""
+    return score_terms(match_terms(question), chunks, pool, similarity=similarity, semantic_weight=semantic_weight,
+                       with_context=with_context)
+
+
+def score_terms(terms: Sequence[str], chunks: Sequence[Candidate], pool: Sequence[Candidate] | None = None, *,
+                similarity: Similarity | None = None, semantic_weight: float = 0.5,
+                with_context: bool = False) -> list[Sentence]:
+    """Every sentence of `chunks`, scored by the weighted share of the question's terms (`terms`, stems) it
+    contains.
 
     Term weights come from `pool` (default: `chunks`), the passages the answer draws on; a sentence is
     matched on the terms its note's title does not hold (`_beside_title`). With
@@ -225,8 +234,7 @@ def score_sentences(question: str, chunks: Sequence[Candidate], pool: Sequence[C
     Obsidian Headless requires Node.js 22 or later."), since alone it often does not say what it is about; the term
     share still reads the sentence only.
     """
-    terms = match_terms(question)
-    weights = term_weights(terms, pool if pool is not None else chunks)
+    weights = term_weights(list(terms), pool if pool is not None else chunks)
     own = [_beside_title(weights, c) for c in chunks]
     found = [(ci, pos, text, kind) for ci, c in enumerate(chunks)
              for pos, (text, kind) in enumerate(_sentence_parts(c.content))]

@@ -1,5 +1,7 @@
 """The question's side of notes answering: its content terms, the detail hint and K (passages drawn on).
 
+`read_question` reads a question once into a `Question` (its terms, the names it asks about, its
+parts, the shape of the answer it asks for), which the later steps of `ask` read by field.
 `query_terms` are the distinct content terms of a question (stopwords and one-letter tokens
 dropped; phrasal verbs also as one word, "back up" -> "backup"); `match_terms` their stems (`rag.text.stem`),
 what answer sentences and snippets are matched against. `folder_weights` are the folder prior's
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 from rag.config import NotesSettings
 from rag.errors import InputError
+from rag.notes.shapes import Shape, answer_shape, asks_for_steps
 from rag.text import STOPWORDS, content_terms, tokenize, unique
 from rag.text import stem as stem  # where the notes' modules have found it
 
@@ -154,3 +157,31 @@ def choose_k(question: str, *, detail: str, k: int | None, user_folders: bool, s
     if clamped != value:
         reasons.append(f"clamped {value} to {clamped}")
     return KChoice(clamped, tuple(reasons))
+
+
+@dataclass(frozen=True)
+class QuestionPart:
+    """One thing a question asks, in its own words, and the stems its answer sentences are matched on."""
+
+    text: str
+    match_terms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question as `ask` reads it, once: everything later steps need to know about its words."""
+
+    text: str
+    terms: tuple[str, ...]  # query_terms: content terms, phrasal verbs joined
+    match_terms: tuple[str, ...]  # their stems: what sentences and snippets are matched on
+    names: tuple[str, ...]  # asked_names: what the answer has to mention
+    parts: tuple[QuestionPart, ...]  # question_parts: one for a simple question
+    shape: Shape | None  # answer_shape: the form of fact its answer holds
+    wants_steps: bool  # asks_for_steps: a how-to question, answered by a procedure
+
+
+def read_question(text: str, s: NotesSettings) -> Question:
+    return Question(
+        text=text, terms=tuple(query_terms(text)), match_terms=tuple(match_terms(text)), names=tuple(asked_names(text)),
+        parts=tuple(QuestionPart(p, tuple(match_terms(p))) for p in question_parts(text, s.question_part_min_terms)),
+        shape=answer_shape(text), wants_steps=asks_for_steps(text))

@@ -7,7 +7,7 @@ import pytest
 
 from rag.config import NotesSettings
 from rag.errors import InputError
-from rag.notes.question import choose_k, folder_weights, match_terms, query_terms, validate_detail
+from rag.notes.question import choose_k, folder_weights, match_terms, query_terms, read_question, validate_detail
 
 S = NotesSettings()
 
@@ -88,3 +88,14 @@ def test_settings_reject_inconsistent_values():
         NotesSettings(answer_sources={"brief": 0, "normal": 3, "detailed": 8})
     with pytest.raises(ValueError):
         NotesSettings(first_stage="vector")  # the seed's setting is gone: unknown keys are rejected
+
+
+def test_a_question_is_read_once_into_what_the_later_steps_need():
+    q = read_question("How do I turn on 2FA with a YubiKey, and what if I lose my phone?", S)
+    assert q.terms[:3] == ("turn", "2fa", "yubikey") and "turnon" in q.terms
+    assert q.match_terms == tuple(match_terms(q.text))
+    assert q.names == ("YubiKey",) and q.wants_steps and q.shape is not None  # "on 2FA" sets the scene
+    assert [p.text for p in q.parts] == ["How do I turn on 2FA with a YubiKey", "what if I lose my phone?"]
+    assert q.parts[1].match_terms == tuple(match_terms("what if I lose my phone?"))
+    simple = read_question("When does project alpha ship?", S)
+    assert len(simple.parts) == 1 and not simple.wants_steps and simple.names == ()
