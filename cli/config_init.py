@@ -22,7 +22,7 @@ from pydantic.fields import FieldInfo
 from rag.config import Settings
 from rag.config_report import plain
 from rag.errors import InputError
-from rag.retrieval.profiles import BUILTIN_PROFILES, Profile
+from rag.config_profiles import BUILTIN_PROFILES, Profile
 
 WIDTH = 100
 INIT_HEADER = """\

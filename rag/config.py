@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from rag.config_groups import (
@@ -39,6 +39,7 @@ from rag.config_notes import (
     ABSTAIN_WEIGHTS,
     NotesSettings,
 )
+from rag.config_profiles import load_profiles
 from rag.errors import ConfigError
 
 __all__ = [
@@ -144,6 +145,12 @@ class Settings(BaseSettings):
     """Your own retrieval profiles, or adjustments to the built-in ones: a [profiles.NAME] table each
     (docs/configuration.md)."""
 
+    @model_validator(mode="after")
+    def _profiles_resolve(self) -> Settings:
+        """Every [profiles.NAME] table is checked here, once, so a bad one stops the load, not a request."""
+        load_profiles(self)
+        return self
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _level_name(cls, value: Any) -> Any:
@@ -169,16 +176,22 @@ class Settings(BaseSettings):
 _CONFIG_PATH: contextvars.ContextVar[Path | None] = contextvars.ContextVar("ragpg_config_path", default=None)
 
 
+def _source(path: Path) -> str:
+    return f" (config file {path})" if path.exists() else ""
+
+
 def load_settings(config_path: Path | None = None, **overrides: Any) -> Settings:
     """Build the settings object; every problem becomes a one-line ConfigError."""
     path = config_path if config_path is not None else default_config_path()
     token = _CONFIG_PATH.set(path)  # read by settings_customise_sources while this call builds the settings
     try:
         return Settings(**overrides)
+    except ConfigError as exc:  # a [profiles.NAME] table, checked while the settings are built
+        raise ConfigError(f"{exc}{_source(path)}") from None
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err.get("loc", ())) or "settings"
-        source = f" (config file {path})" if path.exists() else ""
+        source = _source(path)
         if err.get("type") == "extra_forbidden":
             raise ConfigError(f"unknown setting '{where}'{source}") from None
         raise ConfigError(f"invalid setting '{where}': {err.get('msg')}{source}") from None

@@ -134,7 +134,7 @@ def _with_folders(filters: Mapping[str, Any], folders: Sequence[str]) -> dict[st
 def make_search_fn(runtime: Runtime, profile: str = DEFAULT_PROFILE, mode: str | None = None,
                    vaults: Sequence[str] = ()) -> SearchFn:
     """The search function for a profile and mode; an unknown profile or mode is an InputError."""
-    from rag.retrieval.profiles import get_profile, load_profiles
+    from rag.config_profiles import get_profile, load_profiles
 
     get_profile(profile, load_profiles(runtime.settings))  # NotFoundError (an InputError) naming the known ones
     return SystemSearch(runtime, profile, resolve_mode(profile, mode), tuple(dict.fromkeys(vaults)))

@@ -33,7 +33,7 @@ from rag.notes.folders import (
 from rag.notes.question import folder_weights
 from rag.retrieval import retrieve
 from rag.retrieval.filters import vault_names as filter_vault_names
-from rag.retrieval.profiles import Profile, get_profile, load_profiles
+from rag.config_profiles import Profile, get_profile, load_profiles
 from rag.retrieval.stage import indexed_model
 from rag.runtime import Runtime
 from rag.store import models

@@ -6,7 +6,7 @@
 - `passes`   — one retrieval pass of a profile → `Candidate`s;
 - `autorag`, `run`, `routes`, `stage` — the Auto-RAG decision tree (`stage.retrieve_stage`);
 - `facets`, `terms` — multi-facet queries, per-term statistics;
-- `rank`     — fusion and the final score; `profiles` — the named tunables of both;
+- `rank`     — fusion and the final score (its tunables and Auto-RAG's: the profiles, `rag.config_profiles`);
 - `chunks`   — one chunk by its reference (vault, source path, ordinal);
 - `documents` — a note's stored passages by its path or name, and the notes a scope may read;
 - `note_names` — a note as a reader names it (path, path without `.md`, file name, alias), resolved by

@@ -24,7 +24,7 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Any
 
-from rag.retrieval.profiles import Profile
+from rag.config_profiles import Profile
 from rag.types import Candidate, RankedChunk, ScoreBreakdown
 
 FRESHNESS_UNKNOWN = 0.5  # neither rewards nor punishes a chunk whose document has no date

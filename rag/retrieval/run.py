@@ -21,7 +21,7 @@ from rag.prompts import load_prompt
 from rag.retrieval import autorag
 from rag.retrieval.facets import split_facets
 from rag.retrieval.passes import PassSpec, run_pass, similarity_to
-from rag.retrieval.profiles import Profile
+from rag.config_profiles import Profile
 from rag.store import models
 from rag.trace import decision_signature
 from rag.types import Candidate, Decision, PassRecord

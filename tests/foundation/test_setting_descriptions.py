@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from rag.config import Settings, load_settings
-from rag.retrieval.profiles import Profile
+from rag.config_profiles import Profile
 from ragpg_cli.config_init import default_config_text
 from ragpg_cli.main import main
 from tests.support.cli import use_ragpg_env

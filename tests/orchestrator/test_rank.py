@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from rag.retrieval.profiles import Profile, get_profile
+from rag.config_profiles import Profile, get_profile
 from rag.retrieval.rank import FRESHNESS_UNKNOWN, freshness, parse_date, rank_candidates
 from tests.orchestrator.factory import cand
 

@@ -9,7 +9,8 @@ Users add or adjust profiles in the config file:
     type_weights = { memo = 1.2 } # mapping fields merge key by key with the base
 
 A table named like a built-in adjusts that built-in. Unknown keys and bad values are
-rejected with a one-line ConfigError.
+rejected with a one-line ConfigError when the settings load (`Settings` resolves every table once
+there), not at the first request that names the profile.
 """
 
 from __future__ import annotations
