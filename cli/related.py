@@ -18,14 +18,12 @@ def related_command(
     json_out: bool = typer.Option(False, "--json", help="Print the related notes as JSON."),
 ) -> None:
     """List the notes related to one: linked to or from it first, then the closest in meaning."""
-    from rag.retrieval.related import related_notes
+    from rag.notes.related import related
     from rag.runtime import Runtime
 
-    settings = state(ctx).settings
-    rt = Runtime.from_settings(settings, pool_max_size=1)
+    rt = Runtime.from_settings(state(ctx).settings, pool_max_size=1)
     try:
-        with rt.connection(read=True) as conn:
-            found = related_notes(conn, vault, note, k=settings.notes.related_k if k is None else k)
+        found = related(note, vault=vault, k=k, runtime=rt)
     finally:
         rt.close()
     if json_out:

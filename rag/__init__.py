@@ -1,6 +1,6 @@
 """ragpg: Postgres-native retrieval for RAG. This module is the small public face:
 
-    from rag import compute_context, acompute_context, ask, search, index
+    from rag import compute_context, acompute_context, ask, search, related, index
     from rag import ContextResult, Citation, Decision, EvidenceFull, AskResponse, SearchResponse, ...
     from rag import RagError, InputError, NotFoundError, DatabaseError, ...  (rag.errors)
 
@@ -55,10 +55,12 @@ if TYPE_CHECKING:  # what a type checker sees: the real signatures and types (no
     from rag.ingest.report import IndexReport as IndexReport
     from rag.notes.ask import ask as ask
     from rag.notes.ask import search as search
+    from rag.notes.related import related as related
     from rag.notes.results import AskResponse as AskResponse
     from rag.notes.results import Reference as Reference
     from rag.notes.results import SearchItem as SearchItem
     from rag.notes.results import SearchResponse as SearchResponse
+    from rag.retrieval.related import RelatedNotes as RelatedNotes
     from rag.runtime import Runtime as Runtime
     from rag.types import Candidate as Candidate
     from rag.types import Decision as Decision
@@ -76,6 +78,8 @@ _EXPORTS = {
     "Decision": ("rag.types", "Decision"),
     "ask": ("rag.notes.ask", "ask"),
     "search": ("rag.notes.ask", "search"),
+    "related": ("rag.notes.related", "related"),
+    "RelatedNotes": ("rag.retrieval.related", "RelatedNotes"),
     "AskResponse": ("rag.notes.results", "AskResponse"),
     "Reference": ("rag.notes.results", "Reference"),
     "SearchItem": ("rag.notes.results", "SearchItem"),

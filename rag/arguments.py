@@ -209,6 +209,7 @@ CONTEXT_CHECKS: dict[str, Check] = {
 # `ask` and `search` check k and detail themselves (their messages name the allowed range and values).
 ASK_CHECKS: dict[str, Check] = {"question": text, "vaults": optional_names, "folders": optional_names,
                                 "detail": text, "debug": flag, **_COMMON}
+RELATED_CHECKS: dict[str, Check] = {"note": text, "vault": optional_text, **_COMMON}
 INDEX_CHECKS: dict[str, Check] = {"vaults": optional_names, "allow_empty": flag, "runtime": optional_runtime}
 SEARCH_CHECKS: dict[str, Check] = {"query": text, "vaults": optional_names, "folders": optional_names,
                                    "filters": json_object, **_COMMON}

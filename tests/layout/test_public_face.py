@@ -50,7 +50,7 @@ def test_compute_context_is_a_typed_callable_to_a_users_type_checker(tmp_path) -
 
     user = tmp_path / "user.py"
     user.write_text("\n".join([
-        "from rag import ask, compute_context, index, search",
+        "from rag import ask, compute_context, index, related, search",
         "reveal_type(compute_context)",
         "result = compute_context('q')",
         "reveal_type(result.citations[0].source_path)",
@@ -66,6 +66,7 @@ def test_compute_context_is_a_typed_callable_to_a_users_type_checker(tmp_path) -
         "reveal_type(search)",
         "ask('q', detail='verbose')",
         "ask('q', ['notes'])",
+        "reveal_type(related)",
     ]) + "\n", encoding="utf-8")
     repo = Path(rag.__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental",
@@ -73,7 +74,7 @@ def test_compute_context_is_a_typed_callable_to_a_users_type_checker(tmp_path) -
                           env={"MYPYPATH": str(repo), "PATH": "/usr/bin:/bin"})
     revealed = [line.split('Revealed type is "', 1)[1].rstrip('"') for line in done.stdout.splitlines()
                 if "Revealed type is" in line]
-    assert len(revealed) == 11, done.stdout + done.stderr
+    assert len(revealed) == 12, done.stdout + done.stderr
     signature = revealed[0]
     assert signature.startswith("def (query: str, *, vaults: typing.Sequence[str] | None =")
     assert "mode: Literal['auto'] | Literal['base']" in signature and "budget_tokens: int =" in signature
@@ -81,7 +82,9 @@ def test_compute_context_is_a_typed_callable_to_a_users_type_checker(tmp_path) -
     assert revealed[1:6] == ["str", "str", "float", "str | None", "float"]
     assert 'Argument 1 to "compute_context" has incompatible type "int"; expected "str"' in done.stdout
     # one public face: the first argument, then keyword-only; closed choices as Literal; a typed record
-    ask_sig, trace, rule, index_sig, search_sig = revealed[6:]
+    ask_sig, trace, rule, index_sig, search_sig, related_sig = revealed[6:]
+    assert related_sig.startswith("def (note: str, *, vault: str | None =") and "runtime:" in related_sig
+    assert related_sig.endswith("-> rag.retrieval.related.RelatedNotes")
     assert ask_sig.startswith("def (question: str, *, vaults: typing.Sequence[str] | None =")
     assert "detail: Literal['brief'] | Literal['normal'] | Literal['detailed'] =" in ask_sig
     assert "runtime: rag.runtime.Runtime | None =" in ask_sig and ask_sig.endswith("-> rag.notes.results.AskResponse")
