@@ -182,9 +182,15 @@ def test_a_client_that_hangs_up_cancels_its_llm_call(settings, notes_key, trickl
             while trickling.trickling == 0:
                 assert time.monotonic() < end, "the ask never reached the LLM"
                 time.sleep(0.05)
+        # Every call the request had in flight when the client left is cut (the folder ranking asked ahead,
+        # and the corrections of a weak retrieval when they had started: how many is a matter of timing),
+        # and none is started after it.
         end = time.monotonic() + SLACK_S
-        while trickling.trickle_dropped == 0 and time.monotonic() < end:
+        while (trickling.trickle_dropped == 0 or trickling.trickling > 0) and time.monotonic() < end:
             time.sleep(0.05)
-        assert trickling.trickle_dropped == 1 and trickling.trickling == 0
+        assert trickling.trickle_dropped >= 1 and trickling.trickling == 0
+        sent = len(trickling.requests)
+        time.sleep(2 * TRICKLE_S)
+        assert len(trickling.requests) == sent and trickling.trickling == 0
         with httpx.Client(base_url=served.url, timeout=30) as client:
             assert timed_get(client, "/v1/vaults", notes_key)[1] == 200
