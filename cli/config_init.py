@@ -20,9 +20,9 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from rag.config import Settings
+from rag.config_profiles import BUILTIN_PROFILES, Profile
 from rag.config_report import plain
 from rag.errors import InputError
-from rag.config_profiles import BUILTIN_PROFILES, Profile
 
 WIDTH = 100
 INIT_HEADER = """\

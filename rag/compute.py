@@ -16,12 +16,12 @@ from typing import Any
 
 from rag.access import Scope
 from rag.arguments import check_context_arguments, query_text
+from rag.config_profiles import get_profile, load_profiles
 from rag.context.assemble import assemble_context
 from rag.context.evidence import evidence_full, evidence_llm
 from rag.context.result import ContextResult
 from rag.llm import llm_request
 from rag.retrieval import autorag
-from rag.config_profiles import get_profile, load_profiles
 from rag.retrieval.rank import rank_candidates
 from rag.retrieval.stage import indexed_model, retrieve_stage
 from rag.runtime import Runtime, default_runtime

@@ -247,8 +247,8 @@ Progress = Callable[[str], None]
 def run_beir(rt: Runtime, data: BeirQueries, vault: str, modes: Sequence[str],
              progress: Progress | None = None, tick: Callable[[], None] | None = None) -> BeirReport:
     """Every judged query through every mode; `rt` should come from `eval_settings(...)` settings."""
-    from rag.retrieval import retrieve
     from rag.config_profiles import get_profile, load_profiles
+    from rag.retrieval import retrieve
 
     depth = rt.settings.eval.beir_depth
     modes = parse_modes(modes)

@@ -18,6 +18,7 @@ import numpy as np
 
 from rag.access import Scope
 from rag.config import NotesSettings
+from rag.config_profiles import Profile, get_profile, load_profiles
 from rag.errors import NotFoundError
 from rag.llm import LLM, AskedAhead
 from rag.notes.ask_trace import FolderTrace, ScopeTrace, SelectedFolder
@@ -33,7 +34,6 @@ from rag.notes.folders import (
 from rag.notes.question import folder_weights
 from rag.retrieval import retrieve
 from rag.retrieval.filters import vault_names as filter_vault_names
-from rag.config_profiles import Profile, get_profile, load_profiles
 from rag.retrieval.stage import indexed_model
 from rag.runtime import Runtime
 from rag.store import models

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag.config_profiles import Profile
 from rag.errors import LLMError
 from rag.llm import Message
 from rag.llm_budget import DEADLINE_REASON, run_together
@@ -21,7 +22,6 @@ from rag.prompts import load_prompt
 from rag.retrieval import autorag
 from rag.retrieval.facets import split_facets
 from rag.retrieval.passes import PassSpec, run_pass, similarity_to
-from rag.config_profiles import Profile
 from rag.store import models
 from rag.trace import decision_signature
 from rag.types import Candidate, Decision, PassRecord

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag.arguments import query_text
+from rag.config_profiles import Profile
 from rag.errors import DatabaseError, NotFoundError
 from rag.retrieval import autorag
 from rag.retrieval.filters import filter_json
 from rag.retrieval.passes import fill_similarity
-from rag.config_profiles import Profile
 from rag.retrieval.query_log import log_retrieval, record_query
 from rag.retrieval.routes import ROUTES
 from rag.retrieval.run import PassContext, RetrievalRun
