@@ -10,11 +10,11 @@ import re
 import pytest
 
 from rag.access import Scope
+from rag.config_profiles import BUILTIN_PROFILES
 from rag.errors import AuthError, InputError, NotFoundError
 from rag.notes.answer import NOTICE_LLM_FAILED, NOTICE_NO_LLM, caution
 from rag.notes.ask import ABSTAIN_ANSWER, ask, search
 from rag.notes.decision import explanation
-from rag.config_profiles import BUILTIN_PROFILES
 from rag.retrieval.rank import FRESHNESS_UNKNOWN
 from tests.notes.conftest import FOLDER_PROMPT_MARK, answer_prompts, ask_module, script, use_settings
 from tests.notes.kit import ABSTAIN, toward

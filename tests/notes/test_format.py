@@ -30,8 +30,8 @@ def test_a_passage_is_cited_by_its_file_name_and_last_heading():
 
 
 def test_a_context_block_is_headed_by_its_first_passage_label():
-    from rag.context.assemble import assemble_context
     from rag.config_profiles import Profile
+    from rag.context.assemble import assemble_context
     from rag.retrieval.rank import rank_candidates
 
     ranked = rank_candidates([CHUNKS[2], CHUNKS[0]], Profile())

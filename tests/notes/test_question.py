@@ -7,7 +7,14 @@ import pytest
 
 from rag.config import NotesSettings
 from rag.errors import InputError
-from rag.notes.question import choose_k, folder_weights, match_terms, query_terms, read_question, validate_detail
+from rag.notes.question import (
+    choose_k,
+    folder_weights,
+    match_terms,
+    query_terms,
+    read_question,
+    validate_detail,
+)
 
 S = NotesSettings()
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from rag.config_profiles import Profile
 from rag.context.assemble import assemble_context
 from rag.context.evidence import SNIPPET_MAX_CHARS, evidence_full, evidence_llm, snippet
-from rag.config_profiles import Profile
 from rag.retrieval.rank import rank_candidates
 from rag.tokens import count_tokens
 from rag.types import Decision, PassRecord

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 
 from rag.config import load_settings
-from rag.errors import ConfigError, NotFoundError
 from rag.config_profiles import BUILTIN_PROFILES, DEFAULT_TYPE_WEIGHTS, Profile, get_profile, load_profiles
+from rag.errors import ConfigError, NotFoundError
 
 
 def settings_with(profiles):
