@@ -221,15 +221,19 @@ end
 $$;
 
 -- Index time (rag/ingest, before writing): a vault in the shared partitions whose stored chunks plus
--- p_expected_chunks pass p_min_chunks moves to partitions of its own. True when it moved.
+-- p_expected_chunks pass p_min_chunks (null: ragpg_own_partition_min_chunks()) moves to partitions of its
+-- own. True when it moved. (The default is read in the body, not written as the parameter's default: a
+-- default expression makes this function depend on that one, and 0001's downgrade, which drops every
+-- ragpg_ function one by one, then meets this one already dropped.)
 create or replace function ragpg_place_vault(p_vault_id bigint, p_expected_chunks bigint,
-                                             p_min_chunks bigint default ragpg_own_partition_min_chunks())
+                                             p_min_chunks bigint default null)
 returns boolean
 language plpgsql volatile
 set search_path = public, pg_catalog, pg_temp
 as $$
 begin
-    if p_min_chunks is null or p_min_chunks < 0 then
+    p_min_chunks := coalesce(p_min_chunks, ragpg_own_partition_min_chunks());
+    if p_min_chunks < 0 then
         raise exception using errcode = '22023',
             message = format('own_partition_min_chunks must be >= 0, got %s', coalesce(p_min_chunks::text, 'null'));
     end if;
