@@ -104,11 +104,18 @@ def passage_text(r: RankedChunk) -> str:
 
 
 def missing_names(names: Sequence[str], passages: Sequence[str]) -> list[str]:
-    """The names no passage mentions, as written (any case) or by the stems of their words ("PDFs" ~ "PDF")."""
+    """The names no passage mentions, as written (any case) or by the stems of their words ("PDFs" ~ "PDF").
+    A name with a bare number among its words ("1.1", "Node 22") counts only as written: its numbers'
+    tokens ("1", "22") are in most passages."""
     text = " ".join(passages)
     folded = text.casefold()
     stems = {stem(t) for t in tokenize(text)}
-    return [n for n in names if n.casefold() not in folded and not {stem(t) for t in tokenize(n)} <= stems]
+
+    def by_stems(name: str) -> bool:
+        tokens = tokenize(name)
+        return bool(tokens) and not any(t.isdigit() for t in tokens) and {stem(t) for t in tokens} <= stems
+
+    return [n for n in names if n.casefold() not in folded and not by_stems(n)]
 
 
 def collect_signals(ranked: Sequence[RankedChunk], stats: Sequence[TermStat], sentence_similarity: float | None, *,

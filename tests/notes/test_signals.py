@@ -110,6 +110,9 @@ def test_a_name_is_mentioned_as_written_in_any_case_or_by_its_stems():
     passages = ["Export your notes to PDF from the command palette.", "Sync with a yubikey on iOS."]
     assert missing_names(["PDFs", "YubiKey", "Joplin", "iOS"], passages) == ["Joplin"]
     assert missing_names([], passages) == []
+    # a number counts only as written: "1.1" is not "1" twice, however many passages hold a 1
+    numbered = ["Step 1: open the outline.", "Headings 1 to 6."]
+    assert missing_names(["1.1", "1", "Node 22"], numbered) == ["1.1", "Node 22"]
 
 
 # -- term statistics -----------------------------------------------------------------------------
