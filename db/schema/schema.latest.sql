@@ -25,6 +25,22 @@ end
 $$;
 
 --
+-- Name: ragpg_caller_level(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_caller_level() RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if not pg_catalog.row_security_active('public.link_targets'::regclass) then
+        return 4;
+    end if;
+    return ragpg_scope_clearance_rank(current_user);
+end
+$$;
+
+--
 -- Name: ragpg_note_id(text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -71,6 +87,18 @@ CREATE TABLE public.documents (
 );
 
 --
+-- Name: link_targets; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.link_targets (
+    vault_id bigint NOT NULL,
+    link_id bigint NOT NULL,
+    level smallint NOT NULL,
+    target_document_id bigint,
+    CONSTRAINT link_targets_level_check CHECK (((level >= 1) AND (level <= 4)))
+);
+
+--
 -- Name: links; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -83,7 +111,6 @@ CREATE TABLE public.links (
     target_text text NOT NULL,
     target_heading text,
     target_is_file boolean DEFAULT false NOT NULL,
-    target_document_id bigint,
     anchor_text text NOT NULL,
     sentence text NOT NULL,
     CONSTRAINT links_kind_check CHECK ((kind = ANY (ARRAY['link'::text, 'embed'::text]))),
@@ -106,9 +133,10 @@ CREATE FUNCTION public.ragpg_backlinks(p_vault text, p_path text) RETURNS TABLE(
      l.anchor_text,
      l.target_heading,
      l.sentence
-    FROM (public.links l
+    FROM ((public.link_targets r
+      JOIN public.links l ON (((l.vault_id = r.vault_id) AND (l.id = r.link_id))))
       JOIN public.documents s ON ((s.id = l.source_document_id)))
-   WHERE (l.target_document_id = public.ragpg_note_id(ragpg_backlinks.p_vault, ragpg_backlinks.p_path))
+   WHERE ((r.target_document_id = public.ragpg_note_id(ragpg_backlinks.p_vault, ragpg_backlinks.p_path)) AND (r.level = ( SELECT public.ragpg_caller_level() AS ragpg_caller_level)))
    ORDER BY s.source_path, l.line, l.id;
 END;
 
@@ -225,6 +253,10 @@ declare
     v_total bigint;
 begin
     if ragpg_lexical_backend(p_vaults, null, k1, b) <> 'pg_textsearch'
+       -- the small vaults' shared index ranks with their pooled statistics: it proves no filtered
+       -- answer (55_bm25_index.sql)
+       or exists (select 1 from bm25_indexes i join vaults v on v.id = i.vault_id
+                  where i.table_name = ragpg_bm25_shared_table() and (p_vaults is null or v.name = any(p_vaults)))
        or candidate_count * ragpg_bm25_filtered_depth_factor() + ragpg_bm25_index_extra_candidates() >= p_postings then
         return null;  -- (the depth is at least that, whatever the filter keeps)
     end if;
@@ -279,20 +311,68 @@ CREATE FUNCTION public.ragpg_bm25_index_available() RETURNS boolean
     RETURN ((current_setting('pg_textsearch.library_version'::text, true) IS NOT NULL) AND (EXISTS (SELECT 1 FROM pg_extension WHERE (pg_extension.extname = 'pg_textsearch'::name))));
 
 --
+-- Name: ragpg_bm25_index_candidates(text, integer, bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_index_candidates(query_text text, candidate_count integer, p_vault_ids bigint[], OUT ids bigint[], OUT vault_ids bigint[]) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
+    AS $_$
+declare
+    i record;
+    r record;
+begin
+    ids := '{}';
+    vault_ids := '{}';
+    -- (the shared table once, whatever number of small vaults it holds: ragpg_lexical_backend sends
+    -- here only searches that cover every vault in it)
+    for i in select min(x.vault_id) as vault_id, x.table_name, min(x.index_name) as index_name,
+                    x.table_name = ragpg_bm25_shared_table() as shared
+             from bm25_indexes x
+             where x.vault_id in (select distinct u from unnest(p_vault_ids) u)
+             group by x.table_name order by 1 loop
+        -- A top-level query, read row by row: pg_textsearch's planner hook serves the ORDER BY score
+        -- from the index scan only there; inside a subquery (array(select ...)) every row's score is
+        -- computed again from its text (about 0.25 ms a row).
+        for r in execute format('select t.chunk_id, (%s)::bigint as vault_id from %I t
+                                 order by t.search_text <@> to_bm25query($1, %L) limit $2',
+                                case when i.shared then 't.vault_id' else i.vault_id::text end,
+                                i.table_name, i.index_name)
+                 using query_text, (candidate_count + ragpg_bm25_index_extra_candidates())
+                                   * case when i.shared then ragpg_bm25_shared_depth_factor() else 1 end loop
+            ids := ids || r.chunk_id;
+            vault_ids := vault_ids || r.vault_id;
+        end loop;
+    end loop;
+end
+$_$;
+
+--
 -- Name: ragpg_bm25_index_drop_table(); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.ragpg_bm25_index_drop_table() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
-    AS $$
+    AS $_$
 begin
-    if current_setting('pg_textsearch.library_version', true) is not null then
+    if current_setting('pg_textsearch.library_version', true) is null then
+        return old;
+    end if;
+    if old.table_name = ragpg_bm25_shared_table() then
+        -- (the shared table: only this vault's rows go; it goes when no vault is left in it)
+        if not exists (select 1 from bm25_indexes x where x.table_name = old.table_name) then
+            execute format('drop table if exists %I', old.table_name);
+        elsif to_regclass(quote_ident(old.table_name)) is not null then
+            execute format('delete from %I where vault_id = $1', old.table_name) using old.vault_id;
+        end if;
+    else
         execute format('drop table if exists %I', old.table_name);
     end if;
     return old;
 end
-$$;
+$_$;
 
 --
 -- Name: ragpg_bm25_index_extra_candidates(); Type: FUNCTION; Schema: public; Owner: -
@@ -313,7 +393,8 @@ CREATE FUNCTION public.ragpg_bm25_index_sync() RETURNS trigger
 declare
     i record;
 begin
-    if not exists (select 1 from bm25_indexes) then
+    if not exists (select 1 from bm25_indexes) or ragpg_moving_vault() then
+        -- (a vault moving between partitions: its rows come back unchanged, 12_vault_partitions.sql)
         return null;
     end if;
     if current_setting('pg_textsearch.library_version', true) is null then
@@ -338,10 +419,13 @@ begin
     if tg_op in ('INSERT', 'UPDATE') then
         for i in select x.vault_id, x.table_name from bm25_indexes x
                  where x.vault_id in (select distinct n.vault_id from new_rows n) loop
-            execute format('insert into %I (chunk_id, search_text)
-                            select n.id, ragpg_chunk_search_text(n.heading_path, n.content, n.metadata)
+            execute format('insert into %I (%s chunk_id, search_text)
+                            select %s n.id, ragpg_chunk_search_text(n.heading_path, n.content, n.metadata)
                             from new_rows n
-                            where n.vault_id = $1 order by n.id', i.table_name) using i.vault_id;
+                            where n.vault_id = $1 order by n.id', i.table_name,
+                           case when i.table_name = ragpg_bm25_shared_table() then 'vault_id,' else '' end,
+                           case when i.table_name = ragpg_bm25_shared_table() then 'n.vault_id,' else '' end)
+                using i.vault_id;
         end loop;
     end if;
     return null;
@@ -429,6 +513,60 @@ end
 $$;
 
 --
+-- Name: ragpg_bm25_shared_add(bigint, regconfig, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_shared_add(p_vault_id bigint, p_config regconfig, p_k1 double precision, p_b double precision) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    v_table text := ragpg_bm25_shared_table();
+    v_index text := ragpg_bm25_shared_table() || '_idx';
+    v_fresh boolean;
+    i record;
+begin
+    select * into i from bm25_indexes x where x.table_name = v_table limit 1;
+    if found and (i.k1 <> p_k1 or i.b <> p_b or i.text_search_config <> p_config) then
+        return false;
+    end if;
+    v_fresh := not found or to_regclass(quote_ident(v_table)) is null;
+    if v_fresh then
+        execute format('drop table if exists %I', v_table);
+        execute format('create table %I (vault_id bigint not null, chunk_id bigint not null, search_text text not null,
+                                         primary key (vault_id, chunk_id))', v_table);
+    end if;
+    execute format('insert into %I (vault_id, chunk_id, search_text)
+                    select vault_id, id, ragpg_chunk_search_text(heading_path, content, metadata)
+                    from chunks where vault_id = $1 order by id', v_table) using p_vault_id;
+    if v_fresh then
+        execute format('create index %I on %I using bm25 (search_text) with (text_config = %L, k1 = %s, b = %s)',
+                       v_index, v_table, p_config::text, p_k1, p_b);
+        perform ragpg_secure_content_table(to_regclass(quote_ident(v_table)));  -- 80_security.sql
+    end if;
+    insert into bm25_indexes (vault_id, table_name, index_name, text_search_config, k1, b)
+    values (p_vault_id, v_table, v_index, p_config, p_k1, p_b);
+    return true;
+end
+$_$;
+
+--
+-- Name: ragpg_bm25_shared_depth_factor(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_shared_depth_factor() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 4;
+
+--
+-- Name: ragpg_bm25_shared_table(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_bm25_shared_table() RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 'ragpg_bm25_shared'::text;
+
+--
 -- Name: ragpg_bm25_stats_sync(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -446,6 +584,9 @@ declare
     v_old boolean;
     v_new boolean;
 begin
+    if ragpg_moving_vault() then
+        return null;  -- a vault's rows moving between partitions, unchanged (12_vault_partitions.sql)
+    end if;
     v_old := tg_op in ('DELETE', 'UPDATE');
     v_new := tg_op in ('INSERT', 'UPDATE');
     -- A statement of deferred rows only (every batch of a bulk load) has nothing to do here. (Separate
@@ -825,6 +966,20 @@ end
 $$;
 
 --
+-- Name: ragpg_close_partition(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_close_partition(p_partition text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    execute format('revoke all on %I from public', p_partition);
+    execute format('alter table %I enable row level security', p_partition);
+end
+$$;
+
+--
 -- Name: ragpg_compile_filter(jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -901,7 +1056,7 @@ CREATE FUNCTION public.ragpg_content_tables() RETURNS SETOF regclass
     select to_regclass(t) from unnest(array['vaults', 'documents', 'chunks', 'bm25_postings', 'bm25_term_stats',
                                             'bm25_vault_stats', 'embedding_models', 'document_retrievals',
                                             'bm25_indexes', 'bm25_deferred', 'query_embeddings',
-                                            'links', 'note_vectors']) as t
+                                            'links', 'link_targets', 'note_vectors']) as t
     where to_regclass(t) is not null
     union all
     select to_regclass(quote_ident(embedding_table)) from embedding_models
@@ -940,7 +1095,7 @@ begin
             primary key (vault_id, lexeme, chunk_id) include (tf, dl, text_search_config);
         v_missing := v_missing + 1;
     end if;
-    perform ragpg_create_vault_partitions(v.id) from vaults v;  -- names each partition's new indexes
+    perform ragpg_secure_partitions();  -- names each partition's new indexes (12_vault_partitions.sql)
     return v_missing;
 end
 $$;
@@ -1046,6 +1201,7 @@ begin
     -- each vault's graph is named after the model's (<table>_hnsw_idx_p<vault>: 12_vault_partitions.sql)
     perform ragpg_name_partition_indexes(to_regclass(quote_ident(ragpg_vault_partition_name(p_table, v.id))), v.id)
     from vaults v where to_regclass(quote_ident(ragpg_vault_partition_name(p_table, v.id))) is not null;
+    perform ragpg_create_shared_partitions();  -- and the shared graph <table>_hnsw_idx_shared
 end
 $$;
 
@@ -1151,6 +1307,44 @@ end
 $$;
 
 --
+-- Name: ragpg_create_shared_partitions(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_create_shared_partitions() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_table regclass;
+    v_name text;
+    v_made integer := 0;
+    r record;
+begin
+    for v_table in select * from ragpg_vault_partitioned_tables() loop
+        v_name := ragpg_shared_partition_name((select relname from pg_class where oid = v_table));
+        if to_regclass(quote_ident(v_name)) is null then
+            execute format('create table %I partition of %s default', v_name, v_table);
+            v_made := v_made + 1;
+        end if;
+        perform ragpg_close_partition(v_name);
+        for r in select ci.relname as child, cp.relname as parent
+                 from pg_index i
+                 join pg_class ci on ci.oid = i.indexrelid
+                 join pg_inherits h on h.inhrelid = i.indexrelid
+                 join pg_class cp on cp.oid = h.inhparent
+                 where i.indrelid = to_regclass(quote_ident(v_name))
+                   and not exists (select 1 from pg_constraint k where k.conindid = i.indexrelid) loop
+            if r.child <> ragpg_shared_partition_name(r.parent)
+               and to_regclass(quote_ident(ragpg_shared_partition_name(r.parent))) is null then
+                execute format('alter index %I rename to %I', r.child, ragpg_shared_partition_name(r.parent));
+            end if;
+        end loop;
+    end loop;
+    return v_made;
+end
+$$;
+
+--
 -- Name: ragpg_create_vault_partitions(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1169,8 +1363,7 @@ begin
             execute format('create table %I partition of %s for values in (%s)', v_name, v_table, p_vault_id);
             v_made := v_made + 1;
         end if;
-        execute format('revoke all on %I from public', v_name);
-        execute format('alter table %I enable row level security', v_name);
+        perform ragpg_close_partition(v_name);
         perform ragpg_name_partition_indexes(to_regclass(quote_ident(v_name)), p_vault_id);
     end loop;
     return v_made;
@@ -1337,11 +1530,19 @@ $$;
 CREATE FUNCTION public.ragpg_drop_vault_partitions(p_vault_id bigint) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
-    AS $$
+    AS $_$
 declare
     r record;
     v_dropped integer := 0;
 begin
+    if not ragpg_vault_has_own_partition(p_vault_id) then
+        perform set_config('ragpg.moving_vault', p_vault_id::text, true);
+        for r in select t.oid::regclass as parent
+                 from ragpg_vault_partitioned_tables() with ordinality as t (oid, o) order by t.o desc loop
+            execute format('delete from %s where vault_id = $1', r.parent) using p_vault_id;
+        end loop;
+        perform set_config('ragpg.moving_vault', '', true);
+    end if;
     for r in select t.oid::regclass as parent, ragpg_vault_partition_name(c.relname, p_vault_id) as part
              from ragpg_vault_partitioned_tables() with ordinality as t (oid, o)
              join pg_class c on c.oid = t.oid
@@ -1357,7 +1558,7 @@ begin
     end loop;
     return v_dropped;
 end
-$$;
+$_$;
 
 --
 -- Name: ragpg_embedding_partition(text); Type: FUNCTION; Schema: public; Owner: -
@@ -1385,6 +1586,7 @@ declare
     i record;
     v_table text;
     v_index text;
+    v_shared boolean;
 begin
     perform ragpg_check_bm25_params(p_k1, p_b);
     select * into v from vaults where name = p_vault;
@@ -1406,13 +1608,18 @@ begin
         raise notice 'ragpg: pg_textsearch''s functions stay executable by every role (% does not own the extension): no bm25 index is built', current_user;
         return 'sql';
     end if;
+    v_shared := not ragpg_vault_has_own_partition(v.id);
     select * into i from bm25_indexes where vault_id = v.id;
     if found and i.k1 = p_k1 and i.b = p_b and i.text_search_config = v.text_search_config
-            and to_regclass(quote_ident(i.table_name)) is not null then
+            and to_regclass(quote_ident(i.table_name)) is not null
+            and (i.table_name = ragpg_bm25_shared_table()) = v_shared then
         return 'pg_textsearch';
     end if;
     if found then
-        delete from bm25_indexes where vault_id = v.id;  -- its trigger drops the table
+        delete from bm25_indexes where vault_id = v.id;  -- its trigger drops the table (or its rows of the shared one)
+    end if;
+    if v_shared and ragpg_bm25_shared_add(v.id, v.text_search_config, p_k1, p_b) then
+        return 'pg_textsearch';
     end if;
     v_table := 'ragpg_bm25_' || v.id;
     v_index := v_table || '_idx';
@@ -2019,6 +2226,16 @@ begin
     end if;
     select * into f from ragpg_compile_filter(coalesce(filter, '{}'));
     vault_names := coalesce(f.vaults, vault_names);
+    if exists (select 1 from bm25_indexes i join vaults v on v.id = i.vault_id
+               where i.table_name = ragpg_bm25_shared_table()
+                 and (vault_names is null or v.name = any(vault_names)))
+       and (f.containment <> '{}'::jsonb or f.predicate is not null
+            or exists (select 1 from bm25_indexes i join vaults v on v.id = i.vault_id
+                       where i.table_name = ragpg_bm25_shared_table()
+                         and vault_names is not null and not v.name = any(vault_names))) then
+        -- the shared index serves a search of every vault in it, unfiltered (see the top of this file)
+        return 'sql';
+    end if;
     if f.containment <> '{}'::jsonb or f.predicate is not null then
         -- the index read deeper when the filter keeps enough chunks (56_bm25_filtered.sql; should it
         -- not prove a search's answer, that search still takes the SQL BM25)
@@ -2088,6 +2305,9 @@ declare
     v_filter text;
     v_depth integer;
     v_vault_ids bigint[];  -- the vaults searched (every vault when the filter names none)
+    v_term_vaults bigint[];  -- the vaults whose term statistics are read
+    v_cand_ids bigint[];  -- the bm25 indexes' candidates, when they pick them, and each one's vault
+    v_cand_vaults bigint[];
     -- Only a caller row-level security does not bind (the owner) sees every chunk of a vault: the
     -- bm25 index (which ranks with every chunk's statistics) and the unchecked cut below are its
     -- alone; any other caller's candidates are cut only after its policy on chunks has kept them.
@@ -2103,6 +2323,17 @@ begin
     end if;
     v_vault_ids := ragpg_vault_ids(f.vaults);
     perform set_config('plan_cache_mode', ragpg_plan_cache_mode_for(v_vault_ids), true);
+    v_filter := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 4);
+    v_term_vaults := v_vault_ids;
+    if v_filter = '' and v_whole and ragpg_lexical_backend(f.vaults, null, k1, b) = 'pg_textsearch' then
+        -- Every vault searched has a bm25 index (55_bm25_index.sql): it picks the candidates, the
+        -- postings score them (the same scores as below, for far fewer chunks), and only the vaults
+        -- holding a candidate need their term statistics (naming no vault over 1,000 vaults, the
+        -- statistics of every vault were a probe per vault and term).
+        select x.ids, x.vault_ids into v_cand_ids, v_cand_vaults
+        from ragpg_bm25_index_candidates(query_text, candidate_count, v_vault_ids) x;
+        v_term_vaults := array(select distinct u from unnest(v_cand_vaults) u);
+    end if;
     -- The query terms first, one row per (vault, config, lexeme) found in that vault: qtf * idf and
     -- the vault's average chunk length, from the statistics of the levels the caller reads. Each pair
     -- is one primary-key range probe of bm25_term_stats (an aggregate, so the lateral subquery is
@@ -2117,23 +2348,23 @@ begin
     into t
     from (select sv.vault_id, sum(sv.chunk_count)::bigint as chunk_count, sum(sv.total_length)::bigint as total_length
           from bm25_vault_stats sv
-          where sv.vault_id = any(v_vault_ids)
+          where sv.vault_id = any(v_term_vaults)
           group by sv.vault_id) s
     cross join ragpg_query_lexemes(query_text, f.vaults) q
     -- (the vaults again as a value: only their partitions of bm25_term_stats are opened)
     cross join lateral (select sum(tt.chunk_frequency)::bigint as chunk_frequency from bm25_term_stats tt
-                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme and tt.vault_id = any(v_vault_ids)
+                        where tt.vault_id = s.vault_id and tt.lexeme = q.lexeme and tt.vault_id = any(v_term_vaults)
                         having count(*) > 0) ts
     where s.chunk_count > 0;
     if t.vault_ids is null then
         return;
     end if;
-    v_filter := ragpg_filter_sql('c', 'metadata', f.containment, f.predicate, 4);
-    if v_filter = '' and v_whole and ragpg_lexical_backend(f.vaults, null, k1, b) = 'pg_textsearch' then
-        -- Every vault searched has a bm25 index (55_bm25_index.sql): it picks the candidates, the
-        -- postings score them (the same scores as below, for far fewer chunks).
-        return query select * from ragpg_lexical_scores_indexed(query_text, candidate_count, t.vault_ids, t.cfgs,
-                                                                t.lexemes, t.weights, t.avgdls, k1, b);
+    if v_cand_ids is not null then
+        return query
+        select s.chunk_id, s.bm25_score
+        from ragpg_bm25_exact_scores(v_cand_ids, v_cand_vaults, t.vault_ids, t.cfgs, t.lexemes, t.weights, t.avgdls, k1, b) s
+        order by s.bm25_score desc, s.chunk_id
+        limit candidate_count;
         return;
     end if;
     if v_filter = '' and v_whole then
@@ -2224,34 +2455,19 @@ $_$;
 CREATE FUNCTION public.ragpg_lexical_scores_indexed(query_text text, candidate_count integer, vault_ids bigint[], cfgs regconfig[], lexemes text[], weights double precision[], avgdls double precision[], k1 double precision, b double precision) RETURNS TABLE(chunk_id bigint, bm25_score double precision)
     LANGUAGE plpgsql STABLE ROWS 60
     SET search_path TO 'public', 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'auto'
-    AS $_$
+    AS $$
 #variable_conflict use_column
 declare
-    i record;
-    r record;
-    v_ids bigint[] := '{}';
-    v_id_vaults bigint[] := '{}';  -- each candidate's vault
+    c record;
 begin
-    for i in select x.vault_id, x.table_name, x.index_name from bm25_indexes x
-             where x.vault_id in (select distinct u from unnest(vault_ids) u) order by x.vault_id loop
-        -- A top-level query, read row by row: pg_textsearch's planner hook serves the ORDER BY score
-        -- from the index scan only there; inside a subquery (array(select ...)) every row's score is
-        -- computed again from its text (about 0.25 ms a row).
-        for r in execute format('select t.chunk_id from %I t order by t.search_text <@> to_bm25query($1, %L) limit $2',
-                                i.table_name, i.index_name)
-                 using query_text, candidate_count + ragpg_bm25_index_extra_candidates() loop
-            v_ids := v_ids || r.chunk_id;
-            v_id_vaults := v_id_vaults || i.vault_id;
-        end loop;
-    end loop;
+    select * into c from ragpg_bm25_index_candidates(query_text, candidate_count, vault_ids);
     return query
     select s.chunk_id, s.bm25_score
-    from ragpg_bm25_exact_scores(v_ids, v_id_vaults, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) s
+    from ragpg_bm25_exact_scores(c.ids, c.vault_ids, vault_ids, cfgs, lexemes, weights, avgdls, k1, b) s
     order by s.bm25_score desc, s.chunk_id
     limit candidate_count;
 end
-$_$;
+$$;
 
 --
 -- Name: ragpg_lexical_scores_indexed_filtered(text, integer, integer, bigint[], regconfig[], text[], double precision[], double precision[], double precision, double precision, jsonb, jsonpath, jsonb, bigint[]); Type: FUNCTION; Schema: public; Owner: -
@@ -2356,18 +2572,20 @@ CREATE FUNCTION public.ragpg_linked_notes(p_vault text, p_path text) RETURNS TAB
              false AS there,
              l.anchor_text,
              l.line
-            FROM public.links l,
+            FROM (public.link_targets r
+              JOIN public.links l ON (((l.vault_id = r.vault_id) AND (l.id = r.link_id)))),
              note
-           WHERE ((l.target_document_id = note.id) AND (l.source_document_id <> note.id))
+           WHERE ((r.target_document_id = note.id) AND (r.level = ( SELECT public.ragpg_caller_level() AS ragpg_caller_level)) AND (l.source_document_id <> note.id))
          UNION ALL
-          SELECT l.target_document_id,
+          SELECT r.target_document_id,
              false,
              true,
              l.anchor_text,
              l.line
-            FROM public.links l,
+            FROM (public.links l
+              JOIN public.link_targets r ON (((r.vault_id = l.vault_id) AND (r.link_id = l.id)))),
              note
-           WHERE ((l.source_document_id = note.id) AND (l.target_document_id <> note.id))
+           WHERE ((l.source_document_id = note.id) AND (r.level = ( SELECT public.ragpg_caller_level() AS ragpg_caller_level)) AND (r.target_document_id <> note.id))
          )
   SELECT d.source_path,
      d.title,
@@ -2673,6 +2891,57 @@ CREATE FUNCTION public.ragpg_model_function_name(m public.embedding_models, p_ki
     RETURN CASE p_kind WHEN 'hybrid_multi'::text THEN ('match_hybrid_multi_chunks_'::text || (m).sql_name) WHEN 'folders'::text THEN ('match_folders_'::text || (m).sql_name) ELSE NULL::text END;
 
 --
+-- Name: ragpg_move_vault_to_own_partitions(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_move_vault_to_own_partitions(p_vault_id bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    r record;
+    v_moved bigint := 0;
+begin
+    if ragpg_vault_has_own_partition(p_vault_id) then
+        return 0;
+    end if;
+    perform set_config('ragpg.moving_vault', p_vault_id::text, true);
+    -- out, referencing tables first (the vectors reference the chunks)
+    for r in select t.oid::regclass as parent, t.o
+             from ragpg_vault_partitioned_tables() with ordinality as t (oid, o) order by t.o desc loop
+        execute format('create temporary table %I on commit drop as select * from %s where vault_id = $1',
+                       'ragpg_moving_' || r.o, r.parent) using p_vault_id;
+        execute format('delete from %s where vault_id = $1', r.parent) using p_vault_id;
+    end loop;
+    perform ragpg_create_vault_partitions(p_vault_id);
+    -- back in, referenced tables first
+    for r in select t.oid::regclass as parent, t.o
+             from ragpg_vault_partitioned_tables() with ordinality as t (oid, o) order by t.o loop
+        execute format('insert into %s overriding system value select * from %I', r.parent, 'ragpg_moving_' || r.o);
+        if r.parent = 'chunks'::regclass then
+            get diagnostics v_moved = row_count;
+        end if;
+        execute format('drop table %I', 'ragpg_moving_' || r.o);
+    end loop;
+    perform set_config('ragpg.moving_vault', '', true);
+    -- its rows of the small vaults' shared bm25 table become a table of its own (55_bm25_index.sql)
+    perform ragpg_enable_bm25_index(v.name, i.k1, i.b)
+    from bm25_indexes i join vaults v on v.id = i.vault_id
+    where i.vault_id = p_vault_id and i.table_name = ragpg_bm25_shared_table();
+    return v_moved;
+end
+$_$;
+
+--
+-- Name: ragpg_moving_vault(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_moving_vault() RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    RETURN (COALESCE(current_setting('ragpg.moving_vault'::text, true), ''::text) <> ''::text);
+
+--
 -- Name: ragpg_name_partition_indexes(regclass, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2730,11 +2999,20 @@ CREATE FUNCTION public.ragpg_outlinks(p_vault text, p_path text) RETURNS TABLE(l
      l.target_heading,
      l.anchor_text,
      l.sentence
-    FROM (public.links l
-      LEFT JOIN public.documents t ON ((t.id = l.target_document_id)))
+    FROM ((public.links l
+      LEFT JOIN public.link_targets r ON (((r.vault_id = l.vault_id) AND (r.link_id = l.id) AND (r.level = ( SELECT public.ragpg_caller_level() AS ragpg_caller_level)))))
+      LEFT JOIN public.documents t ON ((t.id = r.target_document_id)))
    WHERE (l.source_document_id = public.ragpg_note_id(ragpg_outlinks.p_vault, ragpg_outlinks.p_path))
    ORDER BY l.line, l.id;
 END;
+
+--
+-- Name: ragpg_own_partition_min_chunks(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_own_partition_min_chunks() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 10000;
 
 --
 -- Name: ragpg_pgvector_version_num(); Type: FUNCTION; Schema: public; Owner: -
@@ -2744,6 +3022,32 @@ CREATE FUNCTION public.ragpg_pgvector_version_num() RETURNS integer
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     RETURN (SELECT ((((split_part(pg_extension.extversion, '.'::text, 1))::integer * 10000) + ((COALESCE(NULLIF("substring"(split_part(pg_extension.extversion, '.'::text, 2), '^\d+'::text), ''::text), '0'::text))::integer * 100)) + (COALESCE(NULLIF("substring"(split_part(pg_extension.extversion, '.'::text, 3), '^\d+'::text), ''::text), '0'::text))::integer) FROM pg_extension WHERE (pg_extension.extname = 'vector'::name));
+
+--
+-- Name: ragpg_place_vault(bigint, bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_place_vault(p_vault_id bigint, p_expected_chunks bigint, p_min_chunks bigint DEFAULT NULL::bigint) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    p_min_chunks := coalesce(p_min_chunks, ragpg_own_partition_min_chunks());
+    if p_min_chunks < 0 then
+        raise exception using errcode = '22023',
+            message = format('own_partition_min_chunks must be >= 0, got %s', coalesce(p_min_chunks::text, 'null'));
+    end if;
+    if ragpg_vault_has_own_partition(p_vault_id) or not exists (select from vaults where id = p_vault_id) then
+        return false;
+    end if;
+    if (select count(*) from chunks where vault_id = p_vault_id) + greatest(coalesce(p_expected_chunks, 0), 0)
+       <= p_min_chunks then
+        return false;
+    end if;
+    perform ragpg_move_vault_to_own_partitions(p_vault_id);
+    return true;
+end
+$$;
 
 --
 -- Name: ragpg_plan_cache_mode_for(bigint[]); Type: FUNCTION; Schema: public; Owner: -
@@ -2967,7 +3271,7 @@ begin
          ) partition by list (vault_id)',
         m.embedding_table, p_dims);
     perform ragpg_create_hnsw_index(m.embedding_table);
-    perform ragpg_create_vault_partitions(v.id) from vaults v order by v.id;
+    perform ragpg_secure_partitions();  -- the shared partition and each large vault's (12_vault_partitions.sql)
     perform ragpg_secure_content_table(to_regclass(quote_ident(m.embedding_table)));  -- 80_security.sql
     perform ragpg_create_model_functions(m);
     return m;
@@ -3236,11 +3540,19 @@ begin
         -- BM25 statistics are kept per level (20_bm25_stats.sql): each reader sums only its own levels
         when v_name in ('bm25_term_stats', 'bm25_vault_stats') then format('vault_id = any(%s) and level <= %s',
                                                                            v_vaults, v_rank)
-        -- a link is part of the note that makes it: visible with its source note only (the target is
-        -- shown by the link functions only when the reader may see it too: db/sql/65_links.sql)
+        -- a link is part of the note that makes it: visible with its source note only (its targets are
+        -- rows of link_targets, one per level)
         when v_name = 'links' then format(
             'vault_id = any(%s) and exists (select 1 from documents d where d.vault_id = links.vault_id '
             'and d.id = source_document_id)', v_vaults)
+        -- a link's resolution at one level (db/sql/65_links.sql): with its link, to a reader of that level,
+        -- and only while its target is a note the reader may read (a target whose level was raised since
+        -- the links were last resolved hides the row: its id would tell the note exists)
+        when v_name = 'link_targets' then format(
+            'vault_id = any(%s) and level <= %s and exists (select 1 from links l where l.vault_id = '
+            'link_targets.vault_id and l.id = link_id) and (target_document_id is null or exists (select 1 '
+            'from documents t where t.vault_id = link_targets.vault_id and t.id = target_document_id))',
+            v_vaults, v_rank)
         -- per-note counts and vectors: visible with the note itself (the document's own policy applies inside)
         when v_name in ('document_retrievals', 'note_vectors') then format(
             'exists (select 1 from documents d where d.vault_id = %I.vault_id and d.id = document_id)', v_name)
@@ -3268,6 +3580,29 @@ begin
     end if;
 end
 $$;
+
+--
+-- Name: ragpg_secure_partitions(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_secure_partitions() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    perform ragpg_create_shared_partitions();
+    return (select count(ragpg_create_vault_partitions(v.id)) from vaults v where ragpg_vault_has_own_partition(v.id));
+end
+$$;
+
+--
+-- Name: ragpg_shared_partition_name(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_shared_partition_name(p_table text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    RETURN CASE WHEN (length((p_table || '_shared'::text)) <= 63) THEN (p_table || '_shared'::text) ELSE ((("left"(p_table, (63 - 13)) || '_'::text) || "left"(md5(p_table), 5)) || '_shared'::text) END;
 
 --
 -- Name: ragpg_sql_name(text, text); Type: FUNCTION; Schema: public; Owner: -
@@ -3330,9 +3665,21 @@ begin
     join vaults v on v.id = l.vault_id
     join documents s on s.id = l.source_document_id
     where v.name = p_vault and not l.target_is_file
-      and not exists (select 1 from documents t where t.id = l.target_document_id)
+      and not exists (select 1 from link_targets r join documents t on t.id = r.target_document_id
+                      where r.vault_id = l.vault_id and r.link_id = l.id and r.level = (select ragpg_caller_level()))
     order by l.target_text, s.source_path, l.line;
 end
+$$;
+
+--
+-- Name: ragpg_vault_has_own_partition(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_vault_has_own_partition(p_vault_id bigint) RETURNS boolean
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $$
+    select to_regclass(quote_ident(ragpg_vault_partition_name('chunks', p_vault_id))) is not null
 $$;
 
 --
@@ -3382,20 +3729,6 @@ CREATE FUNCTION public.ragpg_vault_partitioned_tables() RETURNS SETOF regclass
     join pg_class c on c.oid = to_regclass(quote_ident(t.t))
     where c.relkind = 'p'  -- a table a later revision partitions is absent, or plain, before it runs
     order by t.o
-$$;
-
---
--- Name: ragpg_vault_partitions_add(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.ragpg_vault_partitions_add() RETURNS trigger
-    LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
-    AS $$
-begin
-    perform ragpg_create_vault_partitions(new.id);
-    return null;
-end
 $$;
 
 --
@@ -3506,8 +3839,15 @@ begin
         if v_rows = v_total then
             v_filtered := false;
             v_where := '';
+        elsif exists (select from unnest(v_vault_ids) as u (id) where not ragpg_vault_has_own_partition(u.id)) then
+            -- A named vault shares the default partition with every other small vault
+            -- (12_vault_partitions.sql): its graph is theirs too, so its rows are searched as a
+            -- filter's, exactly when they are few (a small vault always is: it has at most the
+            -- exact-scan bound), on the graph with an iterative scan otherwise.
+            v_limit := ragpg_exact_scan_limit(v_total, exact_scan_max_rows);
+            v_fraction := v_rows::float8 / greatest(v_total, 1);
         else
-            -- Each vault has its own partition and HNSW graph (12_vault_partitions.sql): the search
+            -- A large vault has its own partition and HNSW graph (12_vault_partitions.sql): the search
             -- reads the named vaults' graphs only, as an unfiltered search of a table of their size
             -- (ef_search sized by the largest), and nothing else filters it but the caller's policy.
             select coalesce(max(ragpg_hnsw_ef_search(ragpg_vault_partition_name(p_table, u.id), ef_search,
@@ -3596,6 +3936,13 @@ begin
         return;
     end if;
 
+    if exists (select from pg_inherits h join pg_class c on c.oid = h.inhrelid
+               where h.inhparent = to_regclass(quote_ident(p_table)) and c.relname <> ragpg_shared_partition_name(p_table)) then
+        -- large vaults' graphs beside the shared one: each searched on its own (12_vault_partitions.sql)
+        return query select * from ragpg_vector_scores_by_graph(p_table, query_embedding, similarity_threshold,
+                                                                match_count, ef_search);
+        return;
+    end if;
     -- A role bound by row-level security reads a vector only with its chunk: the server's reader sees every
     -- embedding row (its policy leaves the check to this join), the owner skips the join.
     return query execute format(
@@ -3608,6 +3955,56 @@ begin
         p_table, case when row_security_active('public.chunks'::regclass)
                       then 'join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id' else '' end)
         using query_embedding, match_count, similarity_threshold;
+end
+$_$;
+
+--
+-- Name: ragpg_vector_scores_by_graph(text, public.vector, double precision, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ragpg_vector_scores_by_graph(p_table text, query_embedding public.vector, similarity_threshold double precision, match_count integer, ef_search integer) RETURNS TABLE(chunk_id bigint, similarity double precision)
+    LANGUAGE plpgsql STABLE ROWS 60
+    SET search_path TO 'public', 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    v_own bigint[];
+    v_id bigint;
+    v_ids bigint[] := '{}';
+    v_distances float8[] := '{}';
+    v_more_ids bigint[];
+    v_more_distances float8[];
+    v_join text := case when row_security_active('public.chunks'::regclass)
+                        then 'join chunks c on c.vault_id = e.vault_id and c.id = e.chunk_id and %s' else '' end;
+begin
+    select coalesce(array_agg(substring(c.relname from '_p([0-9]+)$')::bigint), '{}') into v_own
+    from pg_inherits h join pg_class c on c.oid = h.inhrelid
+    where h.inhparent = to_regclass(quote_ident(p_table)) and c.relname <> ragpg_shared_partition_name(p_table);
+    -- (null: the shared partition, every large vault left out)
+    foreach v_id in array v_own || array[null::bigint] loop
+        perform set_config('hnsw.ef_search', ragpg_hnsw_ef_search(
+            case when v_id is null then ragpg_shared_partition_name(p_table) else ragpg_vault_partition_name(p_table, v_id) end,
+            ef_search, match_count)::text, true);
+        execute format(
+            'select array_agg(nn.chunk_id), array_agg(nn.distance)
+             from (select e.chunk_id, e.embedding <=> $1 as distance
+                   from %I e %s
+                   where %s
+                   order by e.embedding <=> $1
+                   limit $2) nn',
+            p_table,
+            format(v_join, case when v_id is null then 'c.vault_id <> all($4)' else 'c.vault_id = $3' end),
+            case when v_id is null then 'e.vault_id <> all($4)' else 'e.vault_id = $3' end)
+            into v_more_ids, v_more_distances
+            using query_embedding, match_count, v_id, v_own;
+        v_ids := v_ids || coalesce(v_more_ids, '{}');
+        v_distances := v_distances || coalesce(v_more_distances, '{}');
+    end loop;
+    return query
+    select u.id, 1 - u.distance
+    from unnest(v_ids, v_distances) as u (id, distance)
+    where 1 - u.distance >= similarity_threshold
+    order by u.distance, u.id
+    limit match_count;
 end
 $_$;
 
@@ -3740,6 +4137,19 @@ CREATE TABLE public.bm25_postings (
 PARTITION BY LIST (vault_id);
 
 --
+-- Name: bm25_postings_shared; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.bm25_postings_shared (
+    vault_id bigint CONSTRAINT bm25_postings_vault_id_not_null NOT NULL,
+    lexeme text CONSTRAINT bm25_postings_lexeme_not_null NOT NULL,
+    chunk_id bigint CONSTRAINT bm25_postings_chunk_id_not_null NOT NULL,
+    tf integer CONSTRAINT bm25_postings_tf_not_null NOT NULL,
+    dl integer CONSTRAINT bm25_postings_dl_not_null NOT NULL,
+    text_search_config regconfig CONSTRAINT bm25_postings_text_search_config_not_null NOT NULL
+);
+
+--
 -- Name: bm25_term_stats; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3752,6 +4162,19 @@ CREATE TABLE public.bm25_term_stats (
     CONSTRAINT bm25_term_stats_level_check CHECK (((level >= 1) AND (level <= 4)))
 )
 PARTITION BY LIST (vault_id);
+
+--
+-- Name: bm25_term_stats_shared; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.bm25_term_stats_shared (
+    vault_id bigint CONSTRAINT bm25_term_stats_vault_id_not_null NOT NULL,
+    lexeme text CONSTRAINT bm25_term_stats_lexeme_not_null NOT NULL,
+    chunk_frequency integer CONSTRAINT bm25_term_stats_chunk_frequency_not_null NOT NULL,
+    level smallint CONSTRAINT bm25_term_stats_level_not_null NOT NULL,
+    CONSTRAINT bm25_term_stats_chunk_frequency_check CHECK ((chunk_frequency >= 0)),
+    CONSTRAINT bm25_term_stats_level_check CHECK (((level >= 1) AND (level <= 4)))
+);
 
 --
 -- Name: bm25_vault_stats; Type: TABLE; Schema: public; Owner: -
@@ -3803,6 +4226,32 @@ ALTER TABLE public.chunks ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+--
+-- Name: chunks_shared; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.chunks_shared (
+    id bigint CONSTRAINT chunks_id_not_null NOT NULL,
+    document_id bigint CONSTRAINT chunks_document_id_not_null NOT NULL,
+    vault_id bigint CONSTRAINT chunks_vault_id_not_null NOT NULL,
+    ordinal integer CONSTRAINT chunks_ordinal_not_null NOT NULL,
+    heading_path text DEFAULT ''::text CONSTRAINT chunks_heading_path_not_null NOT NULL,
+    content text CONSTRAINT chunks_content_not_null NOT NULL,
+    token_count integer DEFAULT 0 CONSTRAINT chunks_token_count_not_null NOT NULL,
+    start_line integer,
+    end_line integer,
+    start_byte integer,
+    end_byte integer,
+    risk_flags text[] DEFAULT '{}'::text[] CONSTRAINT chunks_risk_flags_not_null NOT NULL,
+    risk_score real DEFAULT 0 CONSTRAINT chunks_risk_score_not_null NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT chunks_metadata_not_null NOT NULL,
+    text_search_config regconfig DEFAULT 'english'::regconfig CONSTRAINT chunks_text_search_config_not_null NOT NULL,
+    content_tsv tsvector,
+    lexeme_count integer,
+    CONSTRAINT chunks_ordinal_check CHECK ((ordinal >= 0)),
+    CONSTRAINT chunks_risk_score_check CHECK (((risk_score >= (0)::double precision) AND (risk_score <= (1)::double precision)))
 );
 
 --
@@ -4032,6 +4481,24 @@ ALTER TABLE public.vaults ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: bm25_postings_shared; Type: TABLE ATTACH; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_postings ATTACH PARTITION public.bm25_postings_shared DEFAULT;
+
+--
+-- Name: bm25_term_stats_shared; Type: TABLE ATTACH; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_term_stats ATTACH PARTITION public.bm25_term_stats_shared DEFAULT;
+
+--
+-- Name: chunks_shared; Type: TABLE ATTACH; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.chunks ATTACH PARTITION public.chunks_shared DEFAULT;
+
+--
 -- Name: alembic_version alembic_version_pkc; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -4067,25 +4534,11 @@ ALTER TABLE ONLY public.bm25_deferred
     ADD CONSTRAINT bm25_deferred_pkey PRIMARY KEY (vault_id);
 
 --
--- Name: bm25_indexes bm25_indexes_index_name_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.bm25_indexes
-    ADD CONSTRAINT bm25_indexes_index_name_key UNIQUE (index_name);
-
---
 -- Name: bm25_indexes bm25_indexes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.bm25_indexes
     ADD CONSTRAINT bm25_indexes_pkey PRIMARY KEY (vault_id);
-
---
--- Name: bm25_indexes bm25_indexes_table_name_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.bm25_indexes
-    ADD CONSTRAINT bm25_indexes_table_name_key UNIQUE (table_name);
 
 --
 -- Name: bm25_postings bm25_postings_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -4095,11 +4548,25 @@ ALTER TABLE ONLY public.bm25_postings
     ADD CONSTRAINT bm25_postings_pkey PRIMARY KEY (vault_id, lexeme, chunk_id) INCLUDE (tf, dl, text_search_config);
 
 --
+-- Name: bm25_postings_shared bm25_postings_shared_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_postings_shared
+    ADD CONSTRAINT bm25_postings_shared_pkey PRIMARY KEY (vault_id, lexeme, chunk_id) INCLUDE (tf, dl, text_search_config);
+
+--
 -- Name: bm25_term_stats bm25_term_stats_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.bm25_term_stats
     ADD CONSTRAINT bm25_term_stats_pkey PRIMARY KEY (vault_id, lexeme, level);
+
+--
+-- Name: bm25_term_stats_shared bm25_term_stats_shared_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.bm25_term_stats_shared
+    ADD CONSTRAINT bm25_term_stats_shared_pkey PRIMARY KEY (vault_id, lexeme, level);
 
 --
 -- Name: bm25_vault_stats bm25_vault_stats_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -4116,11 +4583,25 @@ ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_pkey PRIMARY KEY (vault_id, id);
 
 --
+-- Name: chunks_shared chunks_shared_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.chunks_shared
+    ADD CONSTRAINT chunks_shared_pkey PRIMARY KEY (vault_id, id);
+
+--
 -- Name: chunks chunks_vault_id_document_id_ordinal_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_vault_id_document_id_ordinal_key UNIQUE (vault_id, document_id, ordinal);
+
+--
+-- Name: chunks_shared chunks_shared_vault_id_document_id_ordinal_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.chunks_shared
+    ADD CONSTRAINT chunks_shared_vault_id_document_id_ordinal_key UNIQUE (vault_id, document_id, ordinal);
 
 --
 -- Name: deferred_indexes deferred_indexes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -4186,6 +4667,13 @@ ALTER TABLE ONLY public.index_runs
     ADD CONSTRAINT index_runs_pkey PRIMARY KEY (id);
 
 --
+-- Name: link_targets link_targets_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.link_targets
+    ADD CONSTRAINT link_targets_pkey PRIMARY KEY (vault_id, link_id, level);
+
+--
 -- Name: links links_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -4228,10 +4716,22 @@ ALTER TABLE ONLY public.vaults
     ADD CONSTRAINT vaults_pkey PRIMARY KEY (id);
 
 --
+-- Name: bm25_indexes_table_name_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX bm25_indexes_table_name_idx ON public.bm25_indexes USING btree (table_name);
+
+--
 -- Name: chunks_date_array_idx; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX chunks_date_array_idx ON ONLY public.chunks USING btree (id) WHERE (jsonb_typeof((metadata -> 'date'::text)) = 'array'::text);
+
+--
+-- Name: chunks_date_array_idx_shared; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX chunks_date_array_idx_shared ON public.chunks_shared USING btree (id) WHERE (jsonb_typeof((metadata -> 'date'::text)) = 'array'::text);
 
 --
 -- Name: chunks_date_idx; Type: INDEX; Schema: public; Owner: -
@@ -4240,10 +4740,22 @@ CREATE INDEX chunks_date_array_idx ON ONLY public.chunks USING btree (id) WHERE 
 CREATE INDEX chunks_date_idx ON ONLY public.chunks USING btree (((metadata ->> 'date'::text)) COLLATE "C");
 
 --
+-- Name: chunks_date_idx_shared; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX chunks_date_idx_shared ON public.chunks_shared USING btree (((metadata ->> 'date'::text)) COLLATE "C");
+
+--
 -- Name: chunks_folder_array_idx; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX chunks_folder_array_idx ON ONLY public.chunks USING btree (id) WHERE (jsonb_typeof((metadata -> 'folder'::text)) = 'array'::text);
+
+--
+-- Name: chunks_folder_array_idx_shared; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX chunks_folder_array_idx_shared ON public.chunks_shared USING btree (id) WHERE (jsonb_typeof((metadata -> 'folder'::text)) = 'array'::text);
 
 --
 -- Name: chunks_folder_idx; Type: INDEX; Schema: public; Owner: -
@@ -4252,10 +4764,22 @@ CREATE INDEX chunks_folder_array_idx ON ONLY public.chunks USING btree (id) WHER
 CREATE INDEX chunks_folder_idx ON ONLY public.chunks USING btree (((metadata ->> 'folder'::text)) text_pattern_ops);
 
 --
+-- Name: chunks_folder_idx_shared; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX chunks_folder_idx_shared ON public.chunks_shared USING btree (((metadata ->> 'folder'::text)) text_pattern_ops);
+
+--
 -- Name: chunks_metadata_idx; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX chunks_metadata_idx ON ONLY public.chunks USING gin (metadata jsonb_path_ops);
+
+--
+-- Name: chunks_metadata_idx_shared; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX chunks_metadata_idx_shared ON public.chunks_shared USING gin (metadata jsonb_path_ops);
 
 --
 -- Name: document_retrievals_count_idx; Type: INDEX; Schema: public; Owner: -
@@ -4276,6 +4800,12 @@ CREATE INDEX documents_id_idx ON public.documents USING btree (id);
 CREATE INDEX documents_vault_folder_idx ON public.documents USING btree (vault_id, folder);
 
 --
+-- Name: link_targets_target_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX link_targets_target_idx ON public.link_targets USING btree (target_document_id, level) WHERE (target_document_id IS NOT NULL);
+
+--
 -- Name: links_id_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -4288,16 +4818,58 @@ CREATE INDEX links_id_idx ON public.links USING btree (id);
 CREATE INDEX links_source_idx ON public.links USING btree (source_document_id);
 
 --
--- Name: links_target_idx; Type: INDEX; Schema: public; Owner: -
+-- Name: bm25_postings_shared_pkey; Type: INDEX ATTACH; Schema: public; Owner: -
 --
 
-CREATE INDEX links_target_idx ON public.links USING btree (target_document_id) WHERE (target_document_id IS NOT NULL);
+ALTER INDEX public.bm25_postings_pkey ATTACH PARTITION public.bm25_postings_shared_pkey;
 
 --
--- Name: links_unresolved_idx; Type: INDEX; Schema: public; Owner: -
+-- Name: bm25_term_stats_shared_pkey; Type: INDEX ATTACH; Schema: public; Owner: -
 --
 
-CREATE INDEX links_unresolved_idx ON public.links USING btree (vault_id) WHERE (target_document_id IS NULL);
+ALTER INDEX public.bm25_term_stats_pkey ATTACH PARTITION public.bm25_term_stats_shared_pkey;
+
+--
+-- Name: chunks_date_array_idx_shared; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.chunks_date_array_idx ATTACH PARTITION public.chunks_date_array_idx_shared;
+
+--
+-- Name: chunks_date_idx_shared; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.chunks_date_idx ATTACH PARTITION public.chunks_date_idx_shared;
+
+--
+-- Name: chunks_folder_array_idx_shared; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.chunks_folder_array_idx ATTACH PARTITION public.chunks_folder_array_idx_shared;
+
+--
+-- Name: chunks_folder_idx_shared; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.chunks_folder_idx ATTACH PARTITION public.chunks_folder_idx_shared;
+
+--
+-- Name: chunks_metadata_idx_shared; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.chunks_metadata_idx ATTACH PARTITION public.chunks_metadata_idx_shared;
+
+--
+-- Name: chunks_shared_pkey; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.chunks_pkey ATTACH PARTITION public.chunks_shared_pkey;
+
+--
+-- Name: chunks_shared_vault_id_document_id_ordinal_key; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.chunks_vault_id_document_id_ordinal_key ATTACH PARTITION public.chunks_shared_vault_id_document_id_ordinal_key;
 
 --
 -- Name: bm25_indexes bm25_indexes_drop_table; Type: TRIGGER; Schema: public; Owner: -
@@ -4346,12 +4918,6 @@ CREATE TRIGGER chunks_bm25_update AFTER UPDATE ON public.chunks REFERENCING OLD 
 --
 
 CREATE TRIGGER chunks_tsvector BEFORE INSERT OR UPDATE ON public.chunks FOR EACH ROW EXECUTE FUNCTION public.ragpg_chunks_tsvector();
-
---
--- Name: vaults vaults_partitions_add; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER vaults_partitions_add AFTER INSERT ON public.vaults FOR EACH ROW EXECUTE FUNCTION public.ragpg_vault_partitions_add();
 
 --
 -- Name: vaults vaults_partitions_drop; Type: TRIGGER; Schema: public; Owner: -
@@ -4416,6 +4982,20 @@ ALTER TABLE ONLY public.documents
     ADD CONSTRAINT documents_vault_id_fkey FOREIGN KEY (vault_id) REFERENCES public.vaults(id) ON DELETE CASCADE;
 
 --
+-- Name: link_targets link_targets_vault_id_link_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.link_targets
+    ADD CONSTRAINT link_targets_vault_id_link_id_fkey FOREIGN KEY (vault_id, link_id) REFERENCES public.links(vault_id, id) ON DELETE CASCADE;
+
+--
+-- Name: link_targets link_targets_vault_id_target_document_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.link_targets
+    ADD CONSTRAINT link_targets_vault_id_target_document_id_fkey FOREIGN KEY (vault_id, target_document_id) REFERENCES public.documents(vault_id, id) ON DELETE SET NULL (target_document_id);
+
+--
 -- Name: links links_vault_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -4428,13 +5008,6 @@ ALTER TABLE ONLY public.links
 
 ALTER TABLE ONLY public.links
     ADD CONSTRAINT links_vault_id_source_document_id_fkey FOREIGN KEY (vault_id, source_document_id) REFERENCES public.documents(vault_id, id) ON DELETE CASCADE;
-
---
--- Name: links links_vault_id_target_document_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.links
-    ADD CONSTRAINT links_vault_id_target_document_id_fkey FOREIGN KEY (vault_id, target_document_id) REFERENCES public.documents(vault_id, id) ON DELETE SET NULL (target_document_id);
 
 --
 -- Name: note_vectors note_vectors_model_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -4464,10 +5037,22 @@ ALTER TABLE ONLY public.query_embeddings
 ALTER TABLE public.bm25_postings ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: bm25_postings_shared; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.bm25_postings_shared ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: bm25_term_stats; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
 ALTER TABLE public.bm25_term_stats ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: bm25_term_stats_shared; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.bm25_term_stats_shared ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: bm25_vault_stats; Type: ROW SECURITY; Schema: public; Owner: -
@@ -4482,6 +5067,12 @@ ALTER TABLE public.bm25_vault_stats ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.chunks ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: chunks_shared; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.chunks_shared ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: document_retrievals; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -4492,6 +5083,12 @@ ALTER TABLE public.document_retrievals ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE public.documents ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: link_targets; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.link_targets ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: links; Type: ROW SECURITY; Schema: public; Owner: -
@@ -4562,6 +5159,16 @@ CREATE POLICY ragpg_scope ON public.document_retrievals FOR SELECT USING ((EXIST
 --
 
 CREATE POLICY ragpg_scope ON public.documents FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (COALESCE(public.ragpg_level_rank(confidentiality), 4) <= ( SELECT public.ragpg_scope_clearance_rank(CURRENT_USER) AS ragpg_scope_clearance_rank))));
+
+--
+-- Name: link_targets ragpg_scope; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY ragpg_scope ON public.link_targets FOR SELECT USING (((vault_id = ANY (( SELECT public.ragpg_scope_vault_ids(CURRENT_USER) AS ragpg_scope_vault_ids)::bigint[])) AND (level <= ( SELECT public.ragpg_scope_clearance_rank(CURRENT_USER) AS ragpg_scope_clearance_rank)) AND (EXISTS ( SELECT 1
+   FROM public.links l
+  WHERE ((l.vault_id = link_targets.vault_id) AND (l.id = link_targets.link_id)))) AND ((target_document_id IS NULL) OR (EXISTS ( SELECT 1
+   FROM public.documents t
+  WHERE ((t.vault_id = link_targets.vault_id) AND (t.id = link_targets.target_document_id)))))));
 
 --
 -- Name: links ragpg_scope; Type: POLICY; Schema: public; Owner: -
