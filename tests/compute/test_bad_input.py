@@ -83,7 +83,7 @@ def test_requests_hand_the_pool_its_connections_back_transactional(kb):
     ({"budget_tokens": "lots"}, "compute_context: 'budget_tokens' must be a whole number, got str 'lots'"),
     ({"budget_tokens": None}, "compute_context: 'budget_tokens' must be a whole number, got NoneType None"),
     ({"budget_tokens": 1.5}, "compute_context: 'budget_tokens' must be a whole number, got float 1.5"),
-    ({"vaults": "kb"}, "compute_context: 'vaults' must be a list of names or None, got str 'kb'"),
+    ({"vaults": "kb"}, "compute_context: 'vaults' must be a list of names or None (one name: ['kb']), got a string"),
     ({"vaults": [1]}, "compute_context: every item of 'vaults' must be a string, got int 1"),
     ({"filters": [1]}, "compute_context: 'filters' must be a JSON object (dict) or None, got list [1]"),
     ({"profile": 3}, "compute_context: 'profile' must be a string, got int 3"),

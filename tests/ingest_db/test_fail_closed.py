@@ -170,7 +170,7 @@ def served_paths(client: TestClient, key: str) -> set[str]:
     """Every source path /v1/search, /v1/context and /v1/ask return for the orchard question."""
     search = client.post("/v1/search", json={"query": "quince orchard plan", "k": 50}, headers=auth(key))
     context = client.post("/v1/context", json={"query": "quince orchard plan", "mode": "base"}, headers=auth(key))
-    ask = client.post("/v1/ask", json={"question": "what is the quince orchard plan?", "debug": True},
+    ask = client.post("/v1/ask", json={"query": "what is the quince orchard plan?", "debug": True},
                       headers=auth(key))
     assert [r.status_code for r in (search, context, ask)] == [200, 200, 200], (search.text, context.text, ask.text)
     paths = {i["source_path"] for i in search.json()["items"]}
