@@ -2,17 +2,19 @@
 
 Both run the stages every entry point runs (docs/architecture.md, "ask and search, step by step"):
 
-1. check the question, the detail hint and k; choose K (`rag.notes.question.choose_k`);
+1. check the arguments; read the question once (`rag.notes.question.read_question`: its terms,
+   names, parts, the shape of its answer and K, the passages the answer draws on);
 2. scope: vaults (none = every vault the caller may read), the folders the user named (they
    restrict the search), the caller's clearance → one metadata filter (`rag.notes.scope`);
 3. retrieve: `rag.retrieval.stage.retrieve_stage` with the notes profile (hybrid SQL, facets,
    Auto-RAG) over that filter — every folder in scope is searched;
 4. rank: `rag.retrieval.rank.rank_candidates` with the folder prior as a multiplier (`rag.notes.scope`);
+   steps 2-4 and the evidence vault's term statistics are `rag.notes.evidence.gather_evidence`;
 5. `ask` then makes one decision (`rag.notes.decision`: rules, then the calibrated model over the
    signals of `rag.notes.signals`) and gives the answer it calls for — from the LLM with the notes
    prompt, or quoted without one (sentences are scored only for a quoted answer or a signal whose
-   weight is not 0) — with references. Each stage hands a typed value on (`Evidence`, an
-   `AnswerDecision`, `Outcome`); `AskTrace` records them all (rag.notes.ask_trace).
+   weight is not 0) — with references. Each stage hands a typed value on (`Question`, `Evidence`,
+   an `AnswerDecision`, `Outcome`); `AskTrace` records them all (rag.notes.ask_trace).
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from rag.access import Scope
 from rag.arguments import ASK_CHECKS, SEARCH_CHECKS, check_arguments, query_text
 from rag.config import NotesSettings
@@ -33,11 +33,12 @@ from rag.errors import InputError
 from rag.llm import llm_request
 from rag.llm_budget import without_llm
 from rag.notes import answer as answering
-from rag.notes.ask_trace import AskTrace, CitationTrace, KTrace, LLMTrace, ScopeTrace
-from rag.notes.decision import decide_answer, evidence_vault, in_vault
+from rag.notes.ask_trace import AskTrace, CitationTrace, KTrace, LLMTrace
+from rag.notes.decision import decide_answer
+from rag.notes.evidence import Evidence, evidence_vault, gather_evidence, retrieve_notes
 from rag.notes.extractive import Sentence
 from rag.notes.format import snippet
-from rag.notes.question import KChoice, Question, choose_k, query_terms, read_question, validate_detail
+from rag.notes.question import Question, query_terms, read_question
 from rag.notes.results import (
     AskResponse,
     Detail,
@@ -47,17 +48,12 @@ from rag.notes.results import (
     SearchResponse,
     group_by_note,
 )
-from rag.notes.scope import NotesScope, prepare_scope, resolve_vaults
+from rag.notes.scope import prepare_scope, resolve_vaults
 from rag.notes.search_floor import below_search_floor
 from rag.notes.settings import notes_settings
-from rag.retrieval.note_signal import note_signals
-from rag.retrieval.rank import rank_candidates
-from rag.retrieval.stage import Retrieval, retrieve_stage
-from rag.retrieval.terms import TermStat, query_term_stats
 from rag.runtime import Runtime, default_runtime
-from rag.store.database import Connection
 from rag.trace_signals import decision_signals, record_signals
-from rag.types import Decision, RankedChunk
+from rag.types import RankedChunk
 
 __all__ = ["ABSTAIN_ANSWER", "AskResponse", "Reference", "SearchItem", "SearchResponse", "ask", "resolve_vaults",
            "retrieve_notes", "search"]
@@ -76,31 +72,7 @@ def _names(values: Sequence[str] | None, what: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def retrieve_notes(conn: Connection, rt: Runtime, question: str, sc: NotesScope) -> tuple[Retrieval, list[RankedChunk]]:
-    """The shared retrieve and rank stages over a notes scope (what `ask` and `search` both rank)."""
-    prof = sc.profile
-    found = retrieve_stage(conn, rt, prof, question, sc.filter, model=sc.model,
-                           query_embedding=sc.query_embedding)
-    signals = None
-    if prof.w_note > 0 and found.query_embedding is not None:
-        signals = note_signals(conn, found.model.id, found.query_embedding, found.candidates,
-                               floor=prof.note_similarity_floor, inbound_weight=prof.note_inbound_weight)
-    return found, rank_candidates(found.candidates, prof, prior=sc.prior, note_signals=signals)
-
-
 # -- ask: scope -> ranked passages -> one decision -> answer -> response -----------------------------
-
-@dataclass(frozen=True)
-class Evidence:
-    """What the question found: ranked passages and the evidence vault's term statistics."""
-
-    scope: ScopeTrace
-    retrieval: Decision
-    ranked: list[RankedChunk]
-    stats: list[TermStat]
-    query_embedding: np.ndarray | None
-    timings_ms: dict[str, float]
-
 
 @dataclass(frozen=True)
 class Outcome:
@@ -128,16 +100,14 @@ def ask(question: str, *, vaults: Sequence[str] | None = None, folders: Sequence
     rt = runtime or default_runtime()
     ns = notes_settings(rt.settings)
     question = query_text(question, rt.settings.retrieval.max_query_chars, "question")
-    validate_detail(detail)
     vault_list, folder_list = _names(vaults, "vault"), _names(folders, "folder")
-    q = read_question(question, ns)
-    k_choice = choose_k(question, detail=detail, k=k, user_folders=bool(folder_list), s=ns)
+    q = read_question(question, ns, detail=detail, k=k, user_folders=bool(folder_list))
     with llm_request(rt.settings.llm), rt.tracer.root(
-            request_id=request_id or uuid.uuid4().hex, query=question, profile=ns.profile, mode="ask") as root:
+            request_id=request_id or uuid.uuid4().hex, query=q.text, profile=ns.profile, mode="ask") as root:
         started = time.perf_counter()
-        evidence = gather_evidence(rt, ns, question, vault_list, folder_list, scope or Scope.unrestricted())
-        outcome = decide_and_answer(rt, ns, q, evidence, k_choice.k, detail)
-        trace = _trace(question, detail, k_choice, k, evidence, outcome, time.perf_counter() - started)
+        evidence = gather_evidence(rt, ns, q.text, vault_list, folder_list, scope or Scope.unrestricted())
+        outcome = decide_and_answer(rt, ns, q, evidence, detail)
+        trace = _trace(q, detail, k, evidence, outcome, time.perf_counter() - started)
         response = outcome.response
         root.set(abstained=response.abstained, answeredBy=response.answered_by,
                  folderMethod=trace.scope.folders.method if trace.scope else None, topScore=trace.best_score,
@@ -148,24 +118,9 @@ def ask(question: str, *, vaults: Sequence[str] | None = None, folders: Sequence
     return response.model_copy(update={"debug": trace}) if debug else response
 
 
-def gather_evidence(rt: Runtime, ns: NotesSettings, question: str, vault_list: list[str], folder_list: list[str],
-                    scope: Scope) -> Evidence:
-    """Scope, retrieve and rank; the evidence is judged within its own vault (rag.notes.decision)."""
-    # One connection, scoped to the caller, for every read of the request; given back before answering.
-    with rt.connection(autocommit=True, scope=scope, read=True) as conn:
-        sc = prepare_scope(conn, rt, ns, question, vault_list, folder_list, None, scope, rank_folders=True)
-        found, ranked = retrieve_notes(conn, rt, question, sc)
-        vault = evidence_vault(ranked)
-        own = [r.candidate.chunk_id for r in in_vault(ranked, vault)[:ns.abstain_top_passages]]
-        stats = query_term_stats(conn, question, [vault], scope.readable_levels(), own) if vault else []
-    return Evidence(scope=sc.trace(), retrieval=found.run.decision(insufficient=not ranked), ranked=ranked,
-                    stats=stats, query_embedding=sc.query_embedding, timings_ms=dict(found.run.timings_ms))
-
-
-def decide_and_answer(rt: Runtime, ns: NotesSettings, q: Question, evidence: Evidence, k: int,
-                      detail: Detail) -> Outcome:
-    """One decision over the first `k` passages, then the answer (or the abstention) it calls for."""
-    kept = evidence.ranked[:k]
+def decide_and_answer(rt: Runtime, ns: NotesSettings, q: Question, evidence: Evidence, detail: Detail) -> Outcome:
+    """One decision over the first K passages (`q.k`), then the answer (or the abstention) it calls for."""
+    kept = evidence.ranked[:q.k.k]
     started = time.perf_counter()
     scored: list[list[Sentence]] = []
 
@@ -188,17 +143,17 @@ def decide_and_answer(rt: Runtime, ns: NotesSettings, q: Question, evidence: Evi
                    (time.perf_counter() - started) * 1000)
 
 
-def _trace(question: str, detail: Detail, k_choice: KChoice, requested: int | None, evidence: Evidence,
-           outcome: Outcome, elapsed_s: float) -> AskTrace:
+def _trace(q: Question, detail: Detail, requested: int | None, evidence: Evidence, outcome: Outcome,
+           elapsed_s: float) -> AskTrace:
     timings = dict(evidence.timings_ms)
     if outcome.answer_ms is not None:
         timings["answer_ms"] = outcome.answer_ms
     timings["total_ms"] = elapsed_s * 1000
-    kept = evidence.ranked[:k_choice.k]
+    kept = evidence.ranked[:q.k.k]
     response = outcome.response
     return AskTrace(
-        question=question, detail=detail,
-        k=KTrace(value=k_choice.k, requested=requested, reasons=list(k_choice.reasons)),
+        question=q.text, detail=detail,
+        k=KTrace(value=q.k.k, requested=requested, reasons=list(q.k.reasons)),
         scope=evidence.scope, retrieval=evidence.retrieval,
         candidates=[answering.candidate_trace(r) for r in evidence.ranked],
         best_score=kept[0].scores.final if kept else None, sentences_scored=outcome.sentences_scored,

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag.config import NotesSettings
+from rag.notes.evidence import evidence_vault, in_vault
 from rag.notes.question import Question
 from rag.notes.results import AnswerDecision, RuleName
 from rag.notes.signals import AbstainSignals, collect_signals, missing_names, p_answerable, passage_text
@@ -39,14 +40,6 @@ EXPLAIN_UNKNOWN_SHARE_MIN = 0.3
 EXPLAIN_COVERAGE_BELOW = 0.5
 EXPLAIN_SENTENCE_SIMILARITY_BELOW = 0.45
 MENTIONED_SHOWN = 3
-
-
-def evidence_vault(ranked: Sequence[RankedChunk]) -> str | None:
-    return ranked[0].candidate.vault if ranked else None
-
-
-def in_vault(ranked: Sequence[RankedChunk], vault: str | None) -> list[RankedChunk]:
-    return [r for r in ranked if r.candidate.vault == vault]
 
 
 def mentioned_terms(terms: Sequence[str], passages: Sequence[str], leave_out: Sequence[str]) -> list[str]:

@@ -178,10 +178,15 @@ class Question:
     parts: tuple[QuestionPart, ...]  # question_parts: one for a simple question
     shape: Shape | None  # answer_shape: the form of fact its answer holds
     wants_steps: bool  # asks_for_steps: a how-to question, answered by a procedure
+    k: KChoice  # choose_k: how many passages the answer draws on, and why
 
 
-def read_question(text: str, s: NotesSettings) -> Question:
+def read_question(text: str, s: NotesSettings, *, detail: str = "normal", k: int | None = None,
+                  user_folders: bool = False) -> Question:
+    """The question read once: its words, names, parts and shape, and K for `detail`, an explicit `k`
+    and whether the user named folders (`choose_k`; an InputError for a bad detail or k)."""
     return Question(
         text=text, terms=tuple(query_terms(text)), match_terms=tuple(match_terms(text)), names=tuple(asked_names(text)),
         parts=tuple(QuestionPart(p, tuple(match_terms(p))) for p in question_parts(text, s.question_part_min_terms)),
-        shape=answer_shape(text), wants_steps=asks_for_steps(text))
+        shape=answer_shape(text), wants_steps=asks_for_steps(text),
+        k=choose_k(text, detail=detail, k=k, user_folders=user_folders, s=s))
