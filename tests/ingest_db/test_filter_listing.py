@@ -16,7 +16,13 @@ from rag.embed import Embedder, get_embedder
 from rag.retrieval import retrieve
 from rag.store import models
 from tests.ingest_db.helpers import add, index
-from tests.ingest_db.test_bm25_index_backend import FILTERS, QUERIES, SHARED_VAULT, bm25_index_scans
+from tests.ingest_db.test_bm25_index_backend import (
+    FILTERS,
+    QUERIES,
+    SHARED_VAULT,
+    bm25_index_scans,
+    own_partition,
+)
 from tests.ingest_db.test_row_security import console_conn, indexed, model_suffix  # noqa: F401
 from tests.retrieval.test_vector import _auto_explain
 
@@ -26,8 +32,11 @@ ROW_CHECK = "(select 1 from chunks c where c.vault_id ="
 
 @pytest.fixture
 def help_vault(settings: Settings, aconn) -> tuple[Embedder, models.EmbeddingModelRef]:
-    """The help vault indexed and analysed; its embedder and model."""
+    """The help vault indexed and analysed in partitions of its own, as a vault past
+    ingest.own_partition_min_chunks (the small vaults' shared bm25 index answers no filtered search:
+    the index path is a large vault's); its embedder and model."""
     add(aconn, "help", SHARED_VAULT)
+    own_partition(aconn, "help")
     index(settings)
     aconn.execute("analyze")
     embedder = get_embedder(settings.embedding.model, settings.embedding)

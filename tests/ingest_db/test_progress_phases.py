@@ -129,6 +129,14 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+def as_at_a_terminal() -> None:
+    """The child's Ctrl-C as a terminal gives it, whatever the suite's own process inherited or set: an
+    ignored or blocked SIGINT stays so across exec (a suite started in the background ignores it), and
+    Python then installs no KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
 def wait_until(ready, proc: subprocess.Popen[str]) -> None:
     import time
 
@@ -146,7 +154,7 @@ def test_ctrl_c_on_index_is_one_line_exit_130_and_recorded(aconn: psycopg.Connec
     mark = tmp_path / "loading"
     env = cli_env(db_url, tmp_path, RAGPG_EMBEDDING__MODEL="stuck", RAGPG_TEST_MARK=str(mark))
     proc = subprocess.Popen([sys.executable, "-c", STUCK_CLI, *command], env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_at_a_terminal)
     try:
         wait_until(mark.exists, proc)  # mid-run: the model is loading
         proc.send_signal(signal.SIGINT)
@@ -167,7 +175,8 @@ def test_ctrl_c_on_watch_is_exit_130_without_a_watchfiles_warning(aconn: psycopg
     add(aconn, "v", write_files(tmp_path / "v", NOTES))
     env = cli_env(db_url, tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "ragpg_cli.main", "watch", "v"], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=as_at_a_terminal)
     try:
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], HANG_GUARD_S)
