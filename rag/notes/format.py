@@ -15,6 +15,7 @@ from rag.places import heading_parts
 __all__ = ["file_name", "heading_parts", "plain", "snippet"]
 
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$\n?", re.MULTILINE)
+_HEADING_MARK = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+|$)", re.MULTILINE)
 
 
 def file_name(source_path: str) -> str:
@@ -31,13 +32,14 @@ def snippet(content: str, terms: Sequence[str], max_chars: int) -> str:
     """A one-line excerpt of at most `max_chars` (plus ellipses), from the sentence sharing most terms.
 
     Heading lines are left out (the heading is shown beside the excerpt) unless they are all there
-    is; markdown markup is shown as plain text (`plain`). The text comes secret-masked from the
+    is, when their words are the excerpt (`## Group cards` reads `Group cards`); markdown markup is
+    shown as plain text (`plain`). The text comes secret-masked from the
     retrieval passes, so a cut never reveals part of a secret.
     """
     from rag.text import split_sentences, tokenize
 
     shown = plain(content)
-    text = _HEADING_LINE.sub("", shown).strip() or shown.strip()
+    text = _HEADING_LINE.sub("", shown).strip() or _HEADING_MARK.sub("", shown).strip()
     sentences = split_sentences(text) or [text]
     wanted = {stem(t) for t in terms}
     best = max(range(len(sentences)), key=lambda i: (len(wanted & {stem(t) for t in tokenize(sentences[i])}), -i))

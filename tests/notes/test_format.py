@@ -155,3 +155,11 @@ def test_plain_text_keeps_code_blocks_and_placeholders():
     # search snippets read as plain text too
     assert snippet("See [[Command palette|the palette]] for **all** commands.", ["palette"], 80) == (
         "See the palette for all commands.")
+
+
+def test_a_passage_of_headings_only_is_shown_by_their_words_without_markers():
+    """A passage holding nothing but a heading (a section whose text is in the next passage) is its own
+    snippet, as the reader sees a heading: `## Group cards` reads `Group cards`."""
+    assert snippet("## Group cards\n", ["group"], 80) == "Group cards"
+    assert snippet("# Canvas\n\n### Add cards\n", ["canvas"], 80) == "Canvas Add cards"
+    assert snippet("#hashtag and ## not a heading mid-line", ["hashtag"], 80) == "#hashtag and ## not a heading mid-line"
