@@ -115,14 +115,16 @@ def distinct(references: Iterable[Reference]) -> list[Reference]:
 
 
 def source_lines(references: Iterable[Reference], *, numbered: bool = False) -> list[str]:
-    """`- file.md (lines 12-28)` (or `[1] file.md ...`), one per distinct (source, location); the vault
-    is named when several."""
+    """`- file.md — Heading › Section (lines 12-28)` (or `[1] file.md ...`), one per distinct (source,
+    location), with the heading as the reader sees it (`--explain` and the web page word it alike); the
+    vault is named when several."""
     refs = distinct(references)
     several = len({r.vault for r in refs}) > 1
     lines = []
     for n, r in enumerate(refs, start=1):
         name = f"{r.vault}: {r.source_path}" if several else r.source_path
-        lines.append(f"{f'[{n}]' if numbered else '-'} {name}{_location(r)}")
+        heading = f" — {r.heading}" if r.heading else ""
+        lines.append(f"{f'[{n}]' if numbered else '-'} {name}{heading}{_location(r)}")
     return lines
 
 

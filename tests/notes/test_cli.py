@@ -62,7 +62,8 @@ def test_ask_human_output_without_llm(vault, capsys):
     assert out.count(NOTICE_NO_LLM) == 1
     answer, sources = parts(out)
     assert answer == [TIMELINE, MEETING]  # no [File: ..., Section: ...]: the numbers of the Sources list
-    assert sources == ["[1] projects/alpha.md (lines 3-5)", "[2] meetings/2024-05-01.md (lines 1-3)"]
+    assert sources == ["[1] projects/alpha.md — Alpha › Timeline (lines 3-5)",
+                       "[2] meetings/2024-05-01.md — Weekly meeting (lines 1-3)"]
     assert not JARGON.search(out), JARGON.search(out)
     assert "Why this answer:" not in out and err == ""
 
@@ -75,7 +76,7 @@ def test_detail_changes_the_sentences_and_sources_shown(vault, capsys, detail, s
     assert code == 0
     answer, listed = parts(out)
     assert answer == sentences and len(listed) == len(sentences) == len(set(listed))
-    assert listed[0] == "[1] projects/alpha.md (lines 3-5)"
+    assert listed[0] == "[1] projects/alpha.md — Alpha › Timeline (lines 3-5)"
 
 
 def test_k_changes_how_many_passages_are_drawn_on(vault, capsys):
@@ -186,7 +187,7 @@ def test_ask_with_llm_cites_sources(vault, capsys, llm_stub, monkeypatch):
     # the model's citations are numbered as a quoted answer's are, each by its place in Sources
     assert out.startswith("Answer:\nThe alpha project ships in March [1], as agreed in the weekly meeting [2].\n")
     # brief lists one source, but every passage the answer cites is listed
-    assert [line.split(" (")[0] for line in parts(out)[1]] == ["[1] projects/alpha.md", "[2] meetings/2024-05-01.md"]
+    assert [line.split(" — ")[0] for line in parts(out)[1]] == ["[1] projects/alpha.md", "[2] meetings/2024-05-01.md"]
     assert not JARGON.search(out)
     code, printed, _ = run_in_process(capsys, "ask", QUESTION, "--detail", "brief", "--json")  # the response keeps
     assert json.loads(printed)["answer"].startswith("The alpha project ships in March [File: alpha.md, Section: Tim")
@@ -277,10 +278,10 @@ def ref(vault: str, path: str, heading: str, ordinal: int, start: int, end: int)
 DECIDED = AnswerDecision(abstain=False, rule="model", evidence_vault="v")
 
 
-def test_sources_are_deduplicated_by_source_and_location():
-    refs = [ref("v", "a.md", "A", 0, 1, 4), ref("v", "a.md", "A", 0, 1, 4),
-            ref("v", "a.md", "B", 1, 6, 9), ref("v", "b.md", "", 0, 3, 3)]
-    assert source_lines(refs) == ["- a.md (lines 1-4)", "- a.md (lines 6-9)", "- b.md (line 3)"]
+def test_sources_are_deduplicated_by_source_and_location_and_name_their_heading():
+    refs = [ref("v", "a.md", "# A", 0, 1, 4), ref("v", "a.md", "# A", 0, 1, 4),
+            ref("v", "a.md", "# A > ## B", 1, 6, 9), ref("v", "b.md", "", 0, 3, 3)]
+    assert source_lines(refs) == ["- a.md — A (lines 1-4)", "- a.md — A › B (lines 6-9)", "- b.md (line 3)"]
     two_vaults = [ref("v", "a.md", "", 0, 1, 2), ref("w", "a.md", "", 0, 1, 2)]
     assert source_lines(two_vaults) == ["- v: a.md (lines 1-2)", "- w: a.md (lines 1-2)"]
     abstained = AskResponse(answer="I could not find this information in the available documents.", references=[],
