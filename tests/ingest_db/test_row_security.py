@@ -264,3 +264,27 @@ def test_the_servers_reader_gets_no_hidden_vector_scores_unfiltered(indexed: Non
     assert scored == set()
     assert found and found <= visible
     assert listed and listed <= visible
+
+
+def test_a_console_role_reading_chunk_rows_of_every_vault_by_guessed_ids_gets_its_own_alone(
+        indexed: None, cli, aconn: psycopg.Connection) -> None:
+    """ragpg_chunk_rows for several vaults (one cached plan, each document read by its chunk's key) and
+    the bm25 exact scores (one cached plan): a role asking for every chunk id of every vault, hidden
+    ones included, reads and scores only the chunks its policy keeps."""
+    every_id = [r["id"] for r in aconn.execute("select id from chunks order by id").fetchall()]
+    every_vault = [r["id"] for r in aconn.execute("select id from vaults order by id").fetchall()]
+    chunk_vaults = [r["vault_id"] for r in aconn.execute("select vault_id from chunks order by id").fetchall()]
+    assert len(every_vault) == 2 and len(every_id) > len(public_chunk_ids(aconn))
+    owner = aconn.execute("select chunk_id, source_path from ragpg_chunk_rows(%s, %s)", (every_id, every_vault))
+    assert len(owner.fetchall()) == len(every_id)  # the owner is not bound: every row is there
+    scoring = ("select chunk_id from ragpg_bm25_exact_scores(%s, %s, %s, array['english'::regconfig, 'english'],"
+               " array['launch', 'launch'], array[1.0, 1.0], array[10.0, 10.0], 0.9, 0.4)")
+    both = [every_vault[0], every_vault[1]]
+    assert {r["chunk_id"] for r in aconn.execute(scoring, (every_id, chunk_vaults, both))} > public_chunk_ids(aconn)
+    with console_conn(cli, "--clearance", "public", "--vault", "notes") as conn:
+        rows = conn.execute("select chunk_id, vault, source_path from ragpg_chunk_rows(%s, %s)",
+                            (every_id, every_vault)).fetchall()
+        assert {r["chunk_id"] for r in rows} == public_chunk_ids(aconn)
+        assert {(r["vault"], r["source_path"]) for r in rows} == PUBLIC_NOTES
+        scored = {r["chunk_id"] for r in conn.execute(scoring, (every_id, chunk_vaults, both))}
+        assert scored <= public_chunk_ids(aconn) and scored
