@@ -38,10 +38,6 @@ class Evidence:
     query_embedding: np.ndarray | None
     timings_ms: dict[str, float]
 
-    @property
-    def vault(self) -> str | None:
-        return evidence_vault(self.ranked)
-
 
 def evidence_vault(ranked: Sequence[RankedChunk]) -> str | None:
     """The vault the evidence is judged in: the best passage's."""
